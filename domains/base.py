@@ -1,0 +1,165 @@
+"""Domain description: attribute schema, item sampler, rule vocabulary and prompt nouns.
+
+A domain is plain data. It never imports a solver. The generator in ``pipeline/`` reads a
+:class:`Domain` and nothing else, so adding a domain never touches ``solvers/`` or
+``pipeline/``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+Value = int | str
+
+SLOT_OPS = ("<=", ">=")
+GLOBAL_KINDS = (
+    "sum_max",
+    "sum_min",
+    "repeat_max",
+    "count_min",
+    "count_max",
+    "count_min_threshold",
+)
+SCOPES = ("grid", "row", "col")
+
+
+class DomainError(ValueError):
+    """A domain definition is inconsistent (raised when the domain is registered)."""
+
+
+@dataclass(frozen=True)
+class NumericAttribute:
+    """An integer attribute drawn from the closed range [low, high]."""
+
+    name: str
+    low: int
+    high: int
+
+    def sample(self, rng: random.Random) -> int:
+        return rng.randint(self.low, self.high)
+
+
+@dataclass(frozen=True)
+class CategoricalAttribute:
+    """A categorical attribute with a fixed, ordered list of values."""
+
+    name: str
+    values: tuple[str, ...]
+
+    def sample(self, rng: random.Random) -> str:
+        return rng.choice(self.values)
+
+
+Attribute = NumericAttribute | CategoricalAttribute
+
+
+@dataclass(frozen=True)
+class SlotRuleTemplate:
+    """A slot rule family, e.g. ``max_price`` = ``price <= v`` with v drawn per cell."""
+
+    name: str
+    attribute: str
+    op: str  # "<=" or ">="
+
+
+@dataclass(frozen=True)
+class GlobalRuleTemplate:
+    """A global rule family; the generator chooses its bound from the truth grid."""
+
+    name: str
+    kind: str
+    attribute: str
+    scope: str = "grid"
+    equals: str | None = None  # count_min / count_max
+    at_least: int | None = None  # count_min_threshold
+
+
+ItemSampler = Callable[["Domain", random.Random], dict[str, Value]]
+
+
+def uniform_sampler(domain: Domain, rng: random.Random) -> dict[str, Value]:
+    """Draw every attribute independently from its natural range."""
+    return {attribute.name: attribute.sample(rng) for attribute in domain.attributes}
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Everything the generator needs to know about one planning domain."""
+
+    name: str
+    item_noun: str  # "course"
+    item_plural: str  # "courses"
+    id_prefix: str  # "C"
+    task_phrase: str  # "course scheduling"
+    row_noun: str  # "day"
+    col_noun: str  # "class period"
+    attributes: tuple[Attribute, ...]
+    slot_rules: tuple[SlotRuleTemplate, ...]
+    global_rules: tuple[GlobalRuleTemplate, ...]
+    name_words: tuple[str, ...]
+    sampler: ItemSampler = field(default=uniform_sampler)
+
+    def attribute(self, name: str) -> Attribute:
+        for attribute in self.attributes:
+            if attribute.name == name:
+                return attribute
+        raise DomainError(f"domain {self.name!r} has no attribute {name!r}")
+
+    def numeric(self, name: str) -> NumericAttribute:
+        attribute = self.attribute(name)
+        if not isinstance(attribute, NumericAttribute):
+            raise DomainError(f"attribute {name!r} of domain {self.name!r} is not numeric")
+        return attribute
+
+    def sample_item(self, rng: random.Random) -> dict[str, Value]:
+        return self.sampler(self, rng)
+
+    def sample_name(self, rng: random.Random) -> str:
+        """A name with no order in it: a random word and a random number."""
+        return f"{rng.choice(self.name_words)} {rng.randint(100, 999)}"
+
+    def validate(self) -> None:
+        """Raise :class:`DomainError` naming the first inconsistency."""
+        names = [attribute.name for attribute in self.attributes]
+        if len(set(names)) != len(names):
+            raise DomainError(f"domain {self.name!r} repeats an attribute name: {names}")
+        reserved = {"id", "name"} & set(names)
+        if reserved:
+            raise DomainError(f"domain {self.name!r} uses reserved attribute names {reserved}")
+        for attribute in self.attributes:
+            if isinstance(attribute, NumericAttribute) and not 0 <= attribute.low < attribute.high:
+                raise DomainError(
+                    f"{self.name}.{attribute.name}: need 0 <= low < high, got "
+                    f"[{attribute.low}, {attribute.high}] (sums are judged on partial grids, "
+                    "so values must be non-negative)"
+                )
+        for slot_rule in self.slot_rules:
+            self.numeric(slot_rule.attribute)
+            if slot_rule.op not in SLOT_OPS:
+                raise DomainError(f"{self.name}.{slot_rule.name}: op must be one of {SLOT_OPS}")
+        self._validate_global_rules()
+        if not self.slot_rules or not self.global_rules:
+            raise DomainError(f"domain {self.name!r} needs slot rules and global rules")
+
+    def _validate_global_rules(self) -> None:
+        for rule in self.global_rules:
+            where = f"{self.name}.{rule.name}"
+            if rule.kind not in GLOBAL_KINDS:
+                raise DomainError(f"{where}: unknown rule kind {rule.kind!r}; known: {GLOBAL_KINDS}")
+            if rule.scope not in SCOPES:
+                raise DomainError(f"{where}: unknown scope {rule.scope!r}; known: {SCOPES}")
+            attribute = self.attribute(rule.attribute)
+            numeric_kinds = ("sum_max", "sum_min", "count_min_threshold")
+            if rule.kind in numeric_kinds and not isinstance(attribute, NumericAttribute):
+                raise DomainError(f"{where}: {rule.kind} needs a numeric attribute")
+            if rule.kind in ("count_min", "count_max"):
+                if not isinstance(attribute, CategoricalAttribute):
+                    raise DomainError(f"{where}: {rule.kind} needs a categorical attribute")
+                if rule.equals not in attribute.values:
+                    raise DomainError(f"{where}: equals={rule.equals!r} is not a value")
+            if rule.kind == "repeat_max" and not isinstance(attribute, CategoricalAttribute):
+                raise DomainError(f"{where}: repeat_max needs a categorical attribute")
+            if rule.kind == "count_min_threshold" and rule.at_least is None:
+                raise DomainError(f"{where}: count_min_threshold needs at_least")

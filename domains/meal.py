@@ -1,0 +1,50 @@
+"""Meal planning: rows are days, columns are meals."""
+
+from domains.base import CategoricalAttribute as Cat
+from domains.base import Domain
+from domains.base import GlobalRuleTemplate as G
+from domains.base import NumericAttribute as Num
+from domains.base import SlotRuleTemplate as S
+from domains.registry import register
+
+CHEFS = ("Chef Ames", "Chef Bell", "Chef Cruz", "Chef Dunn", "Chef Ellis", "Chef Ford",
+         "Chef Gray", "Chef Hart")  # fmt: skip
+
+
+@register
+def meal() -> Domain:
+    return Domain(
+        name="meal",
+        item_noun="dish",
+        item_plural="dishes",
+        id_prefix="D",
+        task_phrase="meal planning",
+        row_noun="day",
+        col_noun="meal",
+        attributes=(
+            Num("calories", 150, 900),
+            Num("protein", 5, 60),
+            Num("price", 5, 35),
+            Cat("cuisine", ("asian", "mediterranean", "american", "mexican", "italian", "fusion")),
+            Cat("chef", CHEFS),
+            Num("spiciness", 1, 5),
+        ),
+        slot_rules=(
+            S("max_calories", "calories", "<="),
+            S("min_protein", "protein", ">="),
+            S("max_price", "price", "<="),
+        ),
+        global_rules=(
+            G("weekly_calories_max", "sum_max", "calories"),
+            G("weekly_protein_min", "sum_min", "protein"),
+            G("same_cuisine_max", "repeat_max", "cuisine"),
+            G("same_chef_max", "repeat_max", "chef"),
+            G("weekly_price_max", "sum_max", "price"),
+            G("weekly_spiciness_max", "sum_max", "spiciness"),
+            G("same_cuisine_per_day_max", "repeat_max", "cuisine", scope="row"),
+        ),
+        name_words=(
+            "Power Bowl", "Noodle Soup", "Grain Salad", "Taco Plate", "Risotto", "Curry",
+            "Flatbread", "Stir Fry", "Stew", "Wrap", "Poke", "Frittata",
+        ),  # fmt: skip
+    )

@@ -1,0 +1,49 @@
+"""PC building: rows are builds, columns are part positions."""
+
+from domains.base import CategoricalAttribute as Cat
+from domains.base import Domain
+from domains.base import GlobalRuleTemplate as G
+from domains.base import NumericAttribute as Num
+from domains.base import SlotRuleTemplate as S
+from domains.registry import register
+
+BRANDS = ("NovaTech", "Corelink", "Voltix", "Quantis", "Arcwave", "Heliox", "Pyron", "Zentra")
+
+
+@register
+def pc_build() -> Domain:
+    return Domain(
+        name="pc_build",
+        item_noun="component",
+        item_plural="components",
+        id_prefix="PC",
+        task_phrase="PC build planning",
+        row_noun="build",
+        col_noun="part position",
+        attributes=(
+            Cat("category", ("cpu", "gpu", "ram", "storage", "motherboard", "cooling")),
+            Num("price", 50, 1500),
+            Num("performance", 10, 100),
+            Num("power", 20, 450),
+            Cat("brand", BRANDS),
+            Num("compatibility", 60, 100),
+        ),
+        slot_rules=(
+            S("max_price", "price", "<="),
+            S("min_performance", "performance", ">="),
+            S("max_power", "power", "<="),
+        ),
+        global_rules=(
+            G("total_budget_max", "sum_max", "price"),
+            G("total_power_max", "sum_max", "power"),
+            G("same_brand_max", "repeat_max", "brand"),
+            G("same_category_max", "repeat_max", "category"),
+            G("high_performance_min", "count_min_threshold", "performance", at_least=75),
+            G("total_compatibility_min", "sum_min", "compatibility"),
+            G("build_power_max", "sum_max", "power", scope="row"),
+        ),
+        name_words=(
+            "Compact Board", "Tower Cooler", "Gaming Card", "Fast Drive", "Dual Kit",
+            "Octa Core", "Silent Fan", "Pro Board", "Turbo Card", "Cache Drive",
+        ),  # fmt: skip
+    )

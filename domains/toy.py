@@ -1,0 +1,42 @@
+"""A tiny domain for tests: small ranges, every rule kind and every scope."""
+
+from domains.base import CategoricalAttribute as Cat
+from domains.base import Domain
+from domains.base import GlobalRuleTemplate as G
+from domains.base import NumericAttribute as Num
+from domains.base import SlotRuleTemplate as S
+from domains.registry import register
+
+
+@register
+def toy() -> Domain:
+    return Domain(
+        name="toy",
+        item_noun="token",
+        item_plural="tokens",
+        id_prefix="T",
+        task_phrase="toy puzzle",
+        row_noun="row",
+        col_noun="column",
+        attributes=(
+            Num("cost", 0, 9),
+            Num("weight", 1, 9),
+            Cat("color", ("red", "green", "blue")),
+            Cat("shape", ("circle", "square", "star", "ring")),
+        ),
+        slot_rules=(
+            S("max_cost", "cost", "<="),
+            S("min_weight", "weight", ">="),
+        ),
+        global_rules=(
+            G("total_cost_max", "sum_max", "cost"),
+            G("total_weight_min", "sum_min", "weight"),
+            G("same_shape_max", "repeat_max", "shape"),
+            G("red_min", "count_min", "color", equals="red"),
+            G("blue_max", "count_max", "color", equals="blue"),
+            G("heavy_min", "count_min_threshold", "weight", at_least=7),
+            G("row_cost_max", "sum_max", "cost", scope="row"),
+            G("same_color_per_col_max", "repeat_max", "color", scope="col"),
+        ),
+        name_words=("Pebble", "Bead", "Chip", "Marble", "Button"),
+    )

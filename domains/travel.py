@@ -1,0 +1,49 @@
+"""Travel itineraries: rows are days, columns are time blocks."""
+
+from domains.base import CategoricalAttribute as Cat
+from domains.base import Domain
+from domains.base import GlobalRuleTemplate as G
+from domains.base import NumericAttribute as Num
+from domains.base import SlotRuleTemplate as S
+from domains.registry import register
+
+DISTRICTS = ("Old Town", "Harbor", "Hill District", "Riverside", "Market Quarter", "Arts Mile",
+             "Garden Ward", "Station Row")  # fmt: skip
+
+
+@register
+def travel() -> Domain:
+    return Domain(
+        name="travel",
+        item_noun="activity",
+        item_plural="activities",
+        id_prefix="A",
+        task_phrase="travel itinerary planning",
+        row_noun="day",
+        col_noun="time block",
+        attributes=(
+            Cat("category", ("museum", "outdoor", "food", "show", "landmark", "market")),
+            Num("cost", 10, 200),
+            Num("duration", 1, 6),
+            Num("crowd_level", 1, 5),
+            Cat("location", DISTRICTS),
+            Num("rating", 1, 5),
+        ),
+        slot_rules=(
+            S("max_cost", "cost", "<="),
+            S("max_duration", "duration", "<="),
+            S("max_crowd", "crowd_level", "<="),
+        ),
+        global_rules=(
+            G("total_budget_max", "sum_max", "cost"),
+            G("museum_min", "count_min", "category", equals="museum"),
+            G("outdoor_min", "count_min", "category", equals="outdoor"),
+            G("location_repeat_max", "repeat_max", "location"),
+            G("daily_duration_max", "sum_max", "duration", scope="row"),
+            G("rating_total_min", "sum_min", "rating"),
+        ),
+        name_words=(
+            "Gallery Tour", "Harbor Walk", "Food Crawl", "Night Show", "Tower Visit",
+            "Flea Market", "Boat Trip", "Park Hike", "Cooking Class", "Castle Visit",
+        ),  # fmt: skip
+    )

@@ -1,0 +1,53 @@
+"""The mutable working state of one task while it is drawn, repaired and certified."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from domains import Domain
+from solvers.task import GlobalRule, SlotRule, Value
+
+Cell = tuple[int, int]
+Record = dict[str, Value]
+
+
+@dataclass
+class Draft:
+    """One task under construction. ``truth`` holds an id for every cell."""
+
+    domain: Domain
+    rows: int
+    cols: int
+    rng: random.Random
+    truth: list[list[str]] = field(default_factory=list)
+    items: dict[str, Record] = field(default_factory=dict)
+    hidden: list[Cell] = field(default_factory=list)
+    slot_rules: dict[Cell, list[SlotRule]] = field(default_factory=dict)
+    rules: list[GlobalRule] = field(default_factory=list)
+    decoys: dict[Cell, list[str]] = field(default_factory=dict)
+    filtered: dict[Cell, list[str]] = field(default_factory=dict)
+    _used_ids: set[str] = field(default_factory=set)
+
+    def new_item(self, attributes: Record) -> str:
+        """Give ``attributes`` a fresh random id and name; return the id."""
+        while True:
+            item_id = f"{self.domain.id_prefix}{self.rng.getrandbits(24):06x}"
+            if item_id not in self._used_ids:
+                break
+        self._used_ids.add(item_id)
+        self.items[item_id] = {"id": item_id, "name": self.domain.sample_name(self.rng),
+                               **attributes}  # fmt: skip
+        return item_id
+
+    def drop_item(self, item_id: str) -> None:
+        self.items.pop(item_id, None)
+
+    def truth_record(self, cell: Cell) -> Record:
+        return self.items[self.truth[cell[0]][cell[1]]]
+
+    def cells(self) -> list[Cell]:
+        return [(r, c) for r in range(self.rows) for c in range(self.cols)]
+
+    def is_hidden(self, cell: Cell) -> bool:
+        return cell in self.slot_rules

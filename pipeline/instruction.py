@@ -1,0 +1,51 @@
+"""The natural-language task policy, written from the rules (never the answer)."""
+
+from __future__ import annotations
+
+from domains import Domain
+from solvers.task import GlobalRule, SlotRule
+
+_SCOPE = {"grid": "in the whole grid", "row": "in each {row}", "col": "in each {col}"}
+
+
+def _words(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def describe_rule(rule: GlobalRule, domain: Domain) -> str:
+    scope = _SCOPE[rule.scope].format(row=domain.row_noun, col=domain.col_noun)
+    attribute, plural = _words(rule.attribute), domain.item_plural
+    if rule.kind == "sum_max":
+        return f"the total {attribute} of all {plural} {scope} must be at most {rule.bound}"
+    if rule.kind == "sum_min":
+        return f"the total {attribute} of all {plural} {scope} must be at least {rule.bound}"
+    if rule.kind == "repeat_max":
+        return f"the same {attribute} can appear at most {rule.bound} times {scope}"
+    if rule.kind == "count_min":
+        return f"at least {rule.bound} {plural} {scope} must have {attribute} {rule.equals}"
+    if rule.kind == "count_max":
+        return f"at most {rule.bound} {plural} {scope} may have {attribute} {rule.equals}"
+    return (f"at least {rule.bound} {plural} {scope} must have {attribute} of at least "
+            f"{rule.at_least}")  # fmt: skip
+
+
+def describe_slot_rule(rule: SlotRule) -> str:
+    words = {"<=": "at most", ">=": "at least", "in": "one of", "not_in": "none of"}[rule.op]
+    value = ", ".join(rule.value) if isinstance(rule.value, tuple) else rule.value
+    return f"{_words(rule.attribute)} {words} {value}"
+
+
+def write_instruction(domain: Domain, rows: int, cols: int,
+                      rules: list[GlobalRule]) -> str:  # fmt: skip
+    lines = [
+        f"You are solving a {domain.task_phrase} task. Fill the {rows}x{cols} grid with "
+        f"{domain.item_noun} ids.",
+        f"Rows are {domain.row_noun}s and columns are {domain.col_noun}s (0-based).",
+        "Only the empty (null) cells need to be filled; every other cell is fixed.",
+        "Each empty cell must take exactly one of its candidate ids, and that "
+        f"{domain.item_noun} must meet the cell's own slot constraints.",
+        "Across the grid, the plan must satisfy these global constraints:",
+    ]
+    lines += [f"({n}) {describe_rule(rule, domain)}." for n, rule in enumerate(rules, 1)]
+    lines.append("Exactly one completion satisfies every constraint.")
+    return "\n".join(lines)

@@ -1,0 +1,59 @@
+"""Checks on a task key that run before any work, with messages naming the limit."""
+
+from __future__ import annotations
+
+from domains import DomainError, get_domain
+from pipeline.keys import GenerationError, GenerationSettings, TaskKey
+
+
+def validate_key(key: TaskKey, settings: GenerationSettings) -> None:
+    """Raise :class:`GenerationError` for a key that cannot give a task."""
+    settings.validate()
+    try:
+        get_domain(key.domain)
+    except DomainError as error:
+        raise GenerationError(str(error)) from None
+    if key.rows < 1 or key.cols < 1:
+        raise GenerationError(f"grid {key.rows}x{key.cols}: rows and cols must be >= 1")
+    cells = key.rows * key.cols
+    if not 1 <= key.hidden_slots <= cells:
+        raise GenerationError(
+            f"hidden_slots={key.hidden_slots} must be between 1 and the {cells} cells of a "
+            f"{key.rows}x{key.cols} grid"
+        )
+    if key.decoy_budget < 0:
+        raise GenerationError(f"decoy_budget={key.decoy_budget} must be >= 0")
+    _validate_candidates(key, settings)
+
+
+def _validate_candidates(key: TaskKey, settings: GenerationSettings) -> None:
+    per_cell = key.candidates_per_slot - 1  # room for decoys next to the truth
+    if key.candidates_per_slot < 2:
+        raise GenerationError(
+            f"candidates_per_slot={key.candidates_per_slot} must be >= 2 (the truth and at "
+            "least one other candidate)"
+        )
+    cells = decoy_cell_count(key, settings)
+    capacity = cells * per_cell
+    if key.decoy_budget > capacity:
+        raise GenerationError(
+            f"decoy_budget={key.decoy_budget} cannot be placed: allocation "
+            f"{settings.allocation!r} uses {cells} of the {key.hidden_slots} hidden cells and "
+            f"each holds at most candidates_per_slot-1={per_cell} decoys (limit {capacity}); "
+            "raise candidates_per_slot or hidden_slots, or use allocation=spread"
+        )
+
+
+def decoy_cell_count(key: TaskKey, settings: GenerationSettings) -> int:
+    """How many hidden cells share the decoy budget under the allocation policy."""
+    budget, hidden, per_cell = key.decoy_budget, key.hidden_slots, key.candidates_per_slot - 1
+    if budget == 0:
+        return 0
+    if settings.allocation == "spread":
+        return min(hidden, budget)
+    if settings.allocation == "concentrated":
+        return min(hidden, -(-budget // per_cell))
+    paper = 1
+    while paper * paper < budget:
+        paper += 1  # ceil(sqrt(B)) without floats
+    return min(hidden, max(paper, -(-budget // per_cell)))

@@ -1,0 +1,148 @@
+"""The reference checker: the one definition of what every constraint means.
+
+Pure Python, integer arithmetic only, no solver. The CP-SAT and CBC models are tested
+against it by brute force on small grids.
+
+Partial grids (SPEC section 1): upper-bound rules (``sum_max``, ``repeat_max``,
+``count_max``) are judged on the filled cells and are ``violated`` as soon as the filled
+cells break them, ``satisfied`` otherwise; lower-bound rules (``sum_min``, ``count_min``,
+``count_min_threshold``) are ``pending`` until the grid is complete.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from solvers.task import GlobalRule, Slot, SlotRule, Task
+
+SATISFIED, VIOLATED, PENDING = "satisfied", "violated", "pending"
+Cell = tuple[int, int]
+Choice = Mapping[Cell, str]
+Record = Mapping[str, Any]
+
+
+def slot_rule_holds(rule: SlotRule, item: Record) -> bool:
+    """True when ``item`` meets one slot rule."""
+    value = item.get(rule.attribute)
+    if value is None:
+        return False
+    if rule.op == "<=":
+        return isinstance(value, int) and value <= rule.value  # type: ignore[operator]
+    if rule.op == ">=":
+        return isinstance(value, int) and value >= rule.value  # type: ignore[operator]
+    if rule.op == "in":
+        return value in rule.value  # type: ignore[operator]
+    if rule.op == "not_in":
+        return value not in rule.value  # type: ignore[operator]
+    raise ValueError(f"unknown slot op {rule.op!r}")
+
+
+def slot_violations(rules: Sequence[SlotRule], item: Record) -> list[SlotRule]:
+    """The slot rules ``item`` breaks (empty when it passes the cell)."""
+    return [rule for rule in rules if not slot_rule_holds(rule, item)]
+
+
+def passes_slot(slot: Slot, item: Record) -> bool:
+    return all(slot_rule_holds(rule, item) for rule in slot.constraints)
+
+
+def rule_groups(rule: GlobalRule, rows: int, cols: int) -> list[list[Cell]]:
+    """The cell groups a rule applies to separately: the grid, each row, or each column."""
+    if rule.scope == "row":
+        return [[(r, c) for c in range(cols)] for r in range(rows)]
+    if rule.scope == "col":
+        return [[(r, c) for r in range(rows)] for c in range(cols)]
+    return [[(r, c) for r in range(rows) for c in range(cols)]]
+
+
+def rule_measure(rule: GlobalRule, records: Sequence[Record]) -> int:
+    """The integer a rule bounds, over the given item records.
+
+    sum_*: the sum of the attribute; repeat_max: the largest number of items sharing one
+    value; count_min / count_max: items whose attribute equals ``equals``;
+    count_min_threshold: items whose attribute is >= ``at_least``.
+    """
+    attribute = rule.attribute
+    if rule.kind in ("sum_max", "sum_min"):
+        return sum(int(record[attribute]) for record in records)
+    if rule.kind == "repeat_max":
+        counts = Counter(record[attribute] for record in records)
+        return max(counts.values(), default=0)
+    if rule.kind in ("count_min", "count_max"):
+        return sum(1 for record in records if record[attribute] == rule.equals)
+    if rule.kind == "count_min_threshold":
+        return sum(1 for record in records if int(record[attribute]) >= int(rule.at_least or 0))
+    raise ValueError(f"unknown rule kind {rule.kind!r}")
+
+
+def rule_excess(rule: GlobalRule, measure: int) -> int:
+    """By how many units a measure breaks the bound (0 or less when it holds)."""
+    return measure - rule.bound if rule.is_upper_bound else rule.bound - measure
+
+
+def group_records(grid: Sequence[Sequence[str | None]], items: Mapping[str, Record],
+                  group: Sequence[Cell]) -> tuple[list[Record], bool]:  # fmt: skip
+    """The filled records of a group and whether the group is complete."""
+    records = [items[grid[r][c]] for r, c in group if grid[r][c] is not None]  # type: ignore[index]
+    return records, len(records) == len(group)
+
+
+def rule_status(rule: GlobalRule, grid: Sequence[Sequence[str | None]],
+                items: Mapping[str, Record]) -> str:  # fmt: skip
+    """``satisfied``, ``violated`` or ``pending`` for one rule on a full or partial grid."""
+    complete = all(cell is not None for row in grid for cell in row)
+    if not rule.is_upper_bound and not complete:
+        return PENDING
+    for group in rule_groups(rule, len(grid), len(grid[0])):
+        records, _ = group_records(grid, items, group)
+        if rule_excess(rule, rule_measure(rule, records)) > 0:
+            return VIOLATED
+    return SATISFIED
+
+
+def check_global(task: Task, grid: Sequence[Sequence[str | None]]) -> dict[str, str]:
+    """Status of every global rule of ``task`` on ``grid``, by rule name."""
+    return {rule.name: rule_status(rule, grid, task.items) for rule in task.global_constraints}
+
+
+def fill(task: Task, choice: Choice) -> list[list[str | None]]:
+    """The task grid with the chosen ids written into hidden cells."""
+    grid = [list(row) for row in task.grid]
+    for (row, col), item_id in choice.items():
+        grid[row][col] = item_id
+    return grid
+
+
+def is_valid_completion(task: Task, choice: Choice) -> bool:
+    """True when ``choice`` fills every hidden cell with one of its candidates that passes
+    the cell's slot rules and the filled grid satisfies every global rule."""
+    for slot in task.slots:
+        item_id = choice.get((slot.row, slot.col))
+        if item_id is None or item_id not in slot.candidates:
+            return False
+        if not passes_slot(slot, task.items[item_id]):
+            return False
+    grid = fill(task, choice)
+    return all(status == SATISFIED for status in check_global(task, grid).values())
+
+
+def locally_valid_candidates(task: Task, slot: Slot) -> list[str]:
+    """Candidates of a hidden cell that pass its slot rules, in listed order."""
+    return [c for c in slot.candidates if passes_slot(slot, task.items[c])]
+
+
+def enumerate_completions(task: Task, limit: int | None = None) -> Iterator[dict[Cell, str]]:
+    """Brute force: every valid completion (for tests on small grids only)."""
+    cells = [(slot.row, slot.col) for slot in task.slots]
+    options = [locally_valid_candidates(task, slot) for slot in task.slots]
+    found = 0
+    for combo in itertools.product(*options):
+        choice = dict(zip(cells, combo, strict=True))
+        if is_valid_completion(task, choice):
+            yield choice
+            found += 1
+            if limit is not None and found >= limit:
+                return

@@ -1,0 +1,176 @@
+"""CP-SAT model of a task, built from the task data alone, and the proofs run on it.
+
+One Boolean per (hidden cell, candidate that passes the cell's slot rules), exactly one per
+cell; every global rule becomes linear constraints over those Booleans plus the constants of
+the visible cells. Proofs use assumption literals on one model, so a task is modelled once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+import ortools
+from ortools.sat.python import cp_model
+
+from solvers.checker import locally_valid_candidates, rule_groups
+from solvers.results import (
+    FEASIBLE,
+    INFEASIBLE,
+    UNKNOWN,
+    Cell,
+    SolveResult,
+    SolverSettings,
+)
+from solvers.task import GlobalRule, Task
+
+SOLVER_NAME = "ortools-cp-sat"
+SOLVER_VERSION = ortools.__version__
+
+
+class CpSatModel:
+    """The CP-SAT model of ``task``; ``truth`` (optional) enables the uniqueness no-good."""
+
+    def __init__(self, task: Task, settings: SolverSettings | None = None,
+                 truth: Mapping[Cell, str] | None = None) -> None:  # fmt: skip
+        self.task = task
+        self.settings = settings or SolverSettings()
+        self.model = cp_model.CpModel()
+        self.choice: dict[Cell, dict[str, cp_model.IntVar]] = {}
+        for slot in task.slots:
+            cell = (slot.row, slot.col)
+            self.choice[cell] = {
+                item_id: self.model.new_bool_var(f"x_{slot.row}_{slot.col}_{item_id}")
+                for item_id in locally_valid_candidates(task, slot)
+            }
+            self.model.add_exactly_one(self.choice[cell].values())
+        self.relax: dict[str, cp_model.IntVar] = {}
+        self.loosen: dict[str, cp_model.IntVar] = {}
+        for rule in task.global_constraints:
+            self._add_rule(rule)
+        self.forbid_truth = self.model.new_bool_var("forbid_truth")
+        if truth is not None:
+            self._add_truth_nogood(truth)
+        self.model.minimize(sum(self.loosen.values()))
+
+    def _add_truth_nogood(self, truth: Mapping[Cell, str]) -> None:
+        literals = [self.choice[cell][truth[cell]] for cell in self.choice
+                    if truth[cell] in self.choice[cell]]  # fmt: skip
+        self.model.add(sum(literals) <= len(self.choice) - 1).only_enforce_if(self.forbid_truth)
+
+    def _add_rule(self, rule: GlobalRule) -> None:
+        """Linear constraints for ``rule``; its bound can be loosened by ``loosen[name]``."""
+        cells = self.task.rows * self.task.cols
+        top = cells * max(1, self._largest_value(rule))
+        loosen = self.model.new_int_var(0, top, f"loosen_{rule.name}")
+        relax = self.model.new_bool_var(f"relax_{rule.name}")
+        self.model.add(loosen == 0).only_enforce_if(relax.Not())
+        self.loosen[rule.name], self.relax[rule.name] = loosen, relax
+        for group in rule_groups(rule, self.task.rows, self.task.cols):
+            for constant, terms in self._group_expressions(rule, group):
+                expression = constant + sum(coef * lit for lit, coef in terms)
+                if rule.is_upper_bound:
+                    self.model.add(expression <= rule.bound + loosen)
+                else:
+                    self.model.add(expression >= rule.bound - loosen)
+
+    def _largest_value(self, rule: GlobalRule) -> int:
+        if rule.kind not in ("sum_max", "sum_min"):
+            return 1
+        return max((abs(int(item[rule.attribute])) for item in self.task.items.values()),
+                   default=1)  # fmt: skip
+
+    def _group_expressions(self, rule: GlobalRule,
+                           group: list[Cell]) -> list[tuple[int, list[tuple[object, int]]]]:  # fmt: skip
+        """(constant, [(literal, coefficient)]) per linear row of one rule group."""
+        if rule.kind == "repeat_max":
+            values = {self._value(cell, item_id, rule) for cell in group
+                      for item_id in self._options(cell)}  # fmt: skip
+            return [self._contribution(group, lambda v, x=value: int(v == x), rule)
+                    for value in sorted(values, key=str)]  # fmt: skip
+        return [self._contribution(group, lambda v: _weight(rule, v), rule)]
+
+    def _options(self, cell: Cell) -> list[str]:
+        fixed = self.task.grid[cell[0]][cell[1]]
+        return [fixed] if fixed is not None else list(self.choice[cell])
+
+    def _value(self, cell: Cell, item_id: str, rule: GlobalRule) -> object:
+        return self.task.items[item_id][rule.attribute]
+
+    def _contribution(self, group: list[Cell], weight, rule: GlobalRule):  # type: ignore[no-untyped-def]
+        constant, terms = 0, []
+        for cell in group:
+            fixed = self.task.grid[cell[0]][cell[1]]
+            if fixed is not None:
+                constant += weight(self.task.items[fixed][rule.attribute])
+                continue
+            for item_id, literal in self.choice[cell].items():
+                coefficient = weight(self.task.items[item_id][rule.attribute])
+                if coefficient:
+                    terms.append((literal, coefficient))
+        return constant, terms
+
+    def solve(self, assumptions: list[object], relaxed: str | None = None) -> SolveResult:
+        """Solve under assumption literals; every rule other than ``relaxed`` is exact."""
+        fixed_rules = [self.relax[name].Not() for name in self.relax if name != relaxed]
+        self.model.clear_assumptions()
+        self.model.add_assumptions(list(assumptions) + fixed_rules)
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = self.settings.workers
+        solver.parameters.random_seed = self.settings.seed
+        solver.parameters.max_time_in_seconds = self.settings.time_limit_s
+        start = time.perf_counter()
+        status = solver.solve(self.model)
+        wall_ms = (time.perf_counter() - start) * 1000.0
+        if status == cp_model.INFEASIBLE:
+            return SolveResult(INFEASIBLE, wall_ms)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            solution = {cell: next(i for i, lit in options.items() if solver.boolean_value(lit))
+                        for cell, options in self.choice.items()}  # fmt: skip
+            objective = int(round(solver.objective_value)) if status == cp_model.OPTIMAL else None
+            if relaxed is not None and objective is None:
+                return SolveResult(UNKNOWN, wall_ms, solution)
+            return SolveResult(FEASIBLE, wall_ms, solution, objective)
+        return SolveResult(UNKNOWN, wall_ms)
+
+    # The proofs -----------------------------------------------------------------------
+
+    def literal(self, cell: Cell, item_id: str) -> object | None:
+        """The choice literal, or None when the item fails the cell's slot rules."""
+        return self.choice[cell].get(item_id)
+
+    def check_assignment(self, assignment: Mapping[Cell, str]) -> SolveResult:
+        """Is this full assignment a feasible completion? (FEASIBLE / INFEASIBLE)"""
+        literals = [self.literal(cell, item_id) for cell, item_id in assignment.items()]
+        if any(literal is None for literal in literals):
+            return SolveResult(INFEASIBLE, 0.0)
+        return self.solve(literals)
+
+    def other_completion(self) -> SolveResult:
+        """Search a completion other than the truth; INFEASIBLE proves uniqueness."""
+        return self.solve([self.forbid_truth])
+
+    def item_feasible(self, cell: Cell, item_id: str) -> SolveResult:
+        """Is there a feasible completion with ``item_id`` in ``cell``?"""
+        literal = self.literal(cell, item_id)
+        if literal is None:
+            return SolveResult(INFEASIBLE, 0.0)
+        return self.solve([literal])
+
+    def loosening_to_ambiguity(self, rule_name: str) -> SolveResult:
+        """Smallest loosening of one rule's bound that admits a completion other than the
+        truth (``objective``); INFEASIBLE when no loosening of that rule alone does."""
+        return self.solve([self.forbid_truth, self.relax[rule_name]], relaxed=rule_name)
+
+
+def _weight(rule: GlobalRule, value: object) -> int:
+    if rule.kind in ("sum_max", "sum_min"):
+        return int(value)  # type: ignore[call-overload]
+    if rule.kind in ("count_min", "count_max"):
+        return int(value == rule.equals)
+    if rule.kind == "count_min_threshold":
+        return int(int(value) >= int(rule.at_least or 0))  # type: ignore[call-overload]
+    raise ValueError(f"unknown rule kind {rule.kind!r}")
+
+
+__all__ = ["FEASIBLE", "INFEASIBLE", "SOLVER_NAME", "SOLVER_VERSION", "UNKNOWN", "CpSatModel"]

@@ -1,0 +1,40 @@
+"""Small typed records that solver calls return. UNKNOWN is never a proof."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Cell = tuple[int, int]
+
+FEASIBLE, INFEASIBLE, UNKNOWN = "FEASIBLE", "INFEASIBLE", "UNKNOWN"
+
+
+@dataclass(frozen=True)
+class SolverSettings:
+    """Limits for one solver call. One worker and a fixed seed keep output deterministic."""
+
+    time_limit_s: float = 10.0
+    workers: int = 1
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """Outcome of one solve: FEASIBLE (a solution exists), INFEASIBLE (proved), UNKNOWN."""
+
+    status: str
+    wall_ms: float
+    solution: dict[Cell, str] | None = None
+    objective: int | None = None
+
+    @property
+    def feasible(self) -> bool:
+        return self.status == FEASIBLE
+
+    @property
+    def infeasible(self) -> bool:
+        return self.status == INFEASIBLE
+
+
+class SolverTimeout(RuntimeError):
+    """A solver returned UNKNOWN where a proof was needed."""

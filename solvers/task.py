@@ -1,0 +1,196 @@
+"""The task data model: the agent-facing task and the answer, as frozen records.
+
+Pure data; no solver imports. ``to_dict`` / ``from_dict`` give the JSON file layout of
+SPEC section 7 (``schema_version`` "1").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = "1"
+Value = int | str
+Grid = tuple[tuple[str | None, ...], ...]
+
+SLOT_OPS = ("<=", ">=", "in", "not_in")
+RULE_KINDS = ("sum_max", "sum_min", "repeat_max", "count_min", "count_max", "count_min_threshold")
+UPPER_BOUND_KINDS = ("sum_max", "repeat_max", "count_max")
+SCOPES = ("grid", "row", "col")
+
+
+class TaskFormatError(ValueError):
+    """A task or answer record is malformed; the message names the field."""
+
+
+@dataclass(frozen=True)
+class SlotRule:
+    """``attribute op value`` on one cell; ``value`` is a tuple for ``in`` / ``not_in``."""
+
+    attribute: str
+    op: str
+    value: int | tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        value = list(self.value) if isinstance(self.value, tuple) else self.value
+        return {"attribute": self.attribute, "op": self.op, "value": value}
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> SlotRule:
+        op = data.get("op")
+        if op not in SLOT_OPS:
+            raise TaskFormatError(f"slot constraint op {op!r} is unknown; allowed: {SLOT_OPS}")
+        value = data.get("value")
+        if op in ("in", "not_in"):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise TaskFormatError(f"slot constraint {op!r} needs a list of strings")
+            return SlotRule(str(data["attribute"]), op, tuple(value))
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TaskFormatError(f"slot constraint {op!r} needs an integer value, got {value!r}")
+        return SlotRule(str(data["attribute"]), op, value)
+
+
+@dataclass(frozen=True)
+class GlobalRule:
+    """A rule over the grid (or each row / column when ``scope`` says so)."""
+
+    name: str
+    kind: str
+    attribute: str
+    bound: int
+    scope: str = "grid"
+    equals: str | None = None
+    at_least: int | None = None
+
+    @property
+    def is_upper_bound(self) -> bool:
+        return self.kind in UPPER_BOUND_KINDS
+
+    def with_bound(self, bound: int) -> GlobalRule:
+        return GlobalRule(self.name, self.kind, self.attribute, bound, self.scope,
+                          self.equals, self.at_least)  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name, "kind": self.kind, "attribute": self.attribute,
+                                "scope": self.scope, "bound": self.bound}  # fmt: skip
+        if self.equals is not None:
+            data["equals"] = self.equals
+        if self.at_least is not None:
+            data["at_least"] = self.at_least
+        return data
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> GlobalRule:
+        kind = data.get("kind")
+        if kind not in RULE_KINDS:
+            raise TaskFormatError(f"global rule kind {kind!r} is unknown; known: {RULE_KINDS}")
+        scope = data.get("scope", "grid")
+        if scope not in SCOPES:
+            raise TaskFormatError(f"global rule scope {scope!r} is unknown; known: {SCOPES}")
+        if kind in ("count_min", "count_max") and data.get("equals") is None:
+            raise TaskFormatError(f"global rule {data.get('name')!r} ({kind}) needs 'equals'")
+        if kind == "count_min_threshold" and data.get("at_least") is None:
+            raise TaskFormatError(f"global rule {data.get('name')!r} ({kind}) needs 'at_least'")
+        return GlobalRule(str(data["name"]), kind, str(data["attribute"]), int(data["bound"]),
+                          scope, data.get("equals"), data.get("at_least"))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A hidden cell: its shuffled candidate ids and its slot constraints."""
+
+    row: int
+    col: int
+    candidates: tuple[str, ...]
+    constraints: tuple[SlotRule, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"row": self.row, "col": self.col, "candidates": list(self.candidates),
+                "constraints": [rule.to_dict() for rule in self.constraints]}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Task:
+    """The agent-facing task. ``items`` maps id -> record with ``id``, ``name``, attributes."""
+
+    task_id: str
+    domain: str
+    rows: int
+    cols: int
+    decoy_budget: int
+    grid: Grid
+    items: dict[str, dict[str, Value]]
+    slots: tuple[Slot, ...]
+    global_constraints: tuple[GlobalRule, ...]
+    instruction: str = ""
+    candidates_per_slot: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def hidden_slots(self) -> int:
+        return len(self.slots)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "task_id": self.task_id,
+            "domain": self.domain,
+            "rows": self.rows,
+            "cols": self.cols,
+            "hidden_slots": self.hidden_slots,
+            "decoy_budget": self.decoy_budget,
+            "candidates_per_slot": self.candidates_per_slot,
+            "grid": [list(row) for row in self.grid],
+            "items": [self.items[item_id] for item_id in sorted(self.items)],
+            "slots": [slot.to_dict() for slot in self.slots],
+            "global_constraints": [rule.to_dict() for rule in self.global_constraints],
+            "instruction": self.instruction,
+            **self.extra,
+        }
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Task:
+        from solvers.task_io import task_from_dict
+
+        return task_from_dict(data)
+
+
+@dataclass(frozen=True)
+class SlotRoles:
+    """Which candidate of a hidden cell is the truth, a decoy, or filtered."""
+
+    row: int
+    col: int
+    truth: str
+    decoys: tuple[str, ...]
+    filtered: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"row": self.row, "col": self.col, "truth": self.truth,
+                "decoys": list(self.decoys), "filtered": list(self.filtered)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The answer file: truth grid, candidate roles, certificates and difficulty measures."""
+
+    task_id: str
+    truth: tuple[tuple[str, ...], ...]
+    roles: tuple[SlotRoles, ...]
+    certificate: dict[str, Any] = field(default_factory=dict)
+    crosscheck: dict[str, Any] = field(default_factory=dict)
+    measures: dict[str, Any] = field(default_factory=dict)
+
+    def truth_choice(self) -> dict[tuple[int, int], str]:
+        return {(role.row, role.col): role.truth for role in self.roles}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "task_id": self.task_id,
+            "truth": [list(row) for row in self.truth],
+            "roles": [role.to_dict() for role in self.roles],
+            "certificate": self.certificate,
+            "crosscheck": self.crosscheck,
+            "measures": self.measures,
+        }

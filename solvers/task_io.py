@@ -1,0 +1,104 @@
+"""Reading task and answer records from JSON-shaped dicts, with errors that name the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solvers.task import (
+    SCHEMA_VERSION,
+    Answer,
+    GlobalRule,
+    Slot,
+    SlotRoles,
+    SlotRule,
+    Task,
+    TaskFormatError,
+)
+
+_TASK_FIELDS = {"schema_version", "task_id", "domain", "rows", "cols", "hidden_slots",
+                "decoy_budget", "candidates_per_slot", "grid", "items", "slots",
+                "global_constraints", "instruction"}  # fmt: skip
+
+
+def _require(data: dict[str, Any], key: str, where: str) -> Any:
+    if key not in data:
+        raise TaskFormatError(f"{where}: missing field {key!r}")
+    return data[key]
+
+
+def _check_version(data: dict[str, Any], where: str) -> None:
+    version = _require(data, "schema_version", where)
+    if version != SCHEMA_VERSION:
+        raise TaskFormatError(
+            f"{where}: schema_version {version!r} is not known; this code reads "
+            f"{SCHEMA_VERSION!r}"
+        )
+
+
+def task_from_dict(data: dict[str, Any]) -> Task:
+    """Build a :class:`Task` from its JSON record, checking shape and references."""
+    where = f"task {data.get('task_id', '?')}"
+    _check_version(data, where)
+    rows, cols = int(_require(data, "rows", where)), int(_require(data, "cols", where))
+    grid = tuple(tuple(cell for cell in row) for row in _require(data, "grid", where))
+    if len(grid) != rows or any(len(row) != cols for row in grid):
+        raise TaskFormatError(f"{where}: grid is not {rows} x {cols}")
+    items: dict[str, dict[str, Any]] = {}
+    for record in _require(data, "items", where):
+        item_id = _require(record, "id", f"{where} item")
+        items[str(item_id)] = dict(record)
+    slots = tuple(
+        Slot(int(s["row"]), int(s["col"]), tuple(s["candidates"]),
+             tuple(SlotRule.from_dict(c) for c in s.get("constraints", [])))  # fmt: skip
+        for s in _require(data, "slots", where)
+    )
+    rules = tuple(GlobalRule.from_dict(r) for r in _require(data, "global_constraints", where))
+    task = Task(
+        task_id=str(_require(data, "task_id", where)), domain=str(_require(data, "domain", where)),
+        rows=rows, cols=cols, decoy_budget=int(data.get("decoy_budget", 0)), grid=grid,
+        items=items, slots=slots, global_constraints=rules,
+        instruction=str(data.get("instruction", "")),
+        candidates_per_slot=int(data.get("candidates_per_slot", 0)),
+        extra={k: v for k, v in data.items() if k not in _TASK_FIELDS},
+    )  # fmt: skip
+    _check_references(task, where)
+    if "hidden_slots" in data and int(data["hidden_slots"]) != len(slots):
+        raise TaskFormatError(f"{where}: hidden_slots={data['hidden_slots']} but {len(slots)} slots")
+    return task
+
+
+def _check_references(task: Task, where: str) -> None:
+    for row in task.grid:
+        for cell in row:
+            if cell is not None and cell not in task.items:
+                raise TaskFormatError(f"{where}: grid uses unknown item id {cell!r}")
+    for slot in task.slots:
+        if not (0 <= slot.row < task.rows and 0 <= slot.col < task.cols):
+            raise TaskFormatError(f"{where}: slot ({slot.row},{slot.col}) is outside the grid")
+        if task.grid[slot.row][slot.col] is not None:
+            raise TaskFormatError(f"{where}: slot ({slot.row},{slot.col}) is not empty in grid")
+        for candidate in slot.candidates:
+            if candidate not in task.items:
+                raise TaskFormatError(f"{where}: slot candidate {candidate!r} is not in items")
+    hidden = sum(cell is None for row in task.grid for cell in row)
+    if hidden != len(task.slots):
+        raise TaskFormatError(f"{where}: grid has {hidden} empty cells but {len(task.slots)} slots")
+
+
+def answer_from_dict(data: dict[str, Any]) -> Answer:
+    """Build an :class:`Answer` from its JSON record."""
+    where = f"answer {data.get('task_id', '?')}"
+    _check_version(data, where)
+    roles = tuple(
+        SlotRoles(int(r["row"]), int(r["col"]), str(r["truth"]), tuple(r["decoys"]),
+                  tuple(r["filtered"]))  # fmt: skip
+        for r in _require(data, "roles", where)
+    )
+    return Answer(
+        task_id=str(_require(data, "task_id", where)),
+        truth=tuple(tuple(row) for row in _require(data, "truth", where)),
+        roles=roles,
+        certificate=dict(data.get("certificate", {})),
+        crosscheck=dict(data.get("crosscheck", {})),
+        measures=dict(data.get("measures", {})),
+    )
