@@ -44,7 +44,7 @@ def _draft_decoys(draft: Draft, key: TaskKey, settings: GenerationSettings) -> s
     want_deep = settings.prefer_deep_decoys and key.hidden_slots >= 2
     for cell, share in shares.items():
         for _ in range(share):
-            if draw_decoy(draft, cell, want_deep) is None:
+            if draw_decoy(draft, cell, want_deep, settings.temptation) is None:
                 return f"cell {cell} cannot host a decoy"
     return None
 

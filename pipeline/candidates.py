@@ -97,7 +97,27 @@ def breaks_alone(draft: Draft, cell: Cell, record: Record) -> bool:
     return any(rule_status(rule, grid, items) == VIOLATED for rule in draft.rules)
 
 
-def draw_decoy(draft: Draft, cell: Cell, want_deep: bool) -> tuple[str, bool] | None:
+def _tempt(draft: Draft, cell: Cell, record: Record, target: Target, share: float) -> None:
+    """Make the decoy look better than the truth on the summed attributes it does not use
+    to break a rule (with probability ``share`` each), so that "pick the cheapest" and its
+    kin are no shortcut: a decoy is tempting everywhere and wrong in one place."""
+    rng, truth = draft.rng, draft.truth_record(cell)
+    preferred: dict[str, str] = {}
+    for rule in draft.rules:
+        if rule.kind in ("sum_max", "sum_min") and rule.attribute != target.attribute:
+            preferred.setdefault(rule.attribute, rule.kind)
+    for attribute, kind in sorted(preferred.items()):
+        if rng.random() >= share:
+            continue
+        low, high = allowed_range(draft.domain, attribute, draft.slot_rules[cell])
+        value = int(truth[attribute])
+        low, high = (low, value - 1) if kind == "sum_max" else (value + 1, high)
+        if low <= high:
+            record[attribute] = rng.randint(low, high)
+
+
+def draw_decoy(draft: Draft, cell: Cell, want_deep: bool,
+               temptation: float = 0.0) -> tuple[str, bool] | None:  # fmt: skip
     """Add one decoy to ``cell``; returns (id, shallow) or None when the cell cannot host."""
     targets = decoy_targets(draft, cell)
     if not targets:
@@ -107,6 +127,7 @@ def draw_decoy(draft: Draft, cell: Cell, want_deep: bool) -> tuple[str, bool] | 
     for _ in range(DEEP_TRIES if want_deep else 1):
         target = rng.choice(targets)
         record = sample_passing(draft.domain, draft.slot_rules[cell], rng)
+        _tempt(draft, cell, record, target, temptation)
         record[target.attribute] = (rng.choice(target.values) if target.values
                                     else rng.randint(target.low, target.high))  # fmt: skip
         if not breaks_alone(draft, cell, record):

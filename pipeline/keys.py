@@ -51,8 +51,10 @@ class GenerationSettings:
     max_slot_rules: int = 3
     sum_slack_share: float = 0.15  # slack of sum bounds: up to this share of one item's range
     count_slack_probability: float = 0.3  # chance that a count bound gets one unit of slack
-    max_repair_rounds: int = 60
+    max_repair_rounds: int = 40
+    tighten_from_round: int = 4  # from this repair round on, a bound may be tightened
     max_attempts: int = 8  # whole-task re-draws, the last resort
+    temptation: float = 0.4  # chance a decoy beats the truth on each summed attribute it spares
     prefer_deep_decoys: bool = True  # avoid decoys refuted by one partial check when H >= 2
     time_limit_s: float = 10.0
     dfs_node_limit: int = 50_000

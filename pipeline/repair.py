@@ -30,25 +30,66 @@ class RepairFailed(RuntimeError):
 def make_unique(draft: Draft, task_id: str, settings: GenerationSettings,
                 solver: SolverSettings, stats: RepairStats) -> None:  # fmt: skip
     """Repair ``draft`` in place until CP-SAT proves the truth unique (and, when
-    ``min_margin`` > 1, still unique after loosening any one bound by min_margin - 1)."""
+    ``min_margin`` > 1, still unique after loosening any one bound by min_margin - 1).
+
+    One round models the draft once, then asks for a second completion again and again,
+    banning one decoy of each counterexample (an assumption literal, no rebuild) until none
+    is left; the banned decoys are re-drawn and the next round checks the new ones. From
+    round ``tighten_from_round`` on, a bound the truth still meets may be tightened instead.
+    """
     truth = truth_choice(draft)
     for round_number in range(settings.max_repair_rounds + 1):
         order = {cell: candidate_ids(draft, cell) for cell in draft.hidden}
-        task = build_task(draft, task_id, 0, 0, order=order)
-        model = CpSatModel(task, solver, truth)
-        result = model.other_completion()
-        if result.status == UNKNOWN:
-            raise RepairFailed("uniqueness solve returned UNKNOWN (time limit)")
-        counterexample = result.solution
-        if result.status == INFEASIBLE:
-            counterexample = _margin_counterexample(model, draft, settings.min_margin)
-            if counterexample is None:
+        model = CpSatModel(build_task(draft, task_id, 0, 0, order=order), solver, truth)
+        banned, first = _collect_conflicts(model, draft)
+        if first is None:
+            first = _margin_counterexample(model, draft, settings.min_margin)
+            if first is None:
                 return
+            banned = [_pick_changed(draft, first)]
         if round_number == settings.max_repair_rounds:
             break
         stats.rounds += 1
-        _repair(draft, counterexample, round_number, settings, stats)  # type: ignore[arg-type]
+        if round_number >= settings.tighten_from_round and _tighten(draft, first,
+                                                                    settings.min_margin):
+            stats.tightenings += 1
+            continue
+        _redraw(draft, banned, settings, stats)
     raise RepairFailed(f"still not unique after {settings.max_repair_rounds} repair rounds")
+
+
+def _collect_conflicts(model: CpSatModel,
+                       draft: Draft) -> tuple[list[tuple[Cell, str]], dict[Cell, str] | None]:
+    """Ban decoys until no second completion is left; returns (banned, first counterexample)."""
+    banned: list[tuple[Cell, str]] = []
+    first = None
+    while True:
+        literals = [model.literal(cell, item_id) for cell, item_id in banned]
+        result = model.solve([model.forbid_truth] + [lit.Not() for lit in literals])  # type: ignore[union-attr]
+        if result.status == UNKNOWN:
+            raise RepairFailed("uniqueness solve returned UNKNOWN (time limit)")
+        if result.status == INFEASIBLE:
+            return banned, first
+        first = first or result.solution
+        banned.append(_pick_changed(draft, result.solution))  # type: ignore[arg-type]
+
+
+def _pick_changed(draft: Draft, counterexample: dict[Cell, str]) -> tuple[Cell, str]:
+    changed = [cell for cell in draft.hidden
+               if counterexample[cell] != draft.truth[cell[0]][cell[1]]]  # fmt: skip
+    cell = draft.rng.choice(changed)
+    return cell, counterexample[cell]
+
+
+def _redraw(draft: Draft, banned: list[tuple[Cell, str]], settings: GenerationSettings,
+            stats: RepairStats) -> None:  # fmt: skip
+    want_deep = settings.prefer_deep_decoys and len(draft.hidden) >= 2
+    for cell, old in banned:
+        draft.decoys[cell].remove(old)
+        draft.drop_item(old)
+        if draw_decoy(draft, cell, want_deep, settings.temptation) is None:
+            raise RepairFailed(f"cell {cell} can no longer host a decoy")
+        stats.redraws += 1
 
 
 def _margin_counterexample(model: CpSatModel, draft: Draft, margin: int) -> dict[Cell, str] | None:
@@ -61,23 +102,6 @@ def _margin_counterexample(model: CpSatModel, draft: Draft, margin: int) -> dict
         if result.objective is not None and result.objective < margin:
             return result.solution
     return None
-
-
-def _repair(draft: Draft, counterexample: dict[Cell, str], round_number: int,
-            settings: GenerationSettings, stats: RepairStats) -> None:  # fmt: skip
-    changed = [cell for cell in draft.hidden
-               if counterexample[cell] != draft.truth[cell[0]][cell[1]]]  # fmt: skip
-    if round_number % 2 == 1 and _tighten(draft, counterexample, settings.min_margin):
-        stats.tightenings += 1
-        return
-    cell = draft.rng.choice(changed)
-    old = counterexample[cell]
-    draft.decoys[cell].remove(old)
-    draft.drop_item(old)
-    want_deep = settings.prefer_deep_decoys and len(draft.hidden) >= 2
-    if draw_decoy(draft, cell, want_deep) is None:
-        raise RepairFailed(f"cell {cell} can no longer host a decoy")
-    stats.redraws += 1
 
 
 def _tighten(draft: Draft, counterexample: dict[Cell, str], margin: int) -> bool:

@@ -119,6 +119,7 @@ class CpSatModel:
         solver.parameters.num_workers = self.settings.workers
         solver.parameters.random_seed = self.settings.seed
         solver.parameters.max_time_in_seconds = self.settings.time_limit_s
+        solver.parameters.cp_model_presolve = self.settings.presolve
         start = time.perf_counter()
         status = solver.solve(self.model)
         wall_ms = (time.perf_counter() - start) * 1000.0
