@@ -49,18 +49,27 @@ def _margin(task: Task, slot: Slot, options: list[str]) -> str:
     return max(options, key=lambda i: (margin(i), i))
 
 
+def _extreme(attribute: str, sign: int) -> Policy:
+    def pick(task: Task, slot: Slot, options: list[str]) -> str:
+        return max(options, key=lambda i: (sign * int(task.items[i][attribute]), i))
+
+    return pick
+
+
 def policies(task: Task) -> dict[str, Policy]:
+    def smallest_name(t: Task, s: Slot, o: list[str]) -> str:
+        return min(o, key=lambda i: (str(t.items[i]["name"]), i))
+
     table: dict[str, Policy] = {
         "first_listed": lambda t, s, o: o[0],
         "smallest_id": lambda t, s, o: min(o),
-        "smallest_name": lambda t, s, o: min(o, key=lambda i: (str(t.items[i]["name"]), i)),
+        "smallest_name": smallest_name,
         "most_typical": _typical,
         "largest_slot_margin": _margin,
     }
     for attribute in sorted({attribute for attribute, _ in _summed(task)}):
         for word, sign in (("largest", 1), ("smallest", -1)):
-            table[f"{word}_{attribute}"] = (
-                lambda t, s, o, a=attribute, g=sign: max(o, key=lambda i: (g * int(t.items[i][a]), i)))
+            table[f"{word}_{attribute}"] = _extreme(attribute, sign)
     return table
 
 

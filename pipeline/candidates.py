@@ -8,6 +8,7 @@ decoy cannot refute, so the agent has to reason about the other hidden cells.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 from domains import CategoricalAttribute
@@ -72,7 +73,7 @@ def _target(draft: Draft, cell: Cell, rule: GlobalRule, others: list[Record]) ->
     elif rule.kind == "count_max":
         chosen = [v for v in values if v == rule.equals and count[v] >= bound]
     else:  # count_min
-        chosen = [v for v in values if v != rule.equals] if count.get(rule.equals, 0) < bound \
+        chosen = [v for v in values if v != rule.equals] if count.get(str(rule.equals), 0) < bound \
             else []  # fmt: skip
     return Target(rule, attribute, values=tuple(chosen)) if chosen else None
 
@@ -95,6 +96,15 @@ def breaks_alone(draft: Draft, cell: Cell, record: Record) -> bool:
     grid[cell[0]][cell[1]] = "__probe__"
     items = {**draft.items, "__probe__": record}
     return any(rule_status(rule, grid, items) == VIOLATED for rule in draft.rules)
+
+
+def _target_value(target: Target, rng: random.Random) -> Value:
+    """A value that breaks the target rule, leaning away from the threshold (two draws, the
+    farther kept) so that other decoys rarely compensate it in a combination."""
+    if target.values:
+        return rng.choice(target.values)
+    first, second = rng.randint(target.low, target.high), rng.randint(target.low, target.high)
+    return max(first, second) if target.rule.kind == "sum_max" else min(first, second)
 
 
 def _tempt(draft: Draft, cell: Cell, record: Record, target: Target, share: float) -> None:
@@ -128,8 +138,7 @@ def draw_decoy(draft: Draft, cell: Cell, want_deep: bool,
         target = rng.choice(targets)
         record = sample_passing(draft.domain, draft.slot_rules[cell], rng)
         _tempt(draft, cell, record, target, temptation)
-        record[target.attribute] = (rng.choice(target.values) if target.values
-                                    else rng.randint(target.low, target.high))  # fmt: skip
+        record[target.attribute] = _target_value(target, rng)
         if not breaks_alone(draft, cell, record):
             continue  # defensive: the target arithmetic and the checker must agree
         if not is_shallow(draft, cell, record):

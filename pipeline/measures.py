@@ -69,6 +69,9 @@ class CanonicalSearch:
                         self.groups_of[(row, col)].append((r_index, g_index))
                 self.state[(r_index, g_index)] = counter
         self.nodes = 0
+        empty = [list(row) for row in task.grid]
+        self.broken_from_start = any(rule_status(rule, empty, task.items) == VIOLATED
+                                     for rule in self.upper)  # fmt: skip
 
     def _apply(self, counter: Counter, rule: Any, item_id: str, sign: int) -> None:
         value = self.task.items[item_id][rule.attribute]
@@ -80,6 +83,8 @@ class CanonicalSearch:
             counter["count"] += sign
 
     def _violates(self, cell: Cell, item_id: str) -> bool:
+        if self.broken_from_start:
+            return True
         for r_index, g_index in self.groups_of[cell]:
             rule = self.upper[r_index]
             counter = self.state[(r_index, g_index)]

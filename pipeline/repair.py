@@ -64,14 +64,19 @@ def _collect_conflicts(model: CpSatModel,
     banned: list[tuple[Cell, str]] = []
     first = None
     while True:
-        literals = [model.literal(cell, item_id) for cell, item_id in banned]
-        result = model.solve([model.forbid_truth] + [lit.Not() for lit in literals])  # type: ignore[union-attr]
+        literals = [model.choice[cell][item_id].Not() for cell, item_id in banned]
+        result = model.solve([model.forbid_truth, *literals])
         if result.status == UNKNOWN:
             raise RepairFailed("uniqueness solve returned UNKNOWN (time limit)")
         if result.status == INFEASIBLE:
             return banned, first
         first = first or result.solution
-        banned.append(_pick_changed(draft, result.solution))  # type: ignore[arg-type]
+        banned.extend(_changed(draft, result.solution))  # type: ignore[arg-type]
+
+
+def _changed(draft: Draft, counterexample: dict[Cell, str]) -> list[tuple[Cell, str]]:
+    return [(cell, counterexample[cell]) for cell in draft.hidden
+            if counterexample[cell] != draft.truth[cell[0]][cell[1]]]  # fmt: skip
 
 
 def _pick_changed(draft: Draft, counterexample: dict[Cell, str]) -> tuple[Cell, str]:

@@ -105,9 +105,8 @@ class CbcModel:
             return SolveResult(INFEASIBLE, wall_ms)
         if problem.sol_status == pulp.LpSolutionOptimal:
             chosen = {(r, c): i for (r, c, i), var in y.items() if (var.value() or 0) > 0.5}
-            objective = pulp.value(problem.objective)
-            return SolveResult(FEASIBLE, wall_ms, chosen,
-                               int(round(objective)) if objective is not None else None)
+            objective = pulp.value(problem.objective)  # None for an empty objective
+            return SolveResult(FEASIBLE, wall_ms, chosen, int(round(objective or 0)))
         return SolveResult(UNKNOWN, wall_ms)
 
     def truth_feasible(self, truth: Mapping[Cell, str]) -> SolveResult:
@@ -162,6 +161,6 @@ def crosscheck(task: Task, truth: Mapping[Cell, str], decoys: Mapping[Cell, list
         "wall_ms": round((time.perf_counter() - start) * 1000.0, 3),
     }
     record["ok"] = bool(record["truth_feasible"] and record["unique"] and decoys_ok)
-    if other.status == FEASIBLE:
+    if other.status == FEASIBLE and other.solution is not None:
         record["counterexample"] = {f"{r},{c}": i for (r, c), i in sorted(other.solution.items())}
     return record

@@ -8,7 +8,8 @@ the visible cells. Proofs use assumption literals on one model, so a task is mod
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import ortools
 from ortools.sat.python import cp_model
@@ -25,7 +26,8 @@ from solvers.results import (
 from solvers.task import GlobalRule, Task
 
 SOLVER_NAME = "ortools-cp-sat"
-SOLVER_VERSION = ortools.__version__
+SOLVER_VERSION = str(getattr(ortools, "__version__", "unknown"))
+Literal = Any  # a CP-SAT Boolean variable or its negation
 
 
 class CpSatModel:
@@ -61,14 +63,14 @@ class CpSatModel:
     def _add_rule(self, rule: GlobalRule) -> None:
         """Linear constraints for ``rule``; its bound can be loosened by ``loosen[name]``."""
         cells = self.task.rows * self.task.cols
-        top = cells * max(1, self._largest_value(rule))
+        top = abs(rule.bound) + cells * max(1, self._largest_value(rule))
         loosen = self.model.new_int_var(0, top, f"loosen_{rule.name}")
         relax = self.model.new_bool_var(f"relax_{rule.name}")
         self.model.add(loosen == 0).only_enforce_if(relax.Not())
         self.loosen[rule.name], self.relax[rule.name] = loosen, relax
         for group in rule_groups(rule, self.task.rows, self.task.cols):
             for constant, terms in self._group_expressions(rule, group):
-                expression = constant + sum(coef * lit for lit, coef in terms)
+                expression: Any = constant + sum(coef * lit for lit, coef in terms)
                 if rule.is_upper_bound:
                     self.model.add(expression <= rule.bound + loosen)
                 else:
@@ -81,7 +83,7 @@ class CpSatModel:
                    default=1)  # fmt: skip
 
     def _group_expressions(self, rule: GlobalRule,
-                           group: list[Cell]) -> list[tuple[int, list[tuple[object, int]]]]:  # fmt: skip
+                           group: list[Cell]) -> list[tuple[int, list[tuple[Literal, int]]]]:  # fmt: skip
         """(constant, [(literal, coefficient)]) per linear row of one rule group."""
         if rule.kind == "repeat_max":
             values = {self._value(cell, item_id, rule) for cell in group
@@ -110,7 +112,7 @@ class CpSatModel:
                     terms.append((literal, coefficient))
         return constant, terms
 
-    def solve(self, assumptions: list[object], relaxed: str | None = None) -> SolveResult:
+    def solve(self, assumptions: Sequence[Literal], relaxed: str | None = None) -> SolveResult:
         """Solve under assumption literals; every rule other than ``relaxed`` is exact."""
         fixed_rules = [self.relax[name].Not() for name in self.relax if name != relaxed]
         self.model.clear_assumptions()
@@ -136,7 +138,7 @@ class CpSatModel:
 
     # The proofs -----------------------------------------------------------------------
 
-    def literal(self, cell: Cell, item_id: str) -> object | None:
+    def literal(self, cell: Cell, item_id: str) -> Literal | None:
         """The choice literal, or None when the item fails the cell's slot rules."""
         return self.choice[cell].get(item_id)
 

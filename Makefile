@@ -1,0 +1,36 @@
+# Every command of the project. `make help` lists them.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help install test test-slow lint bench release verify clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install the pinned dependencies
+
+test: $(STAMP) ## Run the quick test suite (what CI runs)
+	$(PY) -m pytest
+
+test-slow: $(STAMP) ## Run the slow tests too
+	$(PY) -m pytest -m "slow or not slow"
+
+lint: $(STAMP) ## ruff and mypy on the packages
+	$(PY) -m ruff check domains solvers pipeline tests bench
+	$(PY) -m mypy domains solvers pipeline
+
+bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
+	$(PY) bench/bench_generate.py $(ARGS)
+
+clean: ## Remove caches (keeps .venv and outputs/)
+	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis
