@@ -54,7 +54,7 @@ def generate_task(key: TaskKey, settings: GenerationSettings | None = None) -> C
     settings = settings or GenerationSettings()
     validate_key(key, settings)
     domain = get_domain(key.domain)
-    solver = SolverSettings(time_limit_s=settings.time_limit_s, workers=1, seed=0)
+    solver = SolverSettings(time_limit_s=settings.time_limit_s, workers=settings.solver_workers, seed=0)
     stats, reason, start = RepairStats(), "", time.perf_counter()
     for attempt in range(settings.max_attempts):
         draft = Draft(domain, key.rows, key.cols, key.rng("attempt", attempt))

@@ -57,6 +57,7 @@ class GenerationSettings:
     temptation: float = 0.4  # chance a decoy beats the truth on each summed attribute it spares
     prefer_deep_decoys: bool = True  # avoid decoys refuted by one partial check when H >= 2
     time_limit_s: float = 10.0
+    solver_workers: int = 1  # >1 only for benchmarks: parallel search makes output non-deterministic
     dfs_node_limit: int = 50_000
     crosscheck: bool = False
 
