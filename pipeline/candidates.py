@@ -98,19 +98,22 @@ def breaks_alone(draft: Draft, cell: Cell, record: Record) -> bool:
     return any(rule_status(rule, grid, items) == VIOLATED for rule in draft.rules)
 
 
-def _target_value(target: Target, rng: random.Random) -> Value:
-    """A value that breaks the target rule, leaning away from the threshold (two draws, the
-    farther kept) so that other decoys rarely compensate it in a combination."""
+def _target_value(target: Target, rng: random.Random, pushes: int) -> Value:
+    """A value that breaks the target rule, leaning away from the threshold: the farthest of
+    ``2 + pushes`` draws, so that other decoys rarely compensate it in a combination. A cell
+    whose decoys keep being re-drawn (``pushes``) gets decoys that break harder."""
     if target.values:
         return rng.choice(target.values)
-    first, second = rng.randint(target.low, target.high), rng.randint(target.low, target.high)
-    return max(first, second) if target.rule.kind == "sum_max" else min(first, second)
+    draws = [rng.randint(target.low, target.high) for _ in range(2 + pushes)]
+    return max(draws) if target.rule.kind == "sum_max" else min(draws)
 
 
 def _tempt(draft: Draft, cell: Cell, record: Record, target: Target, share: float) -> None:
-    """Make the decoy look better than the truth on the summed attributes it does not use
-    to break a rule (with probability ``share`` each), so that "pick the cheapest" and its
-    kin are no shortcut: a decoy is tempting everywhere and wrong in one place."""
+    """Make the decoy look a little better than the truth (by up to a quarter of the
+    attribute's range) on the summed attributes it does not use to break a rule, with
+    probability ``share`` each, so that "pick the cheapest" and its kin are no shortcut: a
+    decoy is tempting in many places and wrong in one. The small step keeps decoys from
+    compensating each other's violations in combinations."""
     rng, truth = draft.rng, draft.truth_record(cell)
     preferred: dict[str, str] = {}
     for rule in draft.rules:
@@ -120,14 +123,17 @@ def _tempt(draft: Draft, cell: Cell, record: Record, target: Target, share: floa
         if rng.random() >= share:
             continue
         low, high = allowed_range(draft.domain, attribute, draft.slot_rules[cell])
-        value = int(truth[attribute])
-        low, high = (low, value - 1) if kind == "sum_max" else (value + 1, high)
+        value, step = int(truth[attribute]), max(1, (high - low) // 4)
+        if kind == "sum_max":
+            low, high = max(low, value - step), value - 1
+        else:
+            low, high = value + 1, min(high, value + step)
         if low <= high:
             record[attribute] = rng.randint(low, high)
 
 
-def draw_decoy(draft: Draft, cell: Cell, want_deep: bool,
-               temptation: float = 0.0) -> tuple[str, bool] | None:  # fmt: skip
+def draw_decoy(draft: Draft, cell: Cell, want_deep: bool, temptation: float = 0.0,
+               pushes: int = 0) -> tuple[str, bool] | None:  # fmt: skip
     """Add one decoy to ``cell``; returns (id, shallow) or None when the cell cannot host."""
     targets = decoy_targets(draft, cell)
     if not targets:
@@ -138,7 +144,7 @@ def draw_decoy(draft: Draft, cell: Cell, want_deep: bool,
         target = rng.choice(targets)
         record = sample_passing(draft.domain, draft.slot_rules[cell], rng)
         _tempt(draft, cell, record, target, temptation)
-        record[target.attribute] = _target_value(target, rng)
+        record[target.attribute] = _target_value(target, rng, pushes)
         if not breaks_alone(draft, cell, record):
             continue  # defensive: the target arithmetic and the checker must agree
         if not is_shallow(draft, cell, record):

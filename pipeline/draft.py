@@ -27,6 +27,7 @@ class Draft:
     rules: list[GlobalRule] = field(default_factory=list)
     decoys: dict[Cell, list[str]] = field(default_factory=dict)
     filtered: dict[Cell, list[str]] = field(default_factory=dict)
+    redraws: dict[Cell, int] = field(default_factory=dict)
     _used_ids: set[str] = field(default_factory=set)
 
     def new_item(self, attributes: Record) -> str:

@@ -92,7 +92,8 @@ def _redraw(draft: Draft, banned: list[tuple[Cell, str]], settings: GenerationSe
     for cell, old in banned:
         draft.decoys[cell].remove(old)
         draft.drop_item(old)
-        if draw_decoy(draft, cell, want_deep, settings.temptation) is None:
+        pushes = draft.redraws[cell] = draft.redraws.get(cell, 0) + 1
+        if draw_decoy(draft, cell, want_deep, settings.temptation, pushes) is None:
             raise RepairFailed(f"cell {cell} can no longer host a decoy")
         stats.redraws += 1
 
