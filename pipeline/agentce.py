@@ -1,0 +1,151 @@
+"""Reading the reference implementation's data format (AgentCE-Bench) into our task model.
+
+One JSON file per domain holds ``instances``; each has ``instance_id``, ``meta``,
+``global_constraints`` (rule name -> bound), ``item_pool`` (id -> record), ``truth_solution``,
+``partial_solution``, ``hidden_slots`` and ``slots`` (``truth_id``, ``slot_constraints``,
+``candidate_ids``, ``decoy_ids``, ``filter_candidate_ids``). Its rule names map onto our rule
+kinds through the table below; an unknown name is an error that names it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pipeline.keys import TaskKey
+from solvers.task import Answer, GlobalRule, Slot, SlotRoles, SlotRule, Task, TaskFormatError
+
+# domain -> (id field, slot rules {name: (attribute, op)}, global rules {name: (kind, attribute, extra)})
+REFERENCE: dict[str, tuple[str, dict[str, tuple[str, str]], dict[str, tuple[str, str, dict]]]] = {
+    "course": ("course_id",
+               {"max_difficulty": ("difficulty", "<="), "min_credits": ("credits", ">="),
+                "max_price": ("price", "<=")},
+               {"total_credits_min": ("sum_min", "credits", {}),
+                "total_price_max": ("sum_max", "price", {}),
+                "same_teacher_week_max": ("repeat_max", "teacher", {}),
+                "same_category_week_max": ("repeat_max", "category", {}),
+                "total_workload_max": ("sum_max", "workload", {})}),
+    "meal": ("dish_id",
+             {"max_calories": ("calories", "<="), "min_protein": ("protein", ">="),
+              "max_price": ("price", "<=")},
+             {"weekly_calories_max": ("sum_max", "calories", {}),
+              "weekly_protein_min": ("sum_min", "protein", {}),
+              "same_cuisine_max": ("repeat_max", "cuisine", {}),
+              "same_chef_max": ("repeat_max", "chef", {}),
+              "weekly_price_max": ("sum_max", "price", {}),
+              "weekly_spiciness_max": ("sum_max", "spiciness", {})}),
+    "pc_build": ("component_id",
+                 {"max_price": ("price", "<="), "min_performance": ("performance", ">="),
+                  "max_power": ("power", "<=")},
+                 {"total_budget_max": ("sum_max", "price", {}),
+                  "total_power_max": ("sum_max", "power", {}),
+                  "same_brand_max": ("repeat_max", "brand", {}),
+                  "same_category_max": ("repeat_max", "category", {}),
+                  "high_performance_min": ("count_min_threshold", "performance", {"at_least": 75}),
+                  "total_compatibility_min": ("sum_min", "compatibility", {})}),
+    "shopping": ("product_id",
+                 {"max_price": ("price", "<="), "min_calories": ("calories", ">="),
+                  "min_protein": ("protein", ">=")},
+                 {"weekly_budget_max": ("sum_max", "price", {}),
+                  "weekly_calories_min": ("sum_min", "calories", {}),
+                  "weekly_protein_min": ("sum_min", "protein", {}),
+                  "same_brand_max": ("repeat_max", "brand", {}),
+                  "weekly_weight_max": ("sum_max", "weight", {}),
+                  "same_category_max": ("repeat_max", "category", {})}),
+    "travel": ("activity_id",
+               {"max_cost": ("cost", "<="), "max_duration": ("duration", "<="),
+                "max_crowd": ("crowd_level", "<=")},
+               {"total_budget_max": ("sum_max", "cost", {}),
+                "museum_min": ("count_min", "category", {"equals": "museum"}),
+                "outdoor_min": ("count_min", "category", {"equals": "outdoor"}),
+                "location_repeat_max": ("repeat_max", "location", {}),
+                "daily_duration_max": ("sum_max", "duration", {"scope": "row"}),
+                "rating_total_min": ("sum_min", "rating", {})}),
+    "workforce": ("worker_id",
+                  {"min_skill": ("skill", ">="), "max_cost": ("hourly_cost", "<="),
+                   "min_experience": ("experience", ">=")},
+                  {"total_cost_max": ("sum_max", "hourly_cost", {}),
+                   "total_skill_min": ("sum_min", "skill", {}),
+                   "senior_shift_min": ("count_min_threshold", "experience", {"at_least": 12}),
+                   "same_department_week_max": ("repeat_max", "department", {}),
+                   "total_reliability_min": ("sum_min", "reliability", {}),
+                   "total_overtime_min": ("sum_min", "overtime_capacity", {})}),
+}  # fmt: skip
+
+FILE_FIELDS = ("domain", "rows", "cols", "instances")
+INSTANCE_FIELDS = ("instance_id", "meta", "global_constraints", "item_pool", "truth_solution",
+                   "partial_solution", "slots")  # fmt: skip
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except OSError as error:
+        raise FileNotFoundError(f"cannot read {path}: {error.strerror}") from None
+    except ValueError as error:
+        raise TaskFormatError(f"{path} is not valid JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise TaskFormatError(f"{path}: expected an object with 'instances'")
+    for name in FILE_FIELDS:
+        if name not in data:
+            raise TaskFormatError(f"{path}: missing field {name!r} (not an AgentCE dataset file)")
+    if data["domain"] not in REFERENCE:
+        raise TaskFormatError(f"{path}: domain {data['domain']!r} has no mapping; known: "
+                              f"{sorted(REFERENCE)}")  # fmt: skip
+    return data
+
+
+def convert(domain: str, instance: dict[str, Any], index: int,
+            origin: str) -> tuple[TaskKey, Task, Answer]:  # fmt: skip
+    """One reference instance -> (key, task, answer with empty certificate)."""
+    where = f"{origin} instance {instance.get('instance_id', index)}"
+    for name in INSTANCE_FIELDS:
+        if name not in instance:
+            raise TaskFormatError(f"{where}: missing field {name!r}")
+    id_field, slot_table, global_table = REFERENCE[domain]
+    meta = instance["meta"]
+    hidden = [s for s in instance["slots"] if s.get("is_hidden", True)]
+    slots, roles = [], []
+    for slot in hidden:
+        rules = slot["slot_constraints"]
+        constraints = []
+        for name in rules.get("active_rule_names", []):
+            if name not in slot_table:
+                raise TaskFormatError(f"{where}: unknown slot rule {name!r}; known: "
+                                      f"{sorted(slot_table)}")  # fmt: skip
+            attribute, op = slot_table[name]
+            constraints.append(SlotRule(attribute, op, int(rules[name])))
+        slots.append(Slot(int(slot["row"]), int(slot["col"]), tuple(slot["candidate_ids"]),
+                          tuple(constraints)))  # fmt: skip
+        roles.append(SlotRoles(int(slot["row"]), int(slot["col"]), str(slot["truth_id"]),
+                               tuple(slot.get("decoy_ids", [])),
+                               tuple(slot.get("filter_candidate_ids", []))))  # fmt: skip
+    rules = []
+    for name, bound in instance["global_constraints"].items():
+        if name == "global":
+            continue
+        if name not in global_table:
+            raise TaskFormatError(f"{where}: unknown global rule {name!r}; known: "
+                                  f"{sorted(global_table)}")  # fmt: skip
+        kind, attribute, extra = global_table[name]
+        rules.append(GlobalRule(name, kind, attribute, int(bound), extra.get("scope", "grid"),
+                                extra.get("equals"), extra.get("at_least")))  # fmt: skip
+    grid = tuple(tuple(row) for row in instance["partial_solution"])
+    used = {i for row in grid for i in row if i is not None} | {c for s in slots for c in s.candidates}
+    pool = instance["item_pool"]
+    items = {}
+    for item_id in sorted(used):
+        if item_id not in pool:
+            raise TaskFormatError(f"{where}: item {item_id!r} is not in item_pool")
+        record = {k: v for k, v in pool[item_id].items() if k != id_field}
+        items[item_id] = {"id": item_id, "name": str(record.pop("name", item_id)), **record}
+    rows, cols = len(grid), len(grid[0]) if grid else 0
+    budget, per_slot = int(meta.get("branch_budget", 0)), int(meta.get("candidates_per_slot", 0))
+    task = Task(str(instance["instance_id"]), domain, rows, cols, budget, grid, items,
+                tuple(slots), tuple(rules), str(instance.get("task_instruction", "")), per_slot,
+                {"origin": origin})  # fmt: skip
+    answer = Answer(task.task_id, tuple(tuple(row) for row in instance["truth_solution"]),
+                    tuple(roles))  # fmt: skip
+    key = TaskKey(domain, rows, cols, len(slots), budget, per_slot, 0, index)
+    return key, task, answer

@@ -1,0 +1,100 @@
+"""Generated cells on disk: a swept (domain, H, B) cell is stored once and reused by the
+release step. A stored task is keyed by its task key and a fingerprint of the settings."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict
+from multiprocessing import get_context
+from pathlib import Path
+
+from tqdm import tqdm
+
+from pipeline.build import CertifiedTask, crosscheck_answer, generate_task
+from pipeline.keys import GenerationSettings, TaskKey
+from solvers.results import SolverSettings
+from solvers.task_io import answer_from_dict, task_from_dict
+
+FORMAT = "gridbench-cell-1"
+
+
+def settings_fingerprint(settings: GenerationSettings, crosscheck: bool) -> str:
+    text = json.dumps({"format": FORMAT, "settings": asdict(settings), "crosscheck": crosscheck},
+                      sort_keys=True)  # fmt: skip
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def cell_path(root: Path, key: TaskKey, fingerprint: str) -> Path:
+    return root / fingerprint / key.domain / f"{key.task_id}.json"
+
+
+def load_cell(path: Path, key: TaskKey) -> CertifiedTask | None:
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if record.get("format") != FORMAT or record.get("key") != asdict(key):
+        return None
+    return CertifiedTask(key, task_from_dict(record["task"]), answer_from_dict(record["answer"]),
+                         record.get("timings", {}))  # fmt: skip
+
+
+def store_cell(path: Path, made: CertifiedTask) -> None:
+    record = {"format": FORMAT, "key": asdict(made.key), "task": made.task.to_dict(),
+              "answer": made.answer.to_dict(), "timings": made.timings}  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(f".tmp{os.getpid()}")
+    temporary.write_text(json.dumps(record))
+    temporary.replace(path)
+
+
+def make_task(key: TaskKey, settings: GenerationSettings, crosscheck: bool,
+              root: Path | None) -> tuple[CertifiedTask, bool]:  # fmt: skip
+    """The certified task of ``key``: from the cell store when present, else generated (and
+    stored). Returns (task, reused)."""
+    fingerprint = settings_fingerprint(settings, crosscheck)
+    path = cell_path(root, key, fingerprint) if root is not None else None
+    if path is not None and path.exists():
+        cached = load_cell(path, key)
+        if cached is not None:
+            return cached, True
+    made = generate_task(key, settings)
+    if crosscheck:
+        solver = SolverSettings(time_limit_s=settings.time_limit_s)
+        check = crosscheck_answer(made.task, made.answer, solver)
+        made.timings["crosscheck_ms"] = check.pop("wall_ms")
+        if not check["ok"]:
+            raise RuntimeError(f"task {key.task_id}: CBC cross-check disagrees: {check}")
+        made = CertifiedTask(key, made.task, type(made.answer)(
+            made.answer.task_id, made.answer.truth, made.answer.roles, made.answer.certificate,
+            check, made.answer.measures), made.timings)  # fmt: skip
+    if path is not None:
+        store_cell(path, made)
+    return made, False
+
+
+def _work(args: tuple[TaskKey, GenerationSettings, bool, str | None]) -> tuple[CertifiedTask, bool]:
+    key, settings, crosscheck, root = args
+    return make_task(key, settings, crosscheck, Path(root) if root else None)
+
+
+def make_tasks(keys: list[TaskKey], settings: GenerationSettings, crosscheck: bool,
+               root: Path | None, workers: int, label: str) -> tuple[list[CertifiedTask], int]:  # fmt: skip
+    """Generate (or reuse) every key, in ``workers`` processes, with a progress bar.
+    Returns the tasks in the order of ``keys`` and how many were reused from the store."""
+    jobs = [(key, settings, crosscheck, str(root) if root else None) for key in keys]
+    bar = tqdm(total=len(jobs), desc=label, unit="task", disable=None)
+    results: list[tuple[CertifiedTask, bool]] = []
+    if workers <= 1:
+        for job in jobs:
+            results.append(_work(job))
+            bar.update()
+    else:
+        with get_context("spawn").Pool(workers) as pool:
+            for result in pool.imap(_work, jobs, chunksize=2):
+                results.append(result)
+                bar.update()
+    bar.close()
+    return [made for made, _ in results], sum(reused for _, reused in results)

@@ -1,0 +1,155 @@
+"""Structured config schemas (registered with Hydra's ConfigStore) and their conversion to
+frozen settings. Nothing below the entry points sees an OmegaConf object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from pipeline.keys import GenerationSettings, TaskKey
+from solvers.results import SolverSettings
+
+PAPER_DOMAINS = ["course", "meal", "pc_build", "shopping", "travel", "workforce"]
+
+
+@dataclass
+class DomainConf:
+    name: str = MISSING
+
+
+@dataclass
+class GridConf:
+    name: str = MISSING
+    rows: int = MISSING
+    cols: int = MISSING
+    hidden_slots: list[int] = MISSING
+    decoy_budgets: list[int] = MISSING
+    candidates_per_slot: int = 25
+    room_over_budget: int = 2  # K = max(candidates_per_slot, B + room_over_budget)
+
+
+@dataclass
+class ReleaseConf:
+    name: str = "gridbench"
+    version: str = "1.0.0"
+    domains: list[str] = field(default_factory=lambda: list(PAPER_DOMAINS))
+    tasks_per_cell: int = 1
+    seed: int = 0
+    output_root: str = "outputs/releases"
+    cells_root: str = "outputs/cells"
+    overwrite: bool = False
+    workers: int = 2
+    crosscheck: bool = True
+
+
+@dataclass
+class SolverConf:
+    time_limit_s: float = 10.0
+    workers: int = 1
+
+
+@dataclass
+class GenerationConf:
+    allocation: str = "paper"
+    min_margin: int = 1
+    max_slot_rules: int = 3
+    sum_slack_share: float = 0.15
+    count_slack_probability: float = 0.3
+    temptation: float = 0.4
+    max_repair_rounds: int = 40
+    tighten_from_round: int = 4
+    max_attempts: int = 8
+    prefer_deep_decoys: bool = True
+    dfs_node_limit: int = 50_000
+
+
+@dataclass
+class TaskConf:
+    hidden_slots: Any = None  # int or null (every H of the grid)
+    decoy_budget: Any = None  # int or null (every B of the grid)
+
+
+@dataclass
+class Config:
+    domain: DomainConf = field(default_factory=DomainConf)
+    grid: GridConf = field(default_factory=GridConf)
+    release: ReleaseConf = field(default_factory=ReleaseConf)
+    solver: SolverConf = field(default_factory=SolverConf)
+    generation: GenerationConf = field(default_factory=GenerationConf)
+    task: TaskConf = field(default_factory=TaskConf)
+
+
+@dataclass
+class VerifyOptions:
+    crosscheck: bool = False
+    workers: int = 2
+
+
+@dataclass
+class VerifyConfig:
+    release: str = MISSING
+    verify: VerifyOptions = field(default_factory=VerifyOptions)
+    solver: SolverConf = field(default_factory=SolverConf)
+
+
+@dataclass
+class ImportRelease:
+    name: str = "agentce-5x5"
+    version: str = "1.0.0"
+    output_root: str = "outputs/releases"
+    overwrite: bool = False
+    workers: int = 2
+    crosscheck: bool = True
+
+
+@dataclass
+class ImportConfig:
+    source: str = "../shared/anchors/agentce_5x5"
+    release: ImportRelease = field(default_factory=ImportRelease)
+    dfs_node_limit: int = 50_000
+    solver: SolverConf = field(default_factory=SolverConf)
+
+
+def register_configs() -> None:
+    """Register the schemas so that a misspelt key fails with a message naming it. Group
+    files are typed through the fields of the top-level schema, so no group is registered
+    (a registered `release` group would clash with `verify release=PATH`)."""
+    store = ConfigStore.instance()
+    store.store(name="base_config", node=Config)
+    store.store(name="base_verify", node=VerifyConfig)
+    store.store(name="base_import", node=ImportConfig)
+
+
+def generation_settings(cfg: DictConfig) -> GenerationSettings:
+    values = OmegaConf.to_container(cfg.generation, resolve=True)
+    assert isinstance(values, dict)
+    known = {f.name for f in fields(GenerationSettings)}
+    return GenerationSettings(**{k: v for k, v in values.items() if k in known},
+                              time_limit_s=float(cfg.solver.time_limit_s),
+                              solver_workers=int(cfg.solver.workers))  # fmt: skip
+
+
+def solver_settings(cfg: DictConfig) -> SolverSettings:
+    return SolverSettings(time_limit_s=float(cfg.solver.time_limit_s),
+                          workers=int(cfg.solver.workers))  # fmt: skip
+
+
+def candidates_for(grid: DictConfig, budget: int) -> int:
+    return max(int(grid.candidates_per_slot), budget + int(grid.room_over_budget))
+
+
+def cell_keys(cfg: DictConfig, domain: str, hidden: int, budget: int) -> list[TaskKey]:
+    grid = cfg.grid
+    return [TaskKey(domain, int(grid.rows), int(grid.cols), hidden, budget,
+                    candidates_for(grid, budget), int(cfg.release.seed), index)
+            for index in range(int(cfg.release.tasks_per_cell))]  # fmt: skip
+
+
+def release_keys(cfg: DictConfig) -> list[TaskKey]:
+    """Every key of the release, in a fixed order (domain, H, B, index)."""
+    return [key for domain in cfg.release.domains for hidden in cfg.grid.hidden_slots
+            for budget in cfg.grid.decoy_budgets
+            for key in cell_keys(cfg, str(domain), int(hidden), int(budget))]  # fmt: skip

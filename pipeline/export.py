@@ -1,0 +1,231 @@
+"""Release assembly: task and answer files, metadata.parquet, manifest.json, dataset card.
+
+A release is written into a hidden temporary folder next to its final place and renamed
+when complete, so an interrupted run never leaves a half release at the final path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import metadata as package_metadata
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.build import CertifiedTask
+
+RELEASE_FORMAT = "gridbench-release-1"
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+PACKAGES = ("gridbench", "ortools", "pulp", "polars", "pyarrow", "hydra-core", "omegaconf")
+INT64_MAX = 2**63 - 1
+
+
+class ReleaseError(RuntimeError):
+    """A release cannot be written or read; the message names the path and the fix."""
+
+
+def release_dir(output_root: str | Path, name: str, version: str) -> Path:
+    return Path(output_root) / f"{name}-v{version}"
+
+
+def check_target(target: Path, overwrite: bool) -> None:
+    """Refuse to build over an existing version unless asked (before any work)."""
+    if target.exists() and not overwrite:
+        raise ReleaseError(f"release {target} already exists; bump release.version or pass "
+                           "release.overwrite=true")  # fmt: skip
+
+
+def dumps(record: dict[str, Any]) -> bytes:
+    return (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def software_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for package in PACKAGES:
+        try:
+            versions[package] = package_metadata.version(package)
+        except package_metadata.PackageNotFoundError:
+            versions[package] = "unknown"
+    return versions
+
+
+@contextmanager
+def atomic_folder(target: Path, overwrite: bool) -> Iterator[Path]:
+    """Yield a temporary folder; on success it replaces ``target``, on failure it vanishes."""
+    check_target(target, overwrite)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.parent / f".{target.name}.partial-{os.getpid()}"
+    shutil.rmtree(temporary, ignore_errors=True)
+    temporary.mkdir()
+    try:
+        yield temporary
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    old = target.parent / f".{target.name}.old-{os.getpid()}"
+    if target.exists():
+        target.rename(old)
+    temporary.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def metadata_row(made: CertifiedTask, task_bytes: bytes, answer_bytes: bytes) -> dict[str, Any]:
+    task, answer, key = made.task, made.answer, made.key
+    measures, certificate, check = answer.measures, answer.certificate, answer.crosscheck
+    distance = measures.get("distance_to_ambiguity", {})
+    space = int(measures.get("search_space", 0))
+    return {
+        "task_id": task.task_id, "domain": task.domain, "rows": task.rows, "cols": task.cols,
+        "hidden_slots": task.hidden_slots, "decoy_budget": task.decoy_budget,
+        "candidates_per_slot": task.candidates_per_slot, "seed": key.seed, "index": key.index,
+        "n_decoys": sum(len(r.decoys) for r in answer.roles),
+        "n_filtered": sum(len(r.filtered) for r in answer.roles),
+        "unique": certificate.get("uniqueness") == "INFEASIBLE",
+        "certificate_status": "ok" if certificate.get("ok") else "failed",
+        "crosscheck_status": ("not_run" if not check else "ok" if check.get("ok") else "failed"),
+        "repair_rounds": int(certificate.get("repair_rounds", 0)),
+        "search_space": space if space <= INT64_MAX else None,
+        "log10_search_space": float(measures.get("log10_search_space", 0.0)),
+        "shallow_decoys": int(measures.get("shallow_decoys", 0)),
+        "dfs_nodes": int(measures.get("dfs_nodes", 0)),
+        "dfs_capped": bool(measures.get("dfs_capped", False)),
+        "distance_units": distance.get("units"), "distance_share": distance.get("share"),
+        "distance_rule": distance.get("rule"),
+        "task_sha256": sha256(task_bytes), "answer_sha256": sha256(answer_bytes),
+    }  # fmt: skip
+
+
+METADATA_SCHEMA = {
+    "task_id": pl.String, "domain": pl.String, "rows": pl.Int64, "cols": pl.Int64,
+    "hidden_slots": pl.Int64, "decoy_budget": pl.Int64, "candidates_per_slot": pl.Int64,
+    "seed": pl.Int64, "index": pl.Int64, "n_decoys": pl.Int64, "n_filtered": pl.Int64,
+    "unique": pl.Boolean, "certificate_status": pl.String, "crosscheck_status": pl.String,
+    "repair_rounds": pl.Int64, "search_space": pl.Int64, "log10_search_space": pl.Float64,
+    "shallow_decoys": pl.Int64, "dfs_nodes": pl.Int64, "dfs_capped": pl.Boolean,
+    "distance_units": pl.Int64, "distance_share": pl.Float64, "distance_rule": pl.String,
+    "task_sha256": pl.String, "answer_sha256": pl.String,
+}  # fmt: skip
+
+
+def write_release(target: Path, tasks: list[CertifiedTask], name: str, version: str,
+                  config: dict[str, Any], overwrite: bool,
+                  extra_files: dict[str, bytes] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Write the whole release atomically; returns the manifest."""
+    ordered = sorted(tasks, key=lambda m: (m.task.domain, m.task.hidden_slots,
+                                           m.task.decoy_budget, m.key.index, m.task.task_id))
+    with atomic_folder(target, overwrite) as folder:
+        files: dict[str, str] = {}
+        rows, timings = [], []
+        for made in ordered:
+            task_bytes, answer_bytes = dumps(made.task.to_dict()), dumps(made.answer.to_dict())
+            for kind, data in (("tasks", task_bytes), ("answers", answer_bytes)):
+                relative = f"{kind}/{made.task.domain}/{made.task.task_id}.json"
+                files[relative] = _write(folder / relative, data)
+            rows.append(metadata_row(made, task_bytes, answer_bytes))
+            timings.append({"task_id": made.task.task_id,
+                            **{k: float(v) for k, v in sorted(made.timings.items())}})  # fmt: skip
+        frame = pl.DataFrame(rows, schema=METADATA_SCHEMA)
+        frame.write_parquet(folder / "metadata.parquet", statistics=False)
+        files["metadata.parquet"] = sha256((folder / "metadata.parquet").read_bytes())
+        pl.DataFrame(timings).write_parquet(folder / "timings.parquet")
+        files["timings.parquet"] = sha256((folder / "timings.parquet").read_bytes())
+        for schema in ("task.schema.json", "answer.schema.json"):
+            files[f"schemas/{schema}"] = _write(folder / "schemas" / schema,
+                                                (SCHEMA_DIR / schema).read_bytes())
+        for relative, data in sorted((extra_files or {}).items()):
+            files[relative] = _write(folder / relative, data)
+        files["README.md"] = _write(folder / "README.md", dataset_card(name, version, frame).encode())
+        manifest = {
+            "format": RELEASE_FORMAT, "name": name, "version": version, "config": config,
+            "software": software_versions(), "counts": counts(frame),
+            "deterministic": ["tasks/", "answers/", "metadata.parquet", "schemas/", "README.md"],
+            "files": dict(sorted(files.items())),
+        }  # fmt: skip
+        (folder / "manifest.json").write_bytes(dumps(manifest))
+    return manifest
+
+
+def _write(path: Path, data: bytes) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return sha256(data)
+
+
+def counts(frame: pl.DataFrame) -> dict[str, Any]:
+    per_domain = Counter(frame["domain"].to_list())
+    return {"tasks": frame.height, "per_domain": dict(sorted(per_domain.items())),
+            "certified": int((frame["certificate_status"] == "ok").sum()),
+            "crosscheck_ok": int((frame["crosscheck_status"] == "ok").sum()),
+            "decoys": int(frame["n_decoys"].sum())}  # fmt: skip
+
+
+def hb_table(frame: pl.DataFrame, value: str, fmt: str) -> str:
+    budgets = sorted(set(frame["decoy_budget"].to_list()))
+    lines = ["| H \\ B | " + " | ".join(str(b) for b in budgets) + " |",
+             "|---|" + "---|" * len(budgets)]  # fmt: skip
+    for hidden in sorted(set(frame["hidden_slots"].to_list())):
+        cells = []
+        for budget in budgets:
+            part = frame.filter((pl.col("hidden_slots") == hidden) & (pl.col("decoy_budget") == budget))
+            if value == "count":
+                cells.append(str(part.height))
+            else:
+                cells.append(format(part[value].mean(), fmt) if part.height else "")
+        lines.append(f"| {hidden} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def dataset_card(name: str, version: str, frame: pl.DataFrame) -> str:
+    stats = counts(frame)
+    domains = ", ".join(f"{d} ({n})" for d, n in stats["per_domain"].items())
+    return f"""# {name} v{version}
+
+Certified grid-planning tasks for agents. Each task is an R x C schedule with H hidden
+cells; each hidden cell offers candidates: the truth, decoys (pass the cell's rules but break
+a grid-wide rule) and filtered items (break the cell's rules). H is the horizon, the decoy
+budget B the difficulty. Every answer is proven unique by OR-Tools CP-SAT
+(`answers/*/*.json` -> `certificate`) and cross-checked by PuLP/CBC (`crosscheck`).
+
+- tasks: {stats['tasks']} ({domains}); certified: {stats['certified']};
+  CBC cross-check ok: {stats['crosscheck_ok']}; decoys: {stats['decoys']}
+- `tasks/<domain>/<task_id>.json`: what the agent sees (no answer)
+- `answers/<domain>/<task_id>.json`: truth grid, candidate roles, certificates, measures
+- `metadata.parquet`: one row per task; `timings.parquet`: build wall times (not reproducible)
+- `manifest.json`: configuration, software versions, counts, SHA-256 of every file
+- `schemas/`: JSON Schemas of the task and answer files
+
+## Load
+
+```python
+import json, polars as pl
+meta = pl.read_parquet("metadata.parquet")
+row = meta.filter(pl.col("domain") == "course").row(0, named=True)
+task = json.load(open(f"tasks/{{row['domain']}}/{{row['task_id']}}.json"))
+```
+
+## Tasks per (H, B) cell
+
+{hb_table(frame, "count", "")}
+
+## Mean log10 of the locally valid search space
+
+{hb_table(frame, "log10_search_space", ".2f")}
+
+## Mean canonical DFS nodes
+
+{hb_table(frame, "dfs_nodes", ".0f")}
+
+Re-prove every task: `python -m pipeline.verify release=<this folder>`.
+"""

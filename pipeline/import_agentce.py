@@ -1,0 +1,113 @@
+"""`python -m pipeline.import_agentce [source=DIR]`: the reference implementation's data files
+-> a release of our format that `verify` accepts, with a per-instance uniqueness report.
+
+Every instance is converted and re-certified from its own data. Instances whose answer is
+not provably unique (or whose decoys / filtered items are not what they claim) are reported
+and left out of the release (`import_report.json` in the release lists every instance).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig
+from tqdm import tqdm
+
+from pipeline.agentce import convert, read_file
+from pipeline.build import CertifiedTask
+from pipeline.certify import certify
+from pipeline.cli import plain, run_cli
+from pipeline.config import register_configs, solver_settings
+from pipeline.export import check_target, dumps, release_dir, write_release
+from pipeline.measures import measure
+from solvers.cbc import crosscheck
+from solvers.results import SolverSettings
+from solvers.task import Answer
+
+register_configs()
+
+
+def certify_instance(args: tuple[Any, ...]) -> tuple[CertifiedTask, dict[str, Any]]:
+    key, task, answer, solver, with_cbc, node_limit = args
+    start = time.perf_counter()
+    certificate = certify(task, answer, solver)
+    timings = {"certify_ms": certificate.pop("wall_ms")}
+    measures: dict[str, Any] = {}
+    check: dict[str, Any] = {}
+    if certificate["ok"]:
+        measures, timings["measures_ms"] = measure(task, answer, solver, node_limit)
+        if with_cbc:
+            decoys = {(r.row, r.col): list(r.decoys) for r in answer.roles}
+            check = crosscheck(task, answer.truth_choice(), decoys, solver)
+            timings["crosscheck_ms"] = check.pop("wall_ms")
+    timings["generate_ms"] = (time.perf_counter() - start) * 1000.0
+    made = CertifiedTask(key, task, Answer(answer.task_id, answer.truth, answer.roles,
+                                           certificate, check, measures), timings)  # fmt: skip
+    status = {"task_id": task.task_id, "domain": task.domain,
+              "hidden_slots": task.hidden_slots, "decoy_budget": task.decoy_budget,
+              "unique": certificate["uniqueness"] == "INFEASIBLE",
+              "certified": certificate["ok"], "failures": certificate["failures"][:5],
+              "crosscheck_ok": check.get("ok") if check else None}  # fmt: skip
+    return made, status
+
+
+def run_import(cfg: DictConfig) -> int:
+    source = Path(str(cfg.source))
+    files = sorted(source.glob("*.json")) if source.is_dir() else [source]
+    if not files or not all(f.is_file() for f in files):
+        raise FileNotFoundError(f"no AgentCE dataset files at {source}; pass source=DIR or FILE")
+    release = cfg.release
+    target = release_dir(release.output_root, release.name, release.version)
+    check_target(target, bool(release.overwrite))
+    solver: SolverSettings = solver_settings(cfg)
+    jobs = []
+    for path in files:
+        data = read_file(path)
+        for index, instance in enumerate(data["instances"]):
+            key, task, answer = convert(str(data["domain"]), instance, index, path.name)
+            jobs.append((key, task, answer, solver, bool(release.crosscheck),
+                         int(cfg.dfs_node_limit)))  # fmt: skip
+    start = time.perf_counter()
+    with get_context("spawn").Pool(max(1, int(release.workers))) as pool:
+        results = list(tqdm(pool.imap(certify_instance, jobs, chunksize=2), total=len(jobs),
+                            desc="import", unit="instance", disable=None))  # fmt: skip
+    kept = [made for made, status in results if status["certified"]]
+    report = [status for _, status in results]
+    write_release(target, kept, str(release.name), str(release.version), plain(cfg),
+                  bool(release.overwrite),
+                  extra_files={"import_report.json": dumps({"instances": report})})  # fmt: skip
+    print_summary(report, target, time.perf_counter() - start)
+    return 0
+
+
+def print_summary(report: list[dict[str, Any]], target: Path, seconds: float) -> None:
+    total, unique, certified = Counter(), Counter(), Counter()
+    for status in report:
+        total[status["domain"]] += 1
+        unique[status["domain"]] += status["unique"]
+        certified[status["domain"]] += status["certified"]
+    print(f"{'domain':12s} {'instances':>9s} {'unique':>7s} {'certified':>9s}")
+    for domain in sorted(total):
+        print(f"{domain:12s} {total[domain]:9d} {unique[domain]:7d} {certified[domain]:9d}")
+    print(f"{'all':12s} {sum(total.values()):9d} {sum(unique.values()):7d} "
+          f"{sum(certified.values()):9d}")
+    print(f"release {target}: {sum(certified.values())} certified instances written "
+          f"({seconds:.1f}s); per-instance report in import_report.json")
+    for status in report:
+        if not status["certified"]:
+            print(f"  not certified: {status['task_id']}: {'; '.join(status['failures'][:2])}")
+
+
+@hydra.main(version_base=None, config_path="../conf/apps", config_name="import_agentce")
+def main(cfg: DictConfig) -> None:
+    run_cli(run_import, cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""Re-prove a shipped release from its files alone: digests, schemas, then every proof."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from tqdm import tqdm
+
+from pipeline.certify import certify
+from pipeline.export import RELEASE_FORMAT, SCHEMA_DIR, ReleaseError, sha256
+from solvers.cbc import crosscheck
+from solvers.results import SolverSettings
+from solvers.task import Answer, Task, TaskFormatError
+from solvers.task_io import answer_from_dict, task_from_dict
+
+
+@dataclass
+class VerifyReport:
+    tasks: dict[str, str] = field(default_factory=dict)  # task_id -> domain
+    failures: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    file_failures: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures and not self.file_failures
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    manifest_path = path / "manifest.json"
+    if not path.is_dir() or not manifest_path.is_file():
+        raise ReleaseError(f"{path} is not a release (no manifest.json); pass release=PATH to a "
+                           "folder written by `make release`")  # fmt: skip
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except ValueError as error:
+        raise ReleaseError(f"{manifest_path} is not valid JSON: {error}") from None
+    if manifest.get("format") != RELEASE_FORMAT:
+        raise ReleaseError(f"{manifest_path}: release format {manifest.get('format')!r} is not "
+                           f"known; this code reads {RELEASE_FORMAT!r}")  # fmt: skip
+    return manifest
+
+
+def check_files(path: Path, manifest: dict[str, Any], report: VerifyReport) -> None:
+    listed = manifest.get("files", {})
+    for relative, digest in sorted(listed.items()):
+        file = path / relative
+        if not file.is_file():
+            report.file_failures.append(f"{relative}: listed in the manifest but missing")
+        elif sha256(file.read_bytes()) != digest:
+            report.file_failures.append(f"{relative}: digest mismatch (file changed)")
+    present = {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()}
+    for extra in sorted(present - set(listed) - {"manifest.json"}):
+        report.file_failures.append(f"{extra}: not listed in the manifest")
+
+
+def _validators() -> dict[str, jsonschema.Draft202012Validator]:
+    return {kind: jsonschema.Draft202012Validator(json.loads(
+        (SCHEMA_DIR / f"{kind}.schema.json").read_text())) for kind in ("task", "answer")}
+
+
+def consistency(task: Task, answer: Answer) -> list[str]:
+    """The answer must describe this task: same id, visible cells, candidates and budget."""
+    problems = []
+    if answer.task_id != task.task_id:
+        problems.append(f"answer is for task {answer.task_id}")
+    for r, row in enumerate(task.grid):
+        for c, cell in enumerate(row):
+            if cell is not None and answer.truth[r][c] != cell:
+                problems.append(f"truth changes visible cell ({r},{c})")
+    slots = {(s.row, s.col): s for s in task.slots}
+    for role in answer.roles:
+        slot = slots.get((role.row, role.col))
+        if slot is None:
+            problems.append(f"role for ({role.row},{role.col}) which is not hidden")
+        elif set(slot.candidates) != {role.truth, *role.decoys, *role.filtered}:
+            problems.append(f"roles of ({role.row},{role.col}) do not match its candidates")
+    decoys = sum(len(role.decoys) for role in answer.roles)
+    if decoys != task.decoy_budget:
+        problems.append(f"{decoys} decoys but decoy_budget={task.decoy_budget}")
+    return problems
+
+
+def prove_one(args: tuple[str, str, str, SolverSettings, bool]) -> tuple[str, str, list[str]]:
+    """Load one task/answer pair and return (task_id, domain, failure reasons)."""
+    root, task_rel, answer_rel, solver, with_cbc = args
+    validators = _validators()
+    reasons: list[str] = []
+    try:
+        task_data = json.loads((Path(root) / task_rel).read_text())
+        answer_data = json.loads((Path(root) / answer_rel).read_text())
+    except (OSError, ValueError) as error:
+        return task_rel, "?", [f"unreadable: {error}"]
+    for kind, data in (("task", task_data), ("answer", answer_data)):
+        for error in validators[kind].iter_errors(data):
+            reasons.append(f"schema error in {kind} file at {list(error.path)}: {error.message}")
+    task_id, domain = str(task_data.get("task_id", task_rel)), str(task_data.get("domain", "?"))
+    if reasons:
+        return task_id, domain, reasons
+    try:
+        task, answer = task_from_dict(task_data), answer_from_dict(answer_data)
+    except (TaskFormatError, KeyError, TypeError, ValueError) as error:
+        return task_id, domain, [f"malformed: {error}"]
+    reasons += consistency(task, answer)
+    if reasons:
+        return task_id, domain, reasons
+    reasons += certify(task, answer, solver)["failures"]
+    if with_cbc:
+        decoys = {(r.row, r.col): list(r.decoys) for r in answer.roles}
+        record = crosscheck(task, answer.truth_choice(), decoys, solver)
+        if not record["ok"]:
+            reasons.append(f"CBC disagrees: {record['statuses']}"
+                           + (f", second solution {record['counterexample']}"
+                              if "counterexample" in record else ""))  # fmt: skip
+    return task_id, domain, reasons
+
+
+def verify_release(path: Path, solver: SolverSettings, with_cbc: bool,
+                   workers: int) -> VerifyReport:  # fmt: skip
+    manifest = read_manifest(path)
+    report = VerifyReport()
+    check_files(path, manifest, report)
+    pairs = sorted(name for name in manifest.get("files", {}) if name.startswith("tasks/"))
+    jobs = [(str(path), rel, "answers/" + rel[len("tasks/"):], solver, with_cbc) for rel in pairs]
+    bar = tqdm(total=len(jobs), desc=f"verify {path.name}", unit="task", disable=None)
+    if workers <= 1:
+        results = []
+        for job in jobs:
+            results.append(prove_one(job))
+            bar.update()
+    else:
+        with get_context("spawn").Pool(workers) as pool:
+            results = []
+            for result in pool.imap(prove_one, jobs, chunksize=4):
+                results.append(result)
+                bar.update()
+    bar.close()
+    for task_id, domain, reasons in results:
+        report.tasks[task_id] = domain
+        if reasons:
+            report.failures[task_id].extend(reasons)
+    return report
