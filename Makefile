@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow lint bench release verify clean
+.PHONY: help install test test-slow lint bench release verify import clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -31,6 +31,15 @@ lint: $(STAMP) ## ruff and mypy on the packages
 
 bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_generate.py $(ARGS)
+
+release: $(STAMP) ## Build the default release (5x7, six domains, 324 tasks); ARGS="..." = Hydra overrides
+	$(PY) -m pipeline.release $(ARGS)
+
+verify: $(STAMP) ## Re-prove a release: make verify ARGS="release=outputs/releases/gridbench-v1.0.0"
+	$(PY) -m pipeline.verify $(if $(findstring release=,$(ARGS)),,release=outputs/releases/gridbench-v1.0.0) $(ARGS)
+
+import: $(STAMP) ## Import the reference (AgentCE) 5x5 files from ../shared/anchors into a release
+	$(PY) -m pipeline.import_agentce $(ARGS)
 
 clean: ## Remove caches (keeps .venv and outputs/)
 	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -8,7 +8,6 @@ and left out of the release (`import_report.json` in the release lists every ins
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from multiprocessing import get_context
@@ -87,7 +86,9 @@ def run_import(cfg: DictConfig) -> int:
 
 
 def print_summary(report: list[dict[str, Any]], target: Path, seconds: float) -> None:
-    total, unique, certified = Counter(), Counter(), Counter()
+    total: Counter[str] = Counter()
+    unique: Counter[str] = Counter()
+    certified: Counter[str] = Counter()
     for status in report:
         total[status["domain"]] += 1
         unique[status["domain"]] += status["unique"]

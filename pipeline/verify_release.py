@@ -97,8 +97,8 @@ def prove_one(args: tuple[str, str, str, SolverSettings, bool]) -> tuple[str, st
     except (OSError, ValueError) as error:
         return task_rel, "?", [f"unreadable: {error}"]
     for kind, data in (("task", task_data), ("answer", answer_data)):
-        for error in validators[kind].iter_errors(data):
-            reasons.append(f"schema error in {kind} file at {list(error.path)}: {error.message}")
+        for problem in validators[kind].iter_errors(data):
+            reasons.append(f"schema error in {kind} file at {list(problem.path)}: {problem.message}")
     task_id, domain = str(task_data.get("task_id", task_rel)), str(task_data.get("domain", "?"))
     if reasons:
         return task_id, domain, reasons

@@ -97,7 +97,10 @@ class CbcModel:
         return pulp.lpSum(terms) + constant
 
     def _run(self, problem: pulp.LpProblem, y: dict) -> SolveResult:
-        command = pulp.PULP_CBC_CMD(msg=False, timeLimit=self.settings.time_limit_s, threads=1)
+        # No `threads` option: with "-threads 1" the bundled CBC starts a worker thread that
+        # sometimes waits 10 s to start (seen: "Thread 0 ... waiting to start 10.0"), which
+        # turned quick proofs into time-outs. Without it CBC runs single-threaded anyway.
+        command = pulp.PULP_CBC_CMD(msg=False, timeLimit=self.settings.time_limit_s)
         start = time.perf_counter()
         problem.solve(command)
         wall_ms = (time.perf_counter() - start) * 1000.0

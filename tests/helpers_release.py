@@ -1,0 +1,60 @@
+"""Helpers for release tests: compose configs with Hydra, build small releases, tamper."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+
+from pipeline.config import register_configs
+
+CONF = Path(__file__).resolve().parent.parent / "conf"
+register_configs()
+
+
+def compose_config(overrides: list[str], name: str = "config", folder: str = ""):
+    with initialize_config_dir(config_dir=str(CONF / folder), version_base=None):
+        return compose(config_name=name, overrides=overrides)
+
+
+def small_release_overrides(root: Path, name: str = "small", workers: int = 1) -> list[str]:
+    return [
+        "release.domains=[toy,course]", "grid=5x5", "grid.hidden_slots=[2,4]",
+        "grid.decoy_budgets=[0,3]", "grid.candidates_per_slot=6", f"release.name={name}",
+        f"release.output_root={root}", f"release.cells_root={root}/cells-{name}",
+        f"release.workers={workers}",
+    ]  # fmt: skip
+
+
+def build_small(root: Path, name: str = "small", workers: int = 1) -> Path:
+    from pipeline.release import build
+
+    cfg = compose_config(small_release_overrides(root, name, workers))
+    assert build(cfg) == 0
+    return root / f"{name}-v1.0.0"
+
+
+def copy_release(source: Path, target: Path) -> Path:
+    shutil.copytree(source, target)
+    return target
+
+
+def redigest(release: Path) -> None:
+    """Recompute the manifest digests, so that only the proofs can catch an edit."""
+    manifest_path = release / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    for relative in manifest["files"]:
+        manifest["files"][relative] = hashlib.sha256((release / relative).read_bytes()).hexdigest()
+    manifest_path.write_text(json.dumps(manifest))
+
+
+def task_with_decoys(release: Path) -> tuple[Path, Path]:
+    for task_path in sorted((release / "tasks").rglob("*.json")):
+        data = json.loads(task_path.read_text())
+        if data["decoy_budget"] > 0:
+            answer = release / "answers" / task_path.relative_to(release / "tasks")
+            return task_path, answer
+    raise AssertionError("no task with decoys")

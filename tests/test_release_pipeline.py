@@ -1,0 +1,205 @@
+"""Hydra configs, release building, verification, tampering, determinism, atomicity."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import polars as pl
+import pytest
+from hydra.errors import ConfigCompositionException
+
+from pipeline.export import SCHEMA_DIR, ReleaseError
+from pipeline.verify_release import verify_release
+from solvers.results import SolverSettings
+from tests.helpers_release import (
+    build_small,
+    compose_config,
+    copy_release,
+    redigest,
+    task_with_decoys,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(("grid", "hidden", "budgets", "k"), [
+    ("5x5", [1, 5, 7, 11, 15], [0, 2, 4, 8, 10, 15, 19], 25),
+    ("5x7", [1, 5, 7, 11, 15, 21], [0, 2, 4, 8, 10, 15, 19, 21, 25], 25),
+    ("5x10", [1, 3, 5, 7, 11, 15, 19, 21, 25], [0, 2, 4, 8, 10, 15, 19, 21, 25, 30], 35),
+])  # fmt: skip
+def test_grid_presets_compose(grid, hidden, budgets, k):
+    cfg = compose_config([f"grid={grid}"])
+    assert list(cfg.grid.hidden_slots) == hidden and list(cfg.grid.decoy_budgets) == budgets
+    assert cfg.grid.candidates_per_slot == k
+    assert cfg.release.output_root == "outputs/releases"
+
+
+def test_default_release_has_324_keys():
+    from pipeline.config import release_keys
+
+    keys = release_keys(compose_config([]))
+    assert len(keys) == 324 and len({k.task_id for k in keys}) == 324
+    assert max(k.candidates_per_slot for k in keys) == 27  # B=25 -> B + 2
+
+
+def test_override_typo_names_the_key():
+    with pytest.raises(ConfigCompositionException) as error:
+        compose_config(["release.nmae=x"])
+    assert "nmae" in str(error.value.__cause__ or error.value)
+    with pytest.raises(ConfigCompositionException):
+        compose_config(["generation.allocaton=spread"])
+
+
+def test_verify_and_import_configs_compose():
+    cfg = compose_config(["release=some/path", "verify.crosscheck=true"], "verify", "apps")
+    assert cfg.release == "some/path" and cfg.verify.crosscheck is True
+    assert compose_config([], "import_agentce", "apps").release.name == "agentce-5x5"
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> Path:
+    return build_small(tmp_path_factory.mktemp("rel"))
+
+
+def test_small_release_layout_and_verify(small):
+    manifest = json.loads((small / "manifest.json").read_text())
+    assert manifest["counts"]["tasks"] == 8 and manifest["counts"]["certified"] == 8
+    assert manifest["counts"]["crosscheck_ok"] == 8
+    meta = pl.read_parquet(small / "metadata.parquet")
+    for column in ("task_id", "domain", "rows", "cols", "hidden_slots", "decoy_budget",
+                   "candidates_per_slot", "seed", "n_decoys", "n_filtered", "unique",
+                   "certificate_status", "crosscheck_status", "search_space", "shallow_decoys",
+                   "dfs_nodes", "task_sha256", "answer_sha256"):  # fmt: skip
+        assert column in meta.columns
+    assert meta["unique"].all() and (meta["n_decoys"] == meta["decoy_budget"]).all()
+    assert "certify_ms" in pl.read_parquet(small / "timings.parquet").columns
+    assert "| H \\ B |" in (small / "README.md").read_text()
+    report = verify_release(small, SolverSettings(), with_cbc=True, workers=1)
+    assert report.ok, (report.file_failures, dict(report.failures))
+    assert len(report.tasks) == 8
+
+
+def test_files_match_the_json_schemas(small):
+    for kind in ("task", "answer"):
+        schema = json.loads((SCHEMA_DIR / f"{kind}.schema.json").read_text())
+        for path in (small / f"{kind}s").rglob("*.json"):
+            jsonschema.validate(json.loads(path.read_text()), schema)
+    broken = json.loads(next((small / "tasks").rglob("*.json")).read_text())
+    broken["global_constraints"][0]["kind"] = "sum_avg"
+    schema = json.loads((SCHEMA_DIR / "task.schema.json").read_text())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
+
+
+def test_changed_byte_is_caught(small, tmp_path):
+    copy = copy_release(small, tmp_path / "copy")
+    path = next((copy / "tasks").rglob("*.json"))
+    data = bytearray(path.read_bytes())
+    data[-3] = ord(" ")
+    path.write_bytes(bytes(data))
+    report = verify_release(copy, SolverSettings(), with_cbc=False, workers=1)
+    assert any("digest mismatch" in line for line in report.file_failures)
+
+
+def test_item_edited_into_a_second_completion_is_caught(small, tmp_path):
+    copy = copy_release(small, tmp_path / "copy")
+    task_path, answer_path = task_with_decoys(copy)
+    task, answer = json.loads(task_path.read_text()), json.loads(answer_path.read_text())
+    role = next(r for r in answer["roles"] if r["decoys"])
+    items = {item["id"]: item for item in task["items"]}
+    decoy = items[role["decoys"][0]]
+    decoy.update({k: v for k, v in items[role["truth"]].items() if k not in ("id", "name")})
+    task_path.write_text(json.dumps(task))
+    redigest(copy)
+    report = verify_release(copy, SolverSettings(), with_cbc=True, workers=1)
+    reasons = " | ".join(report.failures[task["task_id"]])
+    assert "a second solution exists" in reasons and "not refuted" in reasons
+    assert "CBC disagrees" in reasons
+    assert len(report.failures) == 1
+
+
+def test_decoy_turned_feasible_by_loosened_bounds_is_caught(small, tmp_path):
+    copy = copy_release(small, tmp_path / "copy")
+    task_path, _ = task_with_decoys(copy)
+    task = json.loads(task_path.read_text())
+    for rule in task["global_constraints"]:
+        upper = rule["kind"] in ("sum_max", "repeat_max", "count_max")
+        rule["bound"] = 10**6 if upper else 0
+    task_path.write_text(json.dumps(task))
+    redigest(copy)
+    report = verify_release(copy, SolverSettings(), with_cbc=False, workers=1)
+    assert any("is not refuted" in r for r in report.failures[task["task_id"]])
+
+
+def test_filtered_item_that_passes_and_schema_error_are_caught(small, tmp_path):
+    copy = copy_release(small, tmp_path / "copy")
+    task_path, answer_path = task_with_decoys(copy)
+    task, answer = json.loads(task_path.read_text()), json.loads(answer_path.read_text())
+    role = answer["roles"][0]
+    slot = next(s for s in task["slots"] if (s["row"], s["col"]) == (role["row"], role["col"]))
+    for item in task["items"]:
+        if item["id"] == role["filtered"][0]:
+            for rule in slot["constraints"]:
+                item[rule["attribute"]] = rule["value"]  # exactly on the threshold: passes
+    task_path.write_text(json.dumps(task))
+    other = next(p for p in sorted((copy / "tasks").rglob("*.json")) if p != task_path)
+    broken = json.loads(other.read_text())
+    del broken["instruction"]
+    other.write_text(json.dumps(broken))
+    redigest(copy)
+    report = verify_release(copy, SolverSettings(), with_cbc=False, workers=1)
+    assert any("filtered" in r and "passes its slot" in r for r in report.failures[task["task_id"]])
+    assert any("schema error" in r for r in report.failures[broken["task_id"]])
+
+
+def test_same_release_with_one_or_two_workers_is_byte_identical(small, tmp_path):
+    again = build_small(tmp_path, name="small", workers=2)
+    for folder in ("tasks", "answers"):
+        for path in sorted((small / folder).rglob("*.json")):
+            assert path.read_bytes() == (again / path.relative_to(small)).read_bytes()
+    assert (small / "metadata.parquet").read_bytes() == (again / "metadata.parquet").read_bytes()
+
+
+def test_existing_version_is_refused_and_failure_leaves_nothing(small, tmp_path, monkeypatch):
+    with pytest.raises(ReleaseError, match="already exists"):
+        build_small(small.parent)
+    import pipeline.export as export
+
+    calls = {"n": 0}
+    real = export.metadata_row
+
+    def failing(*args):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise RuntimeError("interrupted")
+        return real(*args)
+
+    monkeypatch.setattr(export, "metadata_row", failing)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        build_small(tmp_path, name="broken")
+    assert not (tmp_path / "broken-v1.0.0").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".broken")]
+
+
+def _run(module: str, *overrides: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", module, *overrides], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+
+
+def test_cli_errors_are_one_line_and_nonzero(tmp_path):
+    result = _run("pipeline.verify", f"release={tmp_path}")
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith("error:") and len(result.stderr.strip().splitlines()) == 1
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    result = _run("pipeline.import_agentce", f"source={bad}", f"release.output_root={tmp_path}/out")
+    assert result.returncode == 2 and "not valid JSON" in result.stderr
+    assert not (tmp_path / "out").exists()
+    result = _run("pipeline.release", "release.domains=[chess]",
+                  f"release.output_root={tmp_path}/out")  # fmt: skip
+    assert result.returncode == 2 and "unknown domain 'chess'" in result.stderr
+    assert not (tmp_path / "out").exists()
