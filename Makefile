@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow lint bench release verify import clean
+.PHONY: help install test test-slow lint bench release verify import eval report clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -26,11 +26,12 @@ test-slow: $(STAMP) ## Run the slow tests too
 	$(PY) -m pytest -m "slow or not slow"
 
 lint: $(STAMP) ## ruff and mypy on the packages
-	$(PY) -m ruff check domains solvers pipeline tests bench
-	$(PY) -m mypy domains solvers pipeline
+	$(PY) -m ruff check domains solvers pipeline env agents tests bench
+	$(PY) -m mypy domains solvers pipeline env agents
 
 bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_generate.py $(ARGS)
+	$(PY) bench/bench_env.py
 
 release: $(STAMP) ## Build the default release (5x7, six domains, 324 tasks); ARGS="..." = Hydra overrides
 	$(PY) -m pipeline.release $(ARGS)
@@ -40,6 +41,12 @@ verify: $(STAMP) ## Re-prove a release: make verify ARGS="release=outputs/releas
 
 import: $(STAMP) ## Import the reference (AgentCE) 5x5 files from ../shared/anchors into a release
 	$(PY) -m pipeline.import_agentce $(ARGS)
+
+eval: $(STAMP) ## Run an agent over a release: make eval ARGS="agent=search failure_rates=[0.0,0.1,0.3]"
+	$(PY) -m pipeline.evaluate $(ARGS)
+
+report: $(STAMP) ## Heatmaps, tables and summary of the runs of a release
+	$(PY) -m pipeline.report $(ARGS)
 
 clean: ## Remove caches (keeps .venv and outputs/)
 	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis

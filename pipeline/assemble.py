@@ -29,7 +29,8 @@ def build_task(draft: Draft, task_id: str, decoy_budget: int, candidates_per_slo
         decoy_budget=decoy_budget, grid=grid,
         items={item_id: draft.items[item_id] for item_id in sorted(used)},
         slots=tuple(slots), global_constraints=tuple(draft.rules),
-        instruction=write_instruction(draft.domain, draft.rows, draft.cols, draft.rules),
+        instruction=write_instruction(draft.domain, draft.rows, draft.cols, draft.rules,
+                                      draft.slot_rules),
         candidates_per_slot=candidates_per_slot,
     )  # fmt: skip
 

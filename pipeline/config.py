@@ -113,6 +113,37 @@ class ImportConfig:
     solver: SolverConf = field(default_factory=SolverConf)
 
 
+@dataclass
+class EnvConf:
+    query_budget: Any = "unlimited"
+    query_extra: int = 0
+    check_budget: Any = "unlimited"
+    check_alpha: float = 1.0
+    seed: int = 0
+
+
+@dataclass
+class EvaluateConfig:
+    release: str = "outputs/releases/gridbench-v1.0.0"
+    agent: str = "search"
+    domains: list[str] = field(default_factory=list)
+    hidden_slots: list[int] = field(default_factory=list)
+    decoy_budgets: list[int] = field(default_factory=list)
+    failure_rates: list[float] = field(default_factory=lambda: [0.0])
+    trials: int = 1
+    env: EnvConf = field(default_factory=EnvConf)
+    workers: int = 2
+    output_root: str = "outputs/runs"
+    traces: bool = True
+    resume: bool = True
+
+
+@dataclass
+class ReportConfig:
+    runs_root: str = "outputs/runs/gridbench-v1.0.0"
+    output: str = "outputs/reports/gridbench-v1.0.0"
+
+
 def register_configs() -> None:
     """Register the schemas so that a misspelt key fails with a message naming it. Group
     files are typed through the fields of the top-level schema, so no group is registered
@@ -121,6 +152,8 @@ def register_configs() -> None:
     store.store(name="base_config", node=Config)
     store.store(name="base_verify", node=VerifyConfig)
     store.store(name="base_import", node=ImportConfig)
+    store.store(name="base_evaluate", node=EvaluateConfig)
+    store.store(name="base_report", node=ReportConfig)
 
 
 def generation_settings(cfg: DictConfig) -> GenerationSettings:

@@ -35,8 +35,8 @@ def describe_slot_rule(rule: SlotRule) -> str:
     return f"{_words(rule.attribute)} {words} {value}"
 
 
-def write_instruction(domain: Domain, rows: int, cols: int,
-                      rules: list[GlobalRule]) -> str:  # fmt: skip
+def write_instruction(domain: Domain, rows: int, cols: int, rules: list[GlobalRule],
+                      slot_rules: dict[tuple[int, int], list[SlotRule]]) -> str:  # fmt: skip
     lines = [
         f"You are solving a {domain.task_phrase} task. Fill the {rows}x{cols} grid with "
         f"{domain.item_noun} ids.",
@@ -47,5 +47,9 @@ def write_instruction(domain: Domain, rows: int, cols: int,
         "Across the grid, the plan must satisfy these global constraints:",
     ]
     lines += [f"({n}) {describe_rule(rule, domain)}." for n, rule in enumerate(rules, 1)]
+    lines.append("Each empty cell has its own slot constraints:")
+    for (row, col), cell_rules in sorted(slot_rules.items()):
+        text = "; ".join(describe_slot_rule(rule) for rule in cell_rules)
+        lines.append(f"- the {domain.item_noun} in cell ({row}, {col}): {text}.")
     lines.append("Exactly one completion satisfies every constraint.")
     return "\n".join(lines)

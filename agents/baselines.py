@@ -1,0 +1,117 @@
+"""Baseline policies: random, greedy_local, search (DFS with the tools), and shortcut
+policies that audit integrity (they must do no better than chance on decoy cells)."""
+
+from __future__ import annotations
+
+import random
+from statistics import median
+
+from agents.base import call, discover, hidden_cells, passes_slot, slot_passing
+from env import Episode
+
+
+class RandomAgent:
+    name = "random"
+
+    def play(self, episode: Episode, rng: random.Random) -> None:
+        for cell in hidden_cells(episode):
+            candidates = discover(episode, cell)
+            if candidates:
+                call(episode, "set_slot", row=cell[0], col=cell[1], id=rng.choice(candidates)["id"])
+        call(episode, "done")
+
+
+class GreedyLocalAgent:
+    """The first listed candidate that passes the cell's slot check."""
+
+    name = "greedy_local"
+
+    def play(self, episode: Episode, rng: random.Random) -> None:
+        for cell in hidden_cells(episode):
+            for candidate in discover(episode, cell):
+                if passes_slot(episode, cell, candidate["id"]):
+                    break
+        call(episode, "done")
+
+
+class SearchAgent:
+    """Depth-first search: slot checks prune filtered items, partial global checks prune
+    decoys; when the check budget runs out it keeps going on slot checks alone."""
+
+    name = "search"
+
+    def play(self, episode: Episode, rng: random.Random) -> None:
+        self.episode, self.cells = episode, hidden_cells(episode)
+        self.options: dict[int, list[str]] = {}
+        self.check_tool = f"check_{episode.task.domain}_global_constraints"
+        self._dfs(0)
+        call(episode, "done")
+
+    def _consistent(self, at_leaf: bool) -> bool:
+        result = call(self.episode, self.check_tool)
+        if result["status"] != "ok":
+            return True  # no check left (or it kept failing): cannot refute, go on
+        data = result["data"]
+        return bool(data["all_satisfied"]) if at_leaf else not data["violated"]
+
+    def _dfs(self, depth: int) -> bool:
+        if depth == len(self.cells):
+            return True
+        cell = self.cells[depth]
+        if depth not in self.options:
+            self.options[depth] = slot_passing(self.episode, cell)
+        for item_id in self.options[depth]:
+            call(self.episode, "set_slot", row=cell[0], col=cell[1], id=item_id)
+            if self._consistent(depth + 1 == len(self.cells)) and self._dfs(depth + 1):
+                return True
+        if self.options[depth]:
+            call(self.episode, "set_slot", row=cell[0], col=cell[1], id=None)
+        return False
+
+
+class ShortcutAgent:
+    """Among the candidates that pass the slot check, pick by a surface feature."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def play(self, episode: Episode, rng: random.Random) -> None:
+        for cell in hidden_cells(episode):
+            options = slot_passing(episode, cell)
+            if options:
+                call(episode, "set_slot", row=cell[0], col=cell[1], id=self._pick(episode, cell, options))
+        call(episode, "done")
+
+    def _pick(self, episode: Episode, cell: tuple[int, int], options: list[str]) -> str:
+        if self.name == "shortcut_smallest_id":
+            return min(options)
+        if self.name == "shortcut_first_listed":
+            return options[0]
+        values: dict[str, dict[str, int]] = {item: {} for item in options}
+        for field, kind in sorted(episode.attributes.items()):
+            if kind == "number":
+                for candidate in discover(episode, cell, field):
+                    if candidate["id"] in values:
+                        values[candidate["id"]][field] = int(candidate[field])
+        fields = sorted({f for v in values.values() for f in v})
+        centre = {f: median(values[i].get(f, 0) for i in options) for f in fields}
+        spread = {f: (max(values[i].get(f, 0) for i in options)
+                      - min(values[i].get(f, 0) for i in options)) or 1 for f in fields}  # fmt: skip
+        return min(options, key=lambda i: (sum(abs(values[i].get(f, 0) - centre[f]) / spread[f]
+                                               for f in fields), i))  # fmt: skip
+
+
+AGENTS = {
+    "random": RandomAgent,
+    "greedy_local": GreedyLocalAgent,
+    "search": SearchAgent,
+    "shortcut_smallest_id": lambda: ShortcutAgent("shortcut_smallest_id"),
+    "shortcut_first_listed": lambda: ShortcutAgent("shortcut_first_listed"),
+    "shortcut_most_typical": lambda: ShortcutAgent("shortcut_most_typical"),
+}
+
+
+def make_agent(name: str):  # type: ignore[no-untyped-def]
+    if name not in AGENTS:
+        raise ValueError(f"unknown agent {name!r}; agents: {sorted(AGENTS)}")
+    return AGENTS[name]()

@@ -1,0 +1,41 @@
+"""Episode settings: query and check budgets (unlimited, a number, or the paper's formula)
+and tool failure injection."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+UNLIMITED = -1
+
+
+@dataclass(frozen=True)
+class EnvSettings:
+    query_budget: str | int = "unlimited"  # "unlimited" | int | "paper" (cell rules + H + extra)
+    query_extra: int = 0
+    check_budget: str | int = "unlimited"  # "unlimited" | int | "paper" (floor(alpha * H))
+    check_alpha: float = 1.0
+    failure_rate: float = 0.0
+    seed: int = 0
+    max_steps: int = 1_000_000
+
+    def validate(self) -> None:
+        for name in ("query_budget", "check_budget"):
+            value = getattr(self, name)
+            if not (value in ("unlimited", "paper") or (isinstance(value, int) and value >= 0)):
+                raise ValueError(f"{name}={value!r}: use 'unlimited', 'paper' or an integer >= 0")
+        if not 0.0 <= self.failure_rate < 1.0:
+            raise ValueError(f"failure_rate={self.failure_rate} must be in [0, 1)")
+
+    def queries_for(self, cell_rules: int, hidden: int) -> int:
+        if self.query_budget == "unlimited":
+            return UNLIMITED
+        if self.query_budget == "paper":
+            return cell_rules + hidden + self.query_extra
+        return int(self.query_budget)
+
+    def checks_for(self, hidden: int) -> int:
+        if self.check_budget == "unlimited":
+            return UNLIMITED
+        if self.check_budget == "paper":
+            return int(self.check_alpha * hidden)
+        return int(self.check_budget)

@@ -1,0 +1,150 @@
+"""Tool definitions: one definition per tool gives its OpenAI function schema and the
+argument checking of the environment. Descriptions are read by models: review them as API."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+class ArgumentError(ValueError):
+    """A tool argument is wrong; the message says what was sent and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # integer | string | id_or_null | id_list | value
+    description: str
+
+    def schema(self) -> dict[str, Any]:
+        if self.kind == "integer":
+            return {"type": "integer", "minimum": 0, "description": self.description}
+        if self.kind == "string":
+            return {"type": "string", "description": self.description}
+        if self.kind == "id_or_null":
+            return {"type": ["string", "null"], "description": self.description}
+        if self.kind == "id_list":
+            return {"type": "array", "items": {"type": "string"}, "description": self.description}
+        return {"anyOf": [{"type": "integer"}, {"type": "string"},
+                          {"type": "array", "items": {"type": "string"}}],
+                "description": self.description}  # fmt: skip
+
+    def coerce(self, value: Any) -> Any:
+        """Accept what agents commonly send (numbers as strings, lists as JSON strings)."""
+        if self.kind == "integer":
+            if isinstance(value, bool):
+                raise ArgumentError(f"'{self.name}' must be an integer, got a boolean")
+            if isinstance(value, int):
+                return value
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+                return int(value.strip())
+            raise ArgumentError(f"'{self.name}' must be an integer, got {value!r}")
+        if self.kind == "string":
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+            raise ArgumentError(f"'{self.name}' must be a non-empty string, got {value!r}")
+        if self.kind == "id_or_null":
+            if value is None or (isinstance(value, str) and value.strip().lower() in ("", "null",
+                                                                                     "none")):
+                return None
+            if isinstance(value, str):
+                return value.strip()
+            raise ArgumentError(f"'{self.name}' must be an item id string or null, got {value!r}")
+        if self.kind == "id_list":
+            value = _maybe_json(value)
+            if isinstance(value, str):
+                value = [value]
+            if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+                return [v.strip() for v in value]
+            raise ArgumentError(f"'{self.name}' must be a non-empty list of item ids, got {value!r}")
+        value = _maybe_json(value)
+        if isinstance(value, bool) or value is None or isinstance(value, dict):
+            raise ArgumentError(f"'{self.name}' must be a number, a string or a list of strings")
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
+
+
+def _maybe_json(value: Any) -> Any:
+    if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    params: tuple[Param, ...] = ()
+
+    def openai_schema(self) -> dict[str, Any]:
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.description,
+            "parameters": {"type": "object",
+                           "properties": {p.name: p.schema() for p in self.params},
+                           "required": [p.name for p in self.params],
+                           "additionalProperties": False}}}  # fmt: skip
+
+    def parse(self, arguments: Any) -> dict[str, Any]:
+        """Check and coerce the arguments; raises :class:`ArgumentError` naming the problem."""
+        arguments = _maybe_json(arguments) if arguments is not None else {}
+        if not isinstance(arguments, dict):
+            raise ArgumentError(f"arguments must be a JSON object, got {type(arguments).__name__}")
+        allowed = [p.name for p in self.params]
+        extra = sorted(set(arguments) - set(allowed))
+        if extra:
+            raise ArgumentError(f"unknown argument(s) {extra}; {self.name} takes {allowed or 'none'}")
+        missing = [name for name in allowed if name not in arguments]
+        if missing:
+            raise ArgumentError(f"missing argument(s) {missing}; {self.name} takes {allowed}")
+        return {p.name: p.coerce(arguments[p.name]) for p in self.params}
+
+
+ROW = Param("row", "integer", "0-based row of the cell")
+COL = Param("col", "integer", "0-based column of the cell")
+
+
+def tools_for(domain: str) -> dict[str, Tool]:
+    """The paper's tools, with the domain tools named after ``domain``."""
+    d = domain
+    tools = [
+        Tool("set_slot", "Put a candidate id into an empty (hidden) cell, or clear it with id "
+             "null. Only a candidate of that cell is accepted.",
+             (ROW, COL, Param("id", "id_or_null", "a candidate id of the cell, or null to clear"))),
+        Tool("get_current_grid_state", "The grid as it is now: fixed ids, your placements, and "
+             "null for cells still empty."),
+        Tool("get_slot_id", "The id in one cell (fixed or placed by you), or null.", (ROW, COL)),
+        Tool("get_hidden_slot_query_budget", "How many attribute queries are left for one "
+             "hidden cell.", (ROW, COL)),
+        Tool("get_global_check_budget", "How many global constraint checks are left."),
+        Tool("done", "Finish the episode. Call it when the grid is complete."),
+        Tool(f"query_{d}_candidate_from_attribute",
+             "Find the candidates of a hidden cell whose attribute matches a condition; returns "
+             "their ids with that attribute's value. Uses one query of that cell's budget. "
+             "Operators: >, >=, =, <, <= for numbers; =, in, not_in (with a list) for categories.",
+             (ROW, COL, Param("field", "string", "attribute name, e.g. price"),
+              Param("operator", "string", "one of >, >=, =, <, <=, in, not_in"),
+              Param("value", "value", "a number, a category, or a list of categories"))),
+        Tool(f"get_{d}_item_info", "All attributes of a fixed (visible) item.",
+             (Param("id", "string", "id of an item fixed in the grid"),)),
+        Tool(f"get_{d}_item_attributes", "One attribute of several fixed (visible) items.",
+             (Param("ids", "id_list", "ids of items fixed in the grid"),
+              Param("field", "string", "attribute name"))),
+        Tool(f"check_{d}_slot_constraints", "Check the item placed in a hidden cell against that "
+             "cell's own slot constraints.", (ROW, COL)),
+        Tool(f"check_{d}_global_constraints", "Check every global constraint on the grid as it "
+             "is now: satisfied, violated, or pending (lower bounds wait for a complete grid). "
+             "Uses one global check."),
+    ]  # fmt: skip
+    return {tool.name: tool for tool in tools}
+
+
+def openai_schemas(domain: str) -> list[dict[str, Any]]:
+    return [tool.openai_schema() for tool in tools_for(domain).values()]

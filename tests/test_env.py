@@ -1,0 +1,164 @@
+"""The tool environment: schemas, budgets, failures, robustness (fuzzed), isolation, scoring."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from concurrent.futures import ProcessPoolExecutor
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agents import make_agent
+from env import EnvSettings, Episode, openai_schemas, score
+from pipeline import TaskKey, generate_task
+
+MADE = generate_task(TaskKey("course", 5, 7, 5, 8, 25, seed=4))
+TASK, ANSWER = MADE.task, MADE.answer
+HIDDEN = [(s.row, s.col) for s in TASK.slots]
+QUERY = "query_course_candidate_from_attribute"
+
+
+def test_openai_schemas_are_typed_and_have_nothing_stray():
+    schemas = openai_schemas("course")
+    names = {s["function"]["name"] for s in schemas}
+    assert names == {"set_slot", "get_current_grid_state", "get_slot_id",
+                     "get_hidden_slot_query_budget", "get_global_check_budget", "done", QUERY,
+                     "get_course_item_info", "get_course_item_attributes",
+                     "check_course_slot_constraints", "check_course_global_constraints"}
+    for schema in schemas:
+        parameters = schema["function"]["parameters"]
+        assert parameters["additionalProperties"] is False
+        assert set(parameters["required"]) == set(parameters["properties"])
+        assert schema["function"]["description"]
+        for spec in parameters["properties"].values():
+            assert spec["description"] and ("type" in spec or "anyOf" in spec)
+    json.dumps(schemas)
+
+
+def test_query_budget_paper_formula_and_invalid_calls_consume_nothing():
+    episode = Episode(TASK, EnvSettings(query_budget="paper", query_extra=1))
+    row, col = HIDDEN[0]
+    rules = len(TASK.slots[0].constraints)
+    budget = episode.call("get_hidden_slot_query_budget", {"row": row, "col": col})["data"]
+    assert budget["remaining"] == rules + len(HIDDEN) + 1
+    bad = episode.call(QUERY, {"row": row, "col": col, "field": "price", "operator": "in",
+                               "value": 3})  # fmt: skip
+    assert bad["status"] == "error" and "not allowed" in bad["message"]
+    for _ in range(rules + len(HIDDEN) + 1):
+        ok = episode.call(QUERY, {"row": row, "col": col, "field": "price", "operator": ">=",
+                                  "value": 0})  # fmt: skip
+        assert ok["status"] == "ok" and len(ok["data"]["candidates"]) == 25
+    spent = episode.call(QUERY, {"row": row, "col": col, "field": "price", "operator": ">=",
+                                 "value": 0})  # fmt: skip
+    assert spent["status"] == "budget_exhausted"
+    assert episode.queries_used == rules + len(HIDDEN) + 1 and episode.invalid == 1
+
+
+def test_check_budget_and_failure_injection_are_seeded():
+    episode = Episode(TASK, EnvSettings(check_budget="paper", check_alpha=0.5))
+    assert episode.call("get_global_check_budget")["data"]["remaining"] == len(HIDDEN) // 2
+    statuses = []
+    for seed in (0, 0, 1):
+        noisy = Episode(TASK, EnvSettings(failure_rate=0.3), seed=seed)
+        statuses.append([noisy.call("get_slot_id", {"row": 0, "col": 0})["status"]
+                         for _ in range(200)])  # fmt: skip
+    assert statuses[0] == statuses[1] != statuses[2]
+    assert 30 < statuses[0].count("failed") < 90
+
+
+def test_lenient_arguments_and_clear_errors():
+    episode = Episode(TASK)
+    row, col = HIDDEN[0]
+    result = episode.call(QUERY, json.dumps({"row": str(row), "col": float(col), "field": "teacher",
+                                             "operator": "in", "value": '["Ada Brooks"]'}))
+    assert result["status"] == "ok"
+    visible = next((r, c) for r in range(5) for c in range(7) if (r, c) not in HIDDEN)
+    for name, args, words in [
+        ("set_slot", {"row": visible[0], "col": visible[1], "id": None}, "fixed, not hidden"),
+        ("set_slot", {"row": 9, "col": 0, "id": None}, "outside the 5x7 grid"),
+        ("set_slot", {"row": row, "col": col, "id": "nope"}, "not a candidate"),
+        ("set_slot", {"row": row, "col": col}, "missing argument"),
+        ("get_slot_id", {"row": row, "col": col, "extra": 1}, "unknown argument"),
+        ("get_slot_id", {"row": True, "col": 0}, "boolean"),
+        (QUERY, {"row": row, "col": col, "field": "colour", "operator": "=", "value": 1}, "unknown field"),
+        ("get_course_item_info", {"id": TASK.slots[0].candidates[0]}, "not an item fixed"),
+        ("fly", {}, "unknown tool"),
+    ]:  # fmt: skip
+        result = episode.call(name, args)
+        assert result["status"] == "error" and words in result["message"], (name, result)
+    assert episode.invalid == 9
+
+
+ANY = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+                   lambda inner: st.lists(inner, max_size=3)
+                   | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=6)  # fmt: skip
+NAMES = st.sampled_from(sorted(Episode(TASK).tools) + ["", "x", "set_slot "]) | st.text(max_size=6)
+ARGUMENTS = ANY | st.fixed_dictionaries({}, optional={
+    "row": ANY | st.integers(-2, 6), "col": ANY | st.integers(-2, 8), "id": ANY,
+    "field": st.sampled_from(["price", "teacher", "zz"]) | ANY,
+    "operator": st.sampled_from([">", "=", "in", "not_in", "~"]) | ANY,
+    "value": ANY, "ids": ANY})  # fmt: skip
+
+
+@given(st.lists(st.tuples(NAMES, ARGUMENTS), max_size=25))
+def test_fuzzed_calls_never_raise_and_always_answer(calls):
+    episode = Episode(TASK, EnvSettings(query_budget=3, check_budget=2, failure_rate=0.1))
+    for name, arguments in calls:
+        result = episode.call(name, arguments)
+        assert set(result) == {"status", "message", "data"}
+        assert result["status"] in ("ok", "error", "failed", "budget_exhausted")
+        assert "internal error" not in result["message"], result
+        json.dumps(result)
+    assert all(left >= 0 for left in episode.queries_left.values()) and episode.checks_left >= 0
+
+
+def _play(seed: int) -> bool:
+    episode = Episode(TASK, EnvSettings(failure_rate=0.3), seed=seed)
+    make_agent("search").play(episode, random.Random(seed))
+    return score(episode, ANSWER)["success"]
+
+
+def test_many_episodes_in_threads_and_processes_do_not_interfere():
+    results: list[bool] = []
+    threads = [threading.Thread(target=lambda s=s: results.append(_play(s))) for s in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [True] * 6
+    with ProcessPoolExecutor(2) as pool:
+        assert list(pool.map(_play, range(4))) == [True] * 4
+
+
+@pytest.mark.parametrize("agent", ["random", "greedy_local", "search", "shortcut_smallest_id",
+                                   "shortcut_first_listed", "shortcut_most_typical"])  # fmt: skip
+def test_agents_play_and_are_scored(agent):
+    episode = Episode(TASK)
+    make_agent(agent).play(episode, random.Random(0))
+    result = score(episode, ANSWER)
+    assert result["finished"] and result["steps"] > 0 and result["invalid_calls"] == 0
+    assert 0.0 <= result["fraction_correct"] <= 1.0
+    if agent == "search":
+        assert result["success"] and result["fraction_correct"] == 1.0
+    if agent == "greedy_local":  # it commits to the first slot-passing candidate of each cell
+        firsts = {}
+        for slot in TASK.slots:
+            firsts[(slot.row, slot.col)] = next(
+                c for c in slot.candidates
+                if all(_holds(rule, TASK.items[c]) for rule in slot.constraints))
+        assert all(episode.grid[r][c] == firsts[(r, c)] for r, c in HIDDEN)
+
+
+def _holds(rule, item):
+    from solvers.checker import slot_rule_holds
+
+    return slot_rule_holds(rule, item)
+
+
+def test_search_respects_a_check_budget():
+    episode = Episode(TASK, EnvSettings(check_budget=3))
+    make_agent("search").play(episode, random.Random(0))
+    assert episode.checks_used == 3 and score(episode, ANSWER)["finished"]
