@@ -7,13 +7,11 @@ import hashlib
 import json
 import os
 from dataclasses import asdict
-from multiprocessing import get_context
 from pathlib import Path
-
-from tqdm import tqdm
 
 from pipeline.build import CertifiedTask, crosscheck_answer, generate_task
 from pipeline.keys import GenerationSettings, TaskKey
+from pipeline.parallel import parallel_imap
 from solvers.results import SolverSettings
 from solvers.task_io import answer_from_dict, task_from_dict
 
@@ -85,16 +83,5 @@ def make_tasks(keys: list[TaskKey], settings: GenerationSettings, crosscheck: bo
     """Generate (or reuse) every key, in ``workers`` processes, with a progress bar.
     Returns the tasks in the order of ``keys`` and how many were reused from the store."""
     jobs = [(key, settings, crosscheck, str(root) if root else None) for key in keys]
-    bar = tqdm(total=len(jobs), desc=label, unit="task", disable=None)
-    results: list[tuple[CertifiedTask, bool]] = []
-    if workers <= 1:
-        for job in jobs:
-            results.append(_work(job))
-            bar.update()
-    else:
-        with get_context("spawn").Pool(workers) as pool:
-            for result in pool.imap(_work, jobs, chunksize=2):
-                results.append(result)
-                bar.update()
-    bar.close()
+    results = list(parallel_imap(_work, jobs, workers, label))
     return [made for made, _ in results], sum(reused for _, reused in results)

@@ -12,19 +12,18 @@ import json
 import random
 import time
 from dataclasses import asdict
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 import hydra
 import polars as pl
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
 from agents import make_agent
 from env import EnvSettings, Episode, score
 from pipeline.cli import run_cli
 from pipeline.config import register_configs
+from pipeline.parallel import parallel_imap
 from pipeline.verify_release import read_manifest
 from solvers.task_io import answer_from_dict, task_from_dict
 
@@ -86,13 +85,12 @@ def evaluate(cfg: DictConfig) -> int:
                                  env_settings, bool(cfg.traces)))  # fmt: skip
     start = time.perf_counter()
     with open(done_path, "a") as done_file, open(trace_path, "a") as trace_file:
-        with get_context("spawn").Pool(max(1, int(cfg.workers))) as pool:
-            for result in tqdm(pool.imap_unordered(run_episode, jobs, chunksize=4), total=len(jobs),
-                               desc=f"eval {cfg.agent}", unit="episode", disable=None):
-                done_file.write(json.dumps(result["row"]) + "\n")
-                if result["trace"] is not None:
-                    trace_file.write(json.dumps({"episode_id": result["row"]["episode_id"],
-                                                 "calls": result["trace"]}) + "\n")
+        for result in parallel_imap(run_episode, jobs, int(cfg.workers), f"eval {cfg.agent}",
+                                    unit="episode", ordered=False):  # fmt: skip
+            done_file.write(json.dumps(result["row"]) + "\n")
+            if result["trace"] is not None:
+                trace_file.write(json.dumps({"episode_id": result["row"]["episode_id"],
+                                             "calls": result["trace"]}) + "\n")
     rows = list(_finished(done_path).values())
     frame = pl.DataFrame(rows).sort(["domain", "hidden_slots", "decoy_budget", "failure_rate",
                                      "trial", "task_id"])  # fmt: skip

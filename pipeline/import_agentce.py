@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 import hydra
 from omegaconf import DictConfig
-from tqdm import tqdm
 
 from pipeline.agentce import convert, read_file
 from pipeline.build import CertifiedTask
@@ -25,6 +23,7 @@ from pipeline.cli import plain, run_cli
 from pipeline.config import register_configs, solver_settings
 from pipeline.export import check_target, dumps, release_dir, write_release
 from pipeline.measures import measure
+from pipeline.parallel import parallel_imap
 from solvers.cbc import crosscheck
 from solvers.results import SolverSettings
 from solvers.task import Answer
@@ -73,9 +72,8 @@ def run_import(cfg: DictConfig) -> int:
             jobs.append((key, task, answer, solver, bool(release.crosscheck),
                          int(cfg.dfs_node_limit)))  # fmt: skip
     start = time.perf_counter()
-    with get_context("spawn").Pool(max(1, int(release.workers))) as pool:
-        results = list(tqdm(pool.imap(certify_instance, jobs, chunksize=2), total=len(jobs),
-                            desc="import", unit="instance", disable=None))  # fmt: skip
+    results = list(parallel_imap(certify_instance, jobs, int(release.workers), "import",
+                                 unit="instance"))  # fmt: skip
     kept = [made for made, status in results if status["certified"]]
     report = [status for _, status in results]
     write_release(target, kept, str(release.name), str(release.version), plain(cfg),

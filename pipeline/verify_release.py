@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 import jsonschema
-from tqdm import tqdm
 
 from pipeline.certify import certify
 from pipeline.export import RELEASE_FORMAT, SCHEMA_DIR, ReleaseError, sha256
+from pipeline.parallel import parallel_imap
 from solvers.cbc import crosscheck
 from solvers.results import SolverSettings
 from solvers.task import Answer, Task, TaskFormatError
@@ -127,19 +126,7 @@ def verify_release(path: Path, solver: SolverSettings, with_cbc: bool,
     check_files(path, manifest, report)
     pairs = sorted(name for name in manifest.get("files", {}) if name.startswith("tasks/"))
     jobs = [(str(path), rel, "answers/" + rel[len("tasks/"):], solver, with_cbc) for rel in pairs]
-    bar = tqdm(total=len(jobs), desc=f"verify {path.name}", unit="task", disable=None)
-    if workers <= 1:
-        results = []
-        for job in jobs:
-            results.append(prove_one(job))
-            bar.update()
-    else:
-        with get_context("spawn").Pool(workers) as pool:
-            results = []
-            for result in pool.imap(prove_one, jobs, chunksize=4):
-                results.append(result)
-                bar.update()
-    bar.close()
+    results = list(parallel_imap(prove_one, jobs, workers, f"verify {path.name}"))
     for task_id, domain, reasons in results:
         report.tasks[task_id] = domain
         if reasons:
