@@ -97,6 +97,9 @@ def _finish(draft: Draft, key: TaskKey, settings: GenerationSettings, solver: So
     if settings.crosscheck:
         check = crosscheck_answer(task, answer, solver)
         timings["crosscheck_ms"] = check.pop("wall_ms")
+        if not check["ok"]:
+            raise GenerationError(f"task {key.task_id}: the CBC cross-check disagrees with "
+                                  f"CP-SAT: {check}")  # fmt: skip
     answer = Answer(answer.task_id, answer.truth, answer.roles, certificate, check, measures)
     return CertifiedTask(key, task, answer, timings)
 

@@ -63,7 +63,8 @@ def _target(draft: Draft, cell: Cell, rule: GlobalRule, others: list[Record]) ->
             return None
         return Target(rule, attribute, low=low, high=min(high, int(rule.at_least or 0) - 1))
     domain_attribute = draft.domain.attribute(attribute)
-    assert isinstance(domain_attribute, CategoricalAttribute)
+    if not isinstance(domain_attribute, CategoricalAttribute):
+        raise TypeError(f"rule {rule.name}: {rule.kind} needs a categorical attribute")
     values = [v for v in domain_attribute.values
               if all(slot_rule_holds(r, {attribute: v}) for r in slot_rules
                      if r.attribute == attribute)]  # fmt: skip

@@ -9,18 +9,16 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-from pipeline.build import CertifiedTask, crosscheck_answer, generate_task
+from pipeline.build import CertifiedTask, generate_task
 from pipeline.keys import GenerationSettings, TaskKey
 from pipeline.parallel import parallel_imap
-from solvers.results import SolverSettings
 from solvers.task_io import answer_from_dict, task_from_dict
 
 FORMAT = "gridbench-cell-1"
 
 
-def settings_fingerprint(settings: GenerationSettings, crosscheck: bool) -> str:
-    text = json.dumps({"format": FORMAT, "settings": asdict(settings), "crosscheck": crosscheck},
-                      sort_keys=True)  # fmt: skip
+def settings_fingerprint(settings: GenerationSettings) -> str:
+    text = json.dumps({"format": FORMAT, "settings": asdict(settings)}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -48,40 +46,30 @@ def store_cell(path: Path, made: CertifiedTask) -> None:
     temporary.replace(path)
 
 
-def make_task(key: TaskKey, settings: GenerationSettings, crosscheck: bool,
+def make_task(key: TaskKey, settings: GenerationSettings,
               root: Path | None) -> tuple[CertifiedTask, bool]:  # fmt: skip
     """The certified task of ``key``: from the cell store when present, else generated (and
     stored). Returns (task, reused)."""
-    fingerprint = settings_fingerprint(settings, crosscheck)
-    path = cell_path(root, key, fingerprint) if root is not None else None
+    path = cell_path(root, key, settings_fingerprint(settings)) if root is not None else None
     if path is not None and path.exists():
         cached = load_cell(path, key)
         if cached is not None:
             return cached, True
     made = generate_task(key, settings)
-    if crosscheck:
-        solver = SolverSettings(time_limit_s=settings.time_limit_s)
-        check = crosscheck_answer(made.task, made.answer, solver)
-        made.timings["crosscheck_ms"] = check.pop("wall_ms")
-        if not check["ok"]:
-            raise RuntimeError(f"task {key.task_id}: CBC cross-check disagrees: {check}")
-        made = CertifiedTask(key, made.task, type(made.answer)(
-            made.answer.task_id, made.answer.truth, made.answer.roles, made.answer.certificate,
-            check, made.answer.measures), made.timings)  # fmt: skip
     if path is not None:
         store_cell(path, made)
     return made, False
 
 
-def _work(args: tuple[TaskKey, GenerationSettings, bool, str | None]) -> tuple[CertifiedTask, bool]:
-    key, settings, crosscheck, root = args
-    return make_task(key, settings, crosscheck, Path(root) if root else None)
+def _work(args: tuple[TaskKey, GenerationSettings, str | None]) -> tuple[CertifiedTask, bool]:
+    key, settings, root = args
+    return make_task(key, settings, Path(root) if root else None)
 
 
-def make_tasks(keys: list[TaskKey], settings: GenerationSettings, crosscheck: bool,
-               root: Path | None, workers: int, label: str) -> tuple[list[CertifiedTask], int]:  # fmt: skip
+def make_tasks(keys: list[TaskKey], settings: GenerationSettings, root: Path | None,
+               workers: int, label: str) -> tuple[list[CertifiedTask], int]:  # fmt: skip
     """Generate (or reuse) every key, in ``workers`` processes, with a progress bar.
     Returns the tasks in the order of ``keys`` and how many were reused from the store."""
-    jobs = [(key, settings, crosscheck, str(root) if root else None) for key in keys]
+    jobs = [(key, settings, str(root) if root else None) for key in keys]
     results = list(parallel_imap(_work, jobs, workers, label))
     return [made for made, _ in results], sum(reused for _, reused in results)

@@ -158,11 +158,13 @@ def register_configs() -> None:
 
 def generation_settings(cfg: DictConfig) -> GenerationSettings:
     values = OmegaConf.to_container(cfg.generation, resolve=True)
-    assert isinstance(values, dict)
+    if not isinstance(values, dict):
+        raise ValueError("generation settings must be a mapping")
     known = {f.name for f in fields(GenerationSettings)}
-    return GenerationSettings(**{k: v for k, v in values.items() if k in known},
+    return GenerationSettings(**{str(k): v for k, v in values.items() if k in known},
                               time_limit_s=float(cfg.solver.time_limit_s),
-                              solver_workers=int(cfg.solver.workers))  # fmt: skip
+                              solver_workers=int(cfg.solver.workers),
+                              crosscheck=bool(cfg.release.crosscheck))  # fmt: skip
 
 
 def solver_settings(cfg: DictConfig) -> SolverSettings:

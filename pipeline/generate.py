@@ -33,8 +33,7 @@ def generate(cfg: DictConfig) -> int:
         validate_key(key, settings)
     start = time.perf_counter()
     label = f"{cfg.domain.name} {cfg.grid.name}"
-    made, reused = make_tasks(keys, settings, bool(cfg.release.crosscheck),
-                              Path(cfg.release.cells_root), 1, label)  # fmt: skip
+    made, reused = make_tasks(keys, settings, Path(cfg.release.cells_root), 1, label)
     print(f"{label}: {len(made)} tasks ({reused} already stored) certified in "
           f"{time.perf_counter() - start:.2f}s -> {cfg.release.cells_root}")
     return 0

@@ -32,8 +32,8 @@ def build(cfg: DictConfig) -> int:
     for key in keys:
         validate_key(key, settings)
     start = time.perf_counter()
-    made, reused = make_tasks(keys, settings, bool(release.crosscheck), Path(release.cells_root),
-                              int(release.workers), f"release {target.name}")  # fmt: skip
+    made, reused = make_tasks(keys, settings, Path(release.cells_root), int(release.workers),
+                              f"release {target.name}")  # fmt: skip
     config = plain(cfg)
     config.pop("task", None)
     config.pop("domain", None)
