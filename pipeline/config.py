@@ -9,10 +9,9 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from domains import PAPER_DOMAINS
 from pipeline.keys import GenerationSettings, TaskKey
 from solvers.results import SolverSettings
-
-PAPER_DOMAINS = ["course", "meal", "pc_build", "shopping", "travel", "workforce"]
 
 
 @dataclass
@@ -35,7 +34,7 @@ class GridConf:
 class ReleaseConf:
     name: str = "gridbench"
     version: str = "1.0.0"
-    domains: list[str] = field(default_factory=lambda: list(PAPER_DOMAINS))
+    domains: list[str] = field(default_factory=lambda: list(PAPER_DOMAINS))  # conf/release/*.yaml
     tasks_per_cell: int = 1
     seed: int = 0
     output_root: str = "outputs/releases"

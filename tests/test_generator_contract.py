@@ -56,6 +56,19 @@ def test_decoys_and_filtered_fail_as_they_should(generated):
             assert slot_violations(slot.constraints, task.items[item_id])
 
 
+def test_every_item_is_drawn_from_the_natural_ranges(generated):
+    from domains import CategoricalAttribute, get_domain
+
+    domain = get_domain(generated.task.domain)
+    for item in generated.task.items.values():
+        for attribute in domain.attributes:
+            value = item[attribute.name]
+            if isinstance(attribute, CategoricalAttribute):
+                assert value in attribute.values
+            else:
+                assert attribute.low <= value <= attribute.high, (attribute, value)
+
+
 def test_cbc_confirms_independently(generated):
     task, answer = generated.task, generated.answer
     decoys = {(r.row, r.col): list(r.decoys) for r in answer.roles}
