@@ -18,6 +18,7 @@ from solvers.checker import VIOLATED, rule_groups, rule_measure, rule_status, sl
 from solvers.task import GlobalRule, Value
 
 DEEP_TRIES = 12
+STUBBORN_AFTER = 3  # re-draws of one cell after which it only uses its most robust targets
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,16 @@ def _tempt(draft: Draft, cell: Cell, record: Record, target: Target, share: floa
             record[attribute] = rng.randint(low, high)
 
 
+def _robust_targets(targets: list[Target]) -> list[Target]:
+    """For a cell whose decoys keep being compensated by other decoys: the targets that are
+    hardest to compensate (categorical counts first, then the widest numeric ranges)."""
+    categorical = [t for t in targets if t.values]
+    if categorical:
+        return categorical
+    widest = max(t.high - t.low for t in targets)
+    return [t for t in targets if t.high - t.low == widest]
+
+
 def draw_decoy(draft: Draft, cell: Cell, want_deep: bool, temptation: float = 0.0,
                pushes: int = 0) -> tuple[str, bool] | None:  # fmt: skip
     """Add one decoy to ``cell``; returns (id, shallow) or None when the cell cannot host."""
@@ -140,6 +151,8 @@ def draw_decoy(draft: Draft, cell: Cell, want_deep: bool, temptation: float = 0.
     if not targets:
         return None
     rng = draft.rng
+    if pushes >= STUBBORN_AFTER:
+        targets = _robust_targets(targets)
     fallback: Record | None = None
     for _ in range(DEEP_TRIES if want_deep else 1):
         target = rng.choice(targets)
