@@ -79,6 +79,8 @@ def consistency(task: Task, answer: Answer) -> list[str]:
             problems.append(f"role for ({role.row},{role.col}) which is not hidden")
         elif set(slot.candidates) != {role.truth, *role.decoys, *role.filtered}:
             problems.append(f"roles of ({role.row},{role.col}) do not match its candidates")
+        if answer.truth[role.row][role.col] != role.truth:
+            problems.append(f"truth grid and roles disagree at ({role.row},{role.col})")
     decoys = sum(len(role.decoys) for role in answer.roles)
     if decoys != task.decoy_budget:
         problems.append(f"{decoys} decoys but decoy_budget={task.decoy_budget}")

@@ -104,3 +104,34 @@ def test_integrity_over_a_sample_of_tasks():
                 assert list(slot.candidates) != sorted(slot.candidates) or len(slot.candidates) < 3
     assert shallow / decoys < 0.10
     assert len(positions) > 10  # the truth is not kept in a fixed place
+
+
+def test_a_solver_time_out_is_never_a_proof(monkeypatch):
+    from pipeline.certify import certify
+    from solvers.results import UNKNOWN, SolveResult
+
+    made = generate_task(TaskKey("toy", 3, 3, 4, 6, 5, seed=1))
+    assert certify(made.task, made.answer, SolverSettings())["ok"]
+    monkeypatch.setattr(CpSatModel, "solve", lambda self, *a, **k: SolveResult(UNKNOWN, 1.0))
+    record = certify(made.task, made.answer, SolverSettings())
+    assert not record["ok"]
+    assert record["uniqueness"] == UNKNOWN and record["truth_feasible"] == UNKNOWN
+    assert any("not refuted (UNKNOWN)" in failure for failure in record["failures"])
+
+
+def test_surface_shortcuts_stay_near_chance():
+    """Deterministic sample (fixed keys): surface policies pick the truth on decoy cells about
+    as often as a uniform guess among the candidates that pass the slot rules."""
+    from pipeline.audit import audit_task
+
+    cells, chance, hits = 0, 0.0, Counter()
+    for domain in ("course", "meal", "pc_build", "shopping", "travel", "workforce"):
+        for hidden, budget in ((5, 8), (7, 10), (11, 15), (15, 19), (21, 25)):
+            made = generate_task(TaskKey(domain, 5, 7, hidden, budget, 27, seed=11))
+            audit = audit_task(made.task, made.answer)
+            cells += audit["decoy_cells"]
+            chance += audit["chance"]
+            hits.update(audit["hits"])
+    for policy in ("first_listed", "smallest_id", "smallest_name", "most_typical",
+                   "largest_slot_margin"):  # fmt: skip
+        assert hits[policy] / cells < chance / cells + 0.08, (policy, hits[policy] / cells)
