@@ -24,7 +24,7 @@ from solvers.checker import (
     rule_status,
 )
 from solvers.cpsat import CpSatModel
-from solvers.results import FEASIBLE, INFEASIBLE, UNKNOWN, SolverSettings
+from solvers.results import FEASIBLE, UNKNOWN, SolverSettings
 from solvers.task import Answer, Task
 
 Cell = tuple[int, int]
@@ -188,4 +188,4 @@ def measure(task: Task, answer: Answer, settings: SolverSettings,
     return result, (time.perf_counter() - start) * 1000.0
 
 
-__all__ = ["INFEASIBLE", "CanonicalSearch", "measure", "search_space", "shallow_decoys"]
+__all__ = ["CanonicalSearch", "measure", "search_space", "shallow_decoys"]

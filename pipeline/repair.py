@@ -33,9 +33,9 @@ def make_unique(draft: Draft, task_id: str, settings: GenerationSettings,
     ``min_margin`` > 1, still unique after loosening any one bound by min_margin - 1).
 
     One round models the draft once, then asks for a second completion again and again,
-    banning one decoy of each counterexample (an assumption literal, no rebuild) until none
-    is left; the banned decoys are re-drawn and the next round checks the new ones. From
-    round ``tighten_from_round`` on, a bound the truth still meets may be tightened instead.
+    banning the decoys of each counterexample (assumption literals, no rebuild) until none is
+    left; the banned decoys are re-drawn and the next round checks the new ones. From round
+    ``tighten_from_round`` on, a bound the truth still meets may be tightened instead.
     """
     truth = truth_choice(draft)
     for round_number in range(settings.max_repair_rounds + 1):
@@ -80,10 +80,7 @@ def _changed(draft: Draft, counterexample: dict[Cell, str]) -> list[tuple[Cell, 
 
 
 def _pick_changed(draft: Draft, counterexample: dict[Cell, str]) -> tuple[Cell, str]:
-    changed = [cell for cell in draft.hidden
-               if counterexample[cell] != draft.truth[cell[0]][cell[1]]]  # fmt: skip
-    cell = draft.rng.choice(changed)
-    return cell, counterexample[cell]
+    return draft.rng.choice(_changed(draft, counterexample))
 
 
 def _redraw(draft: Draft, banned: list[tuple[Cell, str]], settings: GenerationSettings,
