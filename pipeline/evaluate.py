@@ -1,6 +1,7 @@
 """`python -m pipeline.evaluate` (make eval): run one agent over a release.
 
-One row per episode in `<output_root>/<release>/<agent>/results.parquet`, the tool calls of
+One row per episode in `<output_root>/<release>/<run>/results.parquet` (the run is the agent,
+plus its budgets when they are not unlimited, e.g. `search@q=paper+0,c=paperx1.0`), the tool calls of
 each episode in `traces.jsonl`. Resumable: finished episodes (kept in `episodes.jsonl`) are
 skipped. The agent sees the task file only; the answer file is read by the scorer.
 """
@@ -35,6 +36,15 @@ def episode_id(task_id: str, agent: str, failure_rate: float, trial: int, env: E
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def run_label(agent: str, env: EnvSettings) -> str:
+    """The run's name: the agent, plus its budgets when they are not unlimited."""
+    if env.query_budget == "unlimited" and env.check_budget == "unlimited":
+        return agent
+    query = f"{env.query_budget}+{env.query_extra}" if env.query_budget == "paper" else env.query_budget
+    check = f"{env.check_budget}x{env.check_alpha}" if env.check_budget == "paper" else env.check_budget
+    return f"{agent}@q={query},c={check}"
+
+
 def run_episode(job: tuple[str, str, str, str, float, int, EnvSettings, bool]) -> dict[str, Any]:
     root, task_rel, agent_name, key, failure_rate, trial, env_settings, traces = job
     task = task_from_dict(json.loads((Path(root) / task_rel).read_text()))
@@ -50,7 +60,9 @@ def run_episode(job: tuple[str, str, str, str, float, int, EnvSettings, bool]) -
     calls = result.pop("calls")
     row = {"episode_id": key, "task_id": task.task_id, "domain": task.domain,
            "hidden_slots": task.hidden_slots, "decoy_budget": task.decoy_budget,
-           "agent": agent_name, "failure_rate": failure_rate, "trial": trial, **result,
+           "agent": run_label(agent_name, env_settings), "policy": agent_name,
+           "query_budget": str(env_settings.query_budget), "check_budget": str(env_settings.check_budget),
+           "failure_rate": failure_rate, "trial": trial, **result,
            "calls_json": json.dumps(calls, sort_keys=True), "wall_ms": wall_ms}  # fmt: skip
     return {"row": row, "trace": episode.trace}
 
@@ -71,7 +83,7 @@ def evaluate(cfg: DictConfig) -> int:
     env_values = OmegaConf.to_container(cfg.env, resolve=True)
     env_settings = EnvSettings(**env_values)  # type: ignore[arg-type]
     env_settings.validate()
-    out = Path(str(cfg.output_root)) / release.name / str(cfg.agent)
+    out = Path(str(cfg.output_root)) / release.name / run_label(str(cfg.agent), env_settings)
     out.mkdir(parents=True, exist_ok=True)
     done_path, trace_path = out / "episodes.jsonl", out / "traces.jsonl"
     finished = _finished(done_path) if cfg.resume else {}
