@@ -95,19 +95,9 @@ class VerifyConfig:
 
 
 @dataclass
-class ImportRelease:
-    name: str = "agentce-5x5"
-    version: str = "1.0.0"
-    output_root: str = "outputs/releases"
-    overwrite: bool = False
-    workers: int = 2
-    crosscheck: bool = True
-
-
-@dataclass
 class ImportConfig:
     source: str = "../shared/anchors/agentce_5x5"
-    release: ImportRelease = field(default_factory=ImportRelease)
+    release: ReleaseConf = field(default_factory=ReleaseConf)  # name and version: conf/apps
     dfs_node_limit: int = 50_000
     solver: SolverConf = field(default_factory=SolverConf)
 
