@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow lint bench release verify import eval report clean
+.PHONY: help install test test-slow lint bench release verify import audit eval report clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -41,6 +41,9 @@ verify: $(STAMP) ## Re-prove a release: make verify ARGS="release=outputs/releas
 
 import: $(STAMP) ## Import the reference (AgentCE) 5x5 files from ../shared/anchors into a release
 	$(PY) -m pipeline.import_agentce $(ARGS)
+
+audit: $(STAMP) ## Integrity audit (policies, classifiers): make audit ARGS="release=PATH splits=20"
+	$(PY) -m pipeline.audit $(ARGS)
 
 eval: $(STAMP) ## Run an agent over a release: make eval ARGS="agent=search failure_rates=[0.0,0.1,0.3]"
 	$(PY) -m pipeline.evaluate $(ARGS)

@@ -1,6 +1,7 @@
-"""Generation and certification benchmark (issue 2). Prints numbers; never fails on speed.
+"""Generation and certification benchmark. Prints numbers; never fails on speed.
 
-    make bench                 # full: 324 paper-grid tasks, CBC cost, 10x10 H=60 B=120
+    make bench                 # full: 324 paper-grid tasks, integrity audit, MILP cost,
+                               # resistance at min_resistant_share 0 / 0.3 / 0.6, 10x10 tasks
     make bench ARGS=--quick    # a smaller run
 """
 
@@ -11,7 +12,7 @@ import json
 import statistics
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -19,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from domains import PAPER_DOMAINS  # noqa: E402
 from pipeline import GenerationSettings, TaskKey, crosscheck_answer, generate_task  # noqa: E402
-from pipeline.audit import audit_task  # noqa: E402
+from pipeline.integrity import classifier_score, decoy_cells, policy_scores  # noqa: E402
 from solvers.results import SolverSettings  # noqa: E402
 
 HIDDEN = (1, 5, 7, 11, 15, 21)
@@ -33,27 +34,29 @@ def paper_keys(quick: bool) -> list[TaskKey]:
             for b in budgets]  # fmt: skip
 
 
-def run_one(args: tuple[TaskKey, int]) -> dict:
-    key, workers = args
+def run_one(args: tuple[TaskKey, int, float]) -> dict:
+    key, workers, resistant = args
     start = time.perf_counter()
-    made = generate_task(key, GenerationSettings(solver_workers=workers))
+    made = generate_task(key, GenerationSettings(solver_workers=workers,
+                                                 min_resistant_share=resistant))  # fmt: skip
     wall = (time.perf_counter() - start) * 1000.0
     certificate, measures = made.answer.certificate, made.answer.measures
     return {"key": key, "wall_ms": wall, **made.timings,
-            "rounds": certificate["repair_rounds"], "redraws": certificate["redraws"],
-            "tightenings": certificate["tightenings"], "attempt": certificate["attempt"],
-            "shallow": measures["shallow_decoys"], "dfs_nodes": measures["dfs_nodes"],
-            "distance": measures["distance_to_ambiguity"]["units"],
-            "audit": audit_task(made.task, made.answer), "made": made}  # fmt: skip
+            "rounds": certificate["repair_rounds"], "tightenings": certificate["tightenings"],
+            "attempt": certificate["attempt"], "shallow": measures["shallow_decoys"],
+            "dfs_nodes": measures["dfs_nodes"], "propagation": measures["propagation"],
+            "distance": measures["distance_to_ambiguity"]["units"], "made": made}  # fmt: skip
 
 
-def run_batch(keys: list[TaskKey], processes: int, workers: int) -> tuple[float, list[dict]]:
+def run_batch(keys: list[TaskKey], processes: int, workers: int,
+              resistant: float = 0.0) -> tuple[float, list[dict]]:  # fmt: skip
     start = time.perf_counter()
+    jobs = [(k, workers, resistant) for k in keys]
     if processes == 1:
-        rows = [run_one((k, workers)) for k in keys]
+        rows = [run_one(job) for job in jobs]
     else:
         with get_context("spawn").Pool(processes) as pool:
-            rows = pool.map(run_one, [(k, workers) for k in keys], chunksize=4)
+            rows = pool.map(run_one, jobs, chunksize=4)
     return time.perf_counter() - start, rows
 
 
@@ -61,74 +64,82 @@ def describe(label: str, seconds: float, rows: list[dict]) -> dict:
     walls = [r["wall_ms"] for r in rows]
     summary = {"label": label, "tasks": len(rows), "total_s": round(seconds, 2),
                "median_ms": round(statistics.median(walls), 1), "max_ms": round(max(walls), 1),
+               "unique_before_repair": sum(r["rounds"] == 0 and r["attempt"] == 0 for r in rows),
                "repair_rounds": sum(r["rounds"] for r in rows),
                "max_rounds": max(r["rounds"] for r in rows),
-               "redraws": sum(r["redraws"] for r in rows),
                "tightenings": sum(r["tightenings"] for r in rows),
-               "whole_task_redraws": sum(r["attempt"] for r in rows)}  # fmt: skip
+               "whole_task_redraws": sum(r["attempt"] for r in rows),
+               "tasks_redrawn": sum(r["attempt"] > 0 for r in rows)}  # fmt: skip
     print(f"{label:38s} tasks={summary['tasks']:4d} total={summary['total_s']:7.2f}s "
           f"median={summary['median_ms']:7.1f}ms max={summary['max_ms']:8.1f}ms "
+          f"unique-before-repair={summary['unique_before_repair']} "
           f"rounds={summary['repair_rounds']} (max {summary['max_rounds']}) "
-          f"redraws={summary['redraws']} tighten={summary['tightenings']} "
-          f"task-redraws={summary['whole_task_redraws']}")
+          f"tighten={summary['tightenings']} task-redraws={summary['whole_task_redraws']} "
+          f"(in {summary['tasks_redrawn']} tasks)")
     return summary
 
 
-def integrity(rows: list[dict]) -> dict:
+def propagation(label: str, rows: list[dict]) -> dict:
+    records = [r["propagation"] for r in rows]
+    decoys = sum(p["decoys"] for p in records) or 1
+    with_decoys = [p for p in records if p["decoys"]]
+    out = {"one_round": sum(p["one_round"] for p in records) / decoys,
+           "fixpoint": sum(p["fixpoint"] for p in records) / decoys,
+           "decided": sum(p["decided"] for p in with_decoys), "tasks_with_decoys": len(with_decoys)}
+    print(f"{label:38s} decoys eliminated by one round {out['one_round']:.1%}, at the fixpoint "
+          f"{out['fixpoint']:.1%}; tasks decided by propagation {out['decided']}/"
+          f"{out['tasks_with_decoys']}")
+    return out
+
+
+def integrity(rows: list[dict], splits: int) -> dict:
     shallow = sum(r["shallow"] for r in rows if r["key"].hidden_slots >= 2)
     decoys = sum(r["key"].decoy_budget for r in rows if r["key"].hidden_slots >= 2)
     distances = Counter("none" if r["distance"] is None else min(r["distance"], 10)
                         for r in rows)  # fmt: skip
-    cells, chance, hits = 0, 0.0, defaultdict(int)
-    for r in rows:
-        cells += r["audit"]["decoy_cells"]
-        chance += r["audit"]["chance"]
-        for name, value in r["audit"]["hits"].items():
-            hits[name] += value
     print(f"shallow decoys (H>=2): {shallow}/{decoys} = {shallow / max(decoys, 1):.1%}")
     print("distance to ambiguity (units, 10 = 10+):",
           dict(sorted(distances.items(), key=lambda kv: str(kv[0]))))
-    print(f"shortcut audit over {cells} decoy cells, chance = {chance / max(cells, 1):.3f}:")
-    generic = {k: v for k, v in hits.items() if not k.startswith(("largest_", "smallest_"))
-               or k in ("smallest_id", "smallest_name", "largest_slot_margin")}  # fmt: skip
-    for name, value in sorted(generic.items()):
-        print(f"  {name:24s} {value / cells:.3f}")
-    attribute_rates = [(name, value) for name, value in hits.items() if name not in generic]
-    per_domain = defaultdict(int)
-    for r in rows:
-        for name in r["audit"]["hits"]:
-            if name not in generic:
-                per_domain[name] += r["audit"]["decoy_cells"]
-    rates = sorted((value / per_domain[name], name) for name, value in attribute_rates)
-    print(f"  attribute policies: lowest {rates[0][1]}={rates[0][0]:.3f}, "
-          f"highest {rates[-1][1]}={rates[-1][0]:.3f} ({len(rates)} policies)")
-    return {"shallow_share": shallow / max(decoys, 1), "chance": chance / max(cells, 1),
-            "hits": {k: v / cells for k, v in generic.items()},
-            "attribute_range": [rates[0][0], rates[-1][0]]}  # fmt: skip
+    cells = [c for r in rows for c in decoy_cells(r["made"].task, r["made"].answer)]
+    out: dict = {"shallow_share": shallow / max(decoys, 1), "policies": policy_scores(cells)}
+    print(f"audit over {len(cells)} decoy cells (chance {out['policies']['first_listed']['chance']:.3f}):")
+    for name, score in out["policies"].items():
+        print(f"  policy {name:28s} {score['accuracy']:.3f} [{score['low']:.3f}, {score['high']:.3f}]")
+    for features in ("candidate_side", "readable"):
+        for model in ("logistic_regression", "gradient_boosting"):
+            score = classifier_score(cells, features, model, splits=splits)
+            out[f"{features}_{model}"] = score
+            print(f"  classifier ({features}) {model:20s} {score['accuracy']:.3f} "
+                  f"[{score['low']:.3f}, {score['high']:.3f}] chance {score['chance']:.3f}")
+    return out
 
 
 def crosscheck_cost(rows: list[dict]) -> dict:
-    times, failures = [], 0
-    start = time.perf_counter()
-    for r in rows:
-        made = r["made"]
-        record = crosscheck_answer(made.task, made.answer, SolverSettings())
-        times.append(record["wall_ms"])
-        failures += not record["ok"]
-    total = time.perf_counter() - start
-    print(f"CBC cross-check: {len(rows)} tasks total={total:.2f}s "
-          f"median={statistics.median(times):.1f}ms max={max(times):.1f}ms failures={failures}")
-    return {"total_s": total, "median_ms": statistics.median(times), "failures": failures}
+    out = {}
+    for milp in ("highs", "cbc"):
+        times, failures = [], 0
+        start = time.perf_counter()
+        for r in rows:
+            made = r["made"]
+            record = crosscheck_answer(made.task, made.answer, SolverSettings(), milp)
+            times.append(record["wall_ms"])
+            failures += not record["ok"]
+        total = time.perf_counter() - start
+        print(f"{milp} cross-check: {len(rows)} tasks total={total:.2f}s "
+              f"median={statistics.median(times):.1f}ms max={max(times):.1f}ms "
+              f"disagreements={failures}")
+        out[milp] = {"total_s": total, "median_ms": statistics.median(times), "failures": failures}
+    return out
 
 
 def large(count: int) -> list[dict]:
     out = []
     for domain in PAPER_DOMAINS[:count]:
-        row = run_one((TaskKey(domain, 10, 10, 60, 120, 25), 1))
+        row = run_one((TaskKey(domain, 10, 10, 60, 120, 25), 1, 0.0))
         print(f"10x10 H=60 B=120 {domain:10s} {row['wall_ms'] / 1000:6.2f}s "
               f"(generate {row['generate_ms']:.0f} ms, certify {row['certify_ms']:.0f} ms, "
               f"measures {row['measures_ms']:.0f} ms) rounds={row['rounds']} "
-              f"redraws={row['redraws']} dfs_nodes={row['dfs_nodes']}")
+              f"attempts={row['attempt'] + 1} dfs_nodes={row['dfs_nodes']}")
         out.append({"domain": domain, "seconds": row["wall_ms"] / 1000})
     return out
 
@@ -147,8 +158,18 @@ def main() -> None:
     report["parallel_2_processes"] = describe("2 processes, 1 CP-SAT worker each", seconds, rows2)
     seconds, rows3 = run_batch(keys, 1, 2)
     report["serial_2_workers"] = describe("1 process, 2 CP-SAT workers", seconds, rows3)
-    report["integrity"] = integrity(rows)
+    report["propagation"] = {"0": propagation("min_resistant_share=0", rows)}
     report["crosscheck"] = crosscheck_cost(rows)
+    if not args.quick:
+        for share in (0.3, 0.6):
+            seconds, rows_r = run_batch(keys, 2, 1, share)
+            report[f"resistant_{share}"] = describe(f"min_resistant_share={share}, 2 processes",
+                                                    seconds, rows_r)  # fmt: skip
+            report["propagation"][str(share)] = propagation(f"min_resistant_share={share}", rows_r)
+        more = [TaskKey(k.domain, k.rows, k.cols, k.hidden_slots, k.decoy_budget,
+                        k.candidates_per_slot, seed) for seed in (1, 2) for k in keys]  # fmt: skip
+        rows = rows + run_batch(more, 2, 1)[1]
+    report["integrity"] = integrity(rows, 4 if args.quick else 20)
     print("== large tasks")
     report["large"] = large(2 if args.quick else len(PAPER_DOMAINS))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -1,90 +1,57 @@
-"""Integrity audit: do surface shortcuts pick the truth more often than chance?
-
-On every hidden cell with decoys, each policy picks one of the candidates that pass the
-cell's slot rules (the truth and its decoys); chance is 1 / (1 + decoys). A policy that
-beats chance by a wide margin over many cells is a shortcut the generator must remove.
+"""`python -m pipeline.audit release=PATH` (make audit): can the truth be read off a release
+without checking the rules? Policies and classifiers (pipeline/integrity.py) on the decoy
+cells of every task; writes `audit.json` and `audit.md` under `output` and prints the tables.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from statistics import median
-from typing import Any
+import json
+import time
+from pathlib import Path
 
-from solvers.checker import locally_valid_candidates
-from solvers.task import Answer, Slot, Task
+import hydra
+from omegaconf import DictConfig
 
-Policy = Callable[[Task, Slot, list[str]], str]
+from pipeline.cli import run_cli
+from pipeline.config import register_configs
+from pipeline.integrity import audit, audit_markdown
+from pipeline.verify_release import read_manifest
+from solvers.task import Answer, Task
+from solvers.task_io import answer_from_dict, task_from_dict
 
-
-def _summed(task: Task) -> list[tuple[str, int]]:
-    """(attribute, +1 to prefer large / -1 to prefer small) for every summed attribute."""
-    out = []
-    for rule in task.global_constraints:
-        if rule.kind in ("sum_max", "sum_min"):
-            out.append((rule.attribute, -1 if rule.kind == "sum_max" else +1))
-    return sorted(set(out))
+register_configs()
 
 
-def _typical(task: Task, slot: Slot, options: list[str]) -> str:
-    numeric = [a for a, v in task.items[options[0]].items()
-               if isinstance(v, int) and a not in ("id", "name")]  # fmt: skip
-    centre = {a: median(int(task.items[i][a]) for i in options) for a in numeric}
-    spread = {a: (max(int(task.items[i][a]) for i in options)
-                  - min(int(task.items[i][a]) for i in options)) or 1 for a in numeric}  # fmt: skip
-    return min(options, key=lambda i: (sum(abs(int(task.items[i][a]) - centre[a]) / spread[a]
-                                           for a in numeric), i))  # fmt: skip
+def release_pairs(release: Path) -> list[tuple[Task, Answer]]:
+    """Every (task, answer) of a release, in file order."""
+    manifest = read_manifest(release)
+    pairs = []
+    for relative in sorted(name for name in manifest.get("files", {}) if name.startswith("tasks/")):
+        task = task_from_dict(json.loads((release / relative).read_text()))
+        answer_path = release / "answers" / relative[len("tasks/"):]
+        pairs.append((task, answer_from_dict(json.loads(answer_path.read_text()))))
+    return pairs
 
 
-def _margin(task: Task, slot: Slot, options: list[str]) -> str:
-    def margin(item_id: str) -> int:
-        item = task.items[item_id]
-        total = 0
-        for rule in slot.constraints:
-            if rule.op in ("<=", ">="):
-                diff = int(rule.value) - int(item[rule.attribute])  # type: ignore[arg-type]
-                total += diff if rule.op == "<=" else -diff
-        return total
-
-    return max(options, key=lambda i: (margin(i), i))
-
-
-def _extreme(attribute: str, sign: int) -> Policy:
-    def pick(task: Task, slot: Slot, options: list[str]) -> str:
-        return max(options, key=lambda i: (sign * int(task.items[i][attribute]), i))
-
-    return pick
+def run_audit(cfg: DictConfig) -> int:
+    start = time.perf_counter()
+    release = Path(str(cfg.release))
+    pairs = release_pairs(release)
+    report = audit(pairs, int(cfg.splits), int(cfg.seed))
+    out = Path(str(cfg.output)) if cfg.output else Path("outputs/audits") / release.name
+    out.mkdir(parents=True, exist_ok=True)
+    text = f"# Integrity audit of {release.name}\n\n" + audit_markdown(report)
+    (out / "audit.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    (out / "audit.md").write_text(text)
+    print(text)
+    print(f"audit -> {out / 'audit.md'} ({time.perf_counter() - start:.1f}s)")
+    return 0
 
 
-def policies(task: Task) -> dict[str, Policy]:
-    def smallest_name(t: Task, s: Slot, o: list[str]) -> str:
-        return min(o, key=lambda i: (str(t.items[i]["name"]), i))
-
-    table: dict[str, Policy] = {
-        "first_listed": lambda t, s, o: o[0],
-        "smallest_id": lambda t, s, o: min(o),
-        "smallest_name": smallest_name,
-        "most_typical": _typical,
-        "largest_slot_margin": _margin,
-    }
-    for attribute in sorted({attribute for attribute, _ in _summed(task)}):
-        for word, sign in (("largest", 1), ("smallest", -1)):
-            table[f"{word}_{attribute}"] = _extreme(attribute, sign)
-    return table
+@hydra.main(version_base=None, config_path="../conf/apps", config_name="audit")
+def main(cfg: DictConfig) -> None:
+    run_cli(run_audit, cfg)
 
 
-def audit_task(task: Task, answer: Answer) -> dict[str, Any]:
-    """Per policy: truth picks on decoy cells; plus the chance expectation."""
-    truth = {(r.row, r.col): r.truth for r in answer.roles}
-    hits: dict[str, int] = {}
-    cells, chance = 0, 0.0
-    table = policies(task)
-    for slot in task.slots:
-        options = locally_valid_candidates(task, slot)
-        if len(options) < 2:
-            continue
-        cells += 1
-        chance += 1 / len(options)
-        for name, policy in table.items():
-            hits[name] = hits.get(name, 0) + int(policy(task, slot, options) == truth[(slot.row, slot.col)])
-    return {"decoy_cells": cells, "chance": chance, "hits": hits}
+if __name__ == "__main__":
+    main()

@@ -1,30 +1,37 @@
-"""One task key in, one certified task out: sample, constrain, candidates, repair, certify."""
+"""One task key in, one certified task out: sample, candidates, constrain, repair, certify,
+measure, cross-check. A draft that cannot be made unique, misses ``min_resistant_share``, or
+on which the two solvers disagree is discarded and the task re-drawn whole (a new attempt);
+disagreements are kept as build events."""
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from domains import get_domain
 from pipeline.assemble import build_answer, build_task
-from pipeline.candidates import allocate_decoys, draw_decoy, draw_filtered
+from pipeline.candidates import allocate_decoys, draw_exchangeable, draw_filtered
 from pipeline.certify import certify
 from pipeline.constrain import draw_global_rules
 from pipeline.draft import Draft
 from pipeline.keys import GenerationError, GenerationSettings, TaskKey
 from pipeline.measures import measure
 from pipeline.repair import RepairFailed, RepairStats, make_unique
+from pipeline.resist import loosen_for_resistance
 from pipeline.sample import sample_grid
 from pipeline.validate import decoy_cell_count, validate_key
-from solvers.cbc import crosscheck
+from solvers.checker import enumerate_completions, locally_valid_candidates
+from solvers.cpsat import SOLVER_NAME, SOLVER_VERSION, CpSatModel
+from solvers.milp import crosscheck
 from solvers.results import SolverSettings
 from solvers.task import Answer, Task
 
 
 @dataclass(frozen=True)
 class CertifiedTask:
-    """A task, its answer (with certificate and measures) and volatile timings.
+    """A task, its answer (with certificate and measures), build events and volatile timings.
 
     Timings stay out of the answer file so that files are byte-identical across runs.
     """
@@ -33,77 +40,112 @@ class CertifiedTask:
     task: Task
     answer: Answer
     timings: dict[str, float] = field(default_factory=dict)
+    events: tuple[dict[str, Any], ...] = ()
 
 
-def _draft_decoys(draft: Draft, key: TaskKey, settings: GenerationSettings) -> str | None:
-    """Place the B decoys; returns a reason when this draft cannot host them."""
-    per_cell = key.candidates_per_slot - 1
-    shares = allocate_decoys(draft, key.decoy_budget, decoy_cell_count(key, settings), per_cell)
-    if key.decoy_budget and not shares:
-        return "too few hidden cells can host a decoy under these bounds"
-    want_deep = settings.prefer_deep_decoys and key.hidden_slots >= 2
+def draw_draft(key: TaskKey, settings: GenerationSettings, attempt: int) -> Draft:
+    """Stages 1-3: the truth grid and slot rules, exchangeable candidates, global rules."""
+    draft = Draft(get_domain(key.domain), key.rows, key.cols, key.rng("attempt", attempt))
+    sample_grid(draft, key.hidden_slots, settings.max_slot_rules)
+    shares = allocate_decoys(draft, key.decoy_budget, decoy_cell_count(key, settings),
+                             key.candidates_per_slot - 1)  # fmt: skip
     for cell, share in shares.items():
-        for _ in range(share):
-            if draw_decoy(draft, cell, want_deep, settings.temptation) is None:
-                return f"cell {cell} cannot host a decoy"
-    return None
+        draw_exchangeable(draft, cell, share)
+    draw_global_rules(draft, settings.window_slack_share, settings.sum_slack_share,
+                      settings.count_slack_probability)  # fmt: skip
+    return draft
 
 
 def generate_task(key: TaskKey, settings: GenerationSettings | None = None) -> CertifiedTask:
     """Generate and certify the task of ``key``; raises :class:`GenerationError`."""
     settings = settings or GenerationSettings()
     validate_key(key, settings)
-    domain = get_domain(key.domain)
     solver = SolverSettings(time_limit_s=settings.time_limit_s, workers=settings.solver_workers, seed=0)
     stats, reason, start = RepairStats(), "", time.perf_counter()
-    for attempt in range(settings.max_attempts):
-        draft = Draft(domain, key.rows, key.cols, key.rng("attempt", attempt))
-        sample_grid(draft, key.hidden_slots, settings.max_slot_rules)
-        draw_global_rules(draft, settings.sum_slack_share, settings.count_slack_probability)
-        reason = _draft_decoys(draft, key, settings) or ""
-        if reason:
-            continue
+    events: list[dict[str, Any]] = []
+    for attempt in range(settings.attempts):
+        draft = draw_draft(key, settings, attempt)
         try:
             make_unique(draft, key.task_id, settings, solver, stats)
+            if not loosen_for_resistance(draft, key.task_id, settings, solver):
+                reason = (f"fewer than min_resistant_share={settings.min_resistant_share} of "
+                          "the decoys survive propagation, even with every bound loosened")
+                continue
+            if settings.min_margin > 1:
+                make_unique(draft, key.task_id, settings, solver, stats)
         except RepairFailed as error:
             reason = str(error)
             continue
-        generate_ms = (time.perf_counter() - start) * 1000.0
-        return _finish(draft, key, settings, solver, stats, attempt, generate_ms)
+        made, reason = _finish(draft, key, settings, solver, stats, attempt, start)
+        if made is not None:
+            return CertifiedTask(made.key, made.task, made.answer, made.timings, tuple(events))
+        if isinstance(reason, dict):
+            events.append(reason)
+            reason = reason["reason"]
     raise GenerationError(
-        f"task {key.canonical()}: no certified task after max_attempts={settings.max_attempts} "
-        f"(last reason: {reason}); lower decoy_budget or raise max_repair_rounds"
+        f"task {key.task_id} ({key.domain} {key.rows}x{key.cols} H={key.hidden_slots} "
+        f"B={key.decoy_budget}): no certified task after {settings.attempts} draws "
+        f"(last reason: {reason}); lower decoy_budget or min_resistant_share, or raise "
+        "max_attempts / resistance_attempts"
     )
 
 
 def _finish(draft: Draft, key: TaskKey, settings: GenerationSettings, solver: SolverSettings,
-            stats: RepairStats, attempt: int, generate_ms: float) -> CertifiedTask:  # fmt: skip
+            stats: RepairStats, attempt: int, start: float) -> tuple[CertifiedTask | None, Any]:  # fmt: skip
+    """Certify, measure and cross-check a unique draft; (None, reason) to re-draw."""
     for cell in draft.hidden:
-        count = key.candidates_per_slot - 1 - len(draft.decoys.get(cell, []))
-        draw_filtered(draft, cell, count)
+        draw_filtered(draft, cell, key.candidates_per_slot - 1 - len(draft.decoys.get(cell, [])))
     task = build_task(draft, key.task_id, key.decoy_budget, key.candidates_per_slot)
     answer = build_answer(draft, key.task_id)
-    certificate = certify(task, answer, solver)
+    generate_ms = (time.perf_counter() - start) * 1000.0
+    model = CpSatModel(task, solver, answer.truth_choice())
+    certificate = certify(task, answer, solver, model)
     if not certificate["ok"]:
         raise GenerationError(f"task {key.task_id}: final certificate failed: "
                               f"{certificate['failures']}")  # fmt: skip
-    measures, measures_ms = measure(task, answer, solver, settings.dfs_node_limit)
+    measures, measures_ms = measure(task, answer, solver, settings.dfs_node_limit, model)
     timings = {"generate_ms": generate_ms, "certify_ms": certificate.pop("wall_ms"),
                "measures_ms": measures_ms}  # fmt: skip
     certificate.update({"seed": key.seed, "index": key.index, "attempt": attempt,
-                        "repair_rounds": stats.rounds, "redraws": stats.redraws,
-                        "tightenings": stats.tightenings})  # fmt: skip
+                        "repair_rounds": stats.rounds, "tightenings": stats.tightenings,
+                        "cell_redraws": stats.cell_redraws})  # fmt: skip
     check: dict[str, Any] = {}
     if settings.crosscheck:
-        check = crosscheck_answer(task, answer, solver)
+        check = crosscheck_answer(task, answer, solver, settings.crosscheck_solver)
         timings["crosscheck_ms"] = check.pop("wall_ms")
         if not check["ok"]:
-            raise GenerationError(f"task {key.task_id}: the CBC cross-check disagrees with "
-                                  f"CP-SAT: {check}")  # fmt: skip
+            return None, disagreement(task, answer, check, attempt, settings.settle_limit)
     answer = Answer(answer.task_id, answer.truth, answer.roles, certificate, check, measures)
-    return CertifiedTask(key, task, answer, timings)
+    return CertifiedTask(key, task, answer, timings), None
 
 
-def crosscheck_answer(task: Task, answer: Answer, solver: SolverSettings) -> dict[str, Any]:
+def crosscheck_answer(task: Task, answer: Answer, solver: SolverSettings,
+                      milp: str = "highs") -> dict[str, Any]:  # fmt: skip
     decoys = {(role.row, role.col): list(role.decoys) for role in answer.roles if role.decoys}
-    return crosscheck(task, answer.truth_choice(), decoys, solver)
+    return crosscheck(task, answer.truth_choice(), decoys, solver, milp)
+
+
+def settle(task: Task, answer: Answer, limit: int) -> dict[str, Any]:
+    """A third opinion where it is cheap: enumerate every locally valid completion."""
+    space = math.prod(len(locally_valid_candidates(task, slot)) for slot in task.slots)
+    if space > limit:
+        return {"method": "none", "reason": f"{space} completions exceed settle_limit={limit}"}
+    found = list(enumerate_completions(task, limit=2))
+    unique = found == [answer.truth_choice()]
+    return {"method": "enumeration", "completions_examined": space, "truth_unique": unique,
+            "right": SOLVER_NAME if unique else "milp"}  # fmt: skip
+
+
+def disagreement(task: Task, answer: Answer, check: dict[str, Any], attempt: int,
+                 limit: int) -> dict[str, Any]:  # fmt: skip
+    """The build event of a CP-SAT / MILP disagreement on one draft (which is re-drawn)."""
+    verdict = settle(task, answer, limit)
+    if verdict.get("right") == "milp":
+        verdict["right"] = check["solver"]
+    return {"kind": "crosscheck_disagreement", "attempt": attempt,
+            "reason": f"{check['solver']} disagrees with {SOLVER_NAME}",
+            "primary": {"solver": SOLVER_NAME, "version": SOLVER_VERSION, "unique": True},
+            "secondary": {"solver": check["solver"], "version": check["solver_version"],
+                          "statuses": check["statuses"],
+                          "most_decoys_used": check.get("most_decoys_used")},
+            "settled": verdict}  # fmt: skip

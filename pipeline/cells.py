@@ -17,8 +17,12 @@ from solvers.task_io import answer_from_dict, task_from_dict
 FORMAT = "gridbench-cell-1"
 
 
-def settings_fingerprint(settings: GenerationSettings) -> str:
-    text = json.dumps({"format": FORMAT, "settings": asdict(settings)}, sort_keys=True)
+def settings_fingerprint(settings: GenerationSettings, salt: str = "") -> str:
+    """Cells made with other settings or another salt live in another folder (the salt enters
+    only through its hash)."""
+    salt_hash = hashlib.sha256(salt.encode()).hexdigest() if salt else ""
+    text = json.dumps({"format": FORMAT, "settings": asdict(settings), "salt": salt_hash},
+                      sort_keys=True)  # fmt: skip
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -31,15 +35,16 @@ def load_cell(path: Path, key: TaskKey) -> CertifiedTask | None:
         record = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if record.get("format") != FORMAT or record.get("key") != asdict(key):
+    if record.get("format") != FORMAT or record.get("key") != key.public():
         return None
     return CertifiedTask(key, task_from_dict(record["task"]), answer_from_dict(record["answer"]),
-                         record.get("timings", {}))  # fmt: skip
+                         record.get("timings", {}), tuple(record.get("events", ())))  # fmt: skip
 
 
 def store_cell(path: Path, made: CertifiedTask) -> None:
-    record = {"format": FORMAT, "key": asdict(made.key), "task": made.task.to_dict(),
-              "answer": made.answer.to_dict(), "timings": made.timings}  # fmt: skip
+    record = {"format": FORMAT, "key": made.key.public(), "task": made.task.to_dict(),
+              "answer": made.answer.to_dict(), "timings": made.timings,
+              "events": list(made.events)}  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(f".tmp{os.getpid()}")
     temporary.write_text(json.dumps(record))
@@ -50,7 +55,8 @@ def make_task(key: TaskKey, settings: GenerationSettings,
               root: Path | None) -> tuple[CertifiedTask, bool]:  # fmt: skip
     """The certified task of ``key``: from the cell store when present, else generated (and
     stored). Returns (task, reused)."""
-    path = cell_path(root, key, settings_fingerprint(settings)) if root is not None else None
+    fingerprint = settings_fingerprint(settings, key.salt)
+    path = cell_path(root, key, fingerprint) if root is not None else None
     if path is not None and path.exists():
         cached = load_cell(path, key)
         if cached is not None:

@@ -3,8 +3,10 @@ frozen settings. Nothing below the entry points sees an OmegaConf object."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any
+import hashlib
+import os
+from dataclasses import dataclass, field, fields, make_dataclass
+from typing import Any, get_type_hints
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
@@ -42,6 +44,8 @@ class ReleaseConf:
     overwrite: bool = False
     workers: int = 2
     crosscheck: bool = True
+    audit_splits: int = 0  # > 0: the dataset card gets the classifier audit too (slower)
+    salt_env: str = ""  # name of an environment variable holding the secret salt of a private release
 
 
 @dataclass
@@ -50,19 +54,14 @@ class SolverConf:
     workers: int = 1
 
 
-@dataclass
-class GenerationConf:
-    allocation: str = "paper"
-    min_margin: int = 1
-    max_slot_rules: int = 3
-    sum_slack_share: float = 0.15
-    count_slack_probability: float = 0.3
-    temptation: float = 0.4
-    max_repair_rounds: int = 40
-    tighten_from_round: int = 4
-    max_attempts: int = 8
-    prefer_deep_decoys: bool = True
-    dfs_node_limit: int = 50_000
+# The `generation` group: every field of GenerationSettings except those set by other
+# groups (solver time limit and workers, release.crosscheck). Defaults live in one place.
+_FROM_OTHER_GROUPS = ("time_limit_s", "solver_workers", "crosscheck")
+GenerationConf = make_dataclass(
+    "GenerationConf",
+    [(f.name, get_type_hints(GenerationSettings)[f.name], field(default=f.default))
+     for f in fields(GenerationSettings) if f.name not in _FROM_OTHER_GROUPS],
+)  # fmt: skip
 
 
 @dataclass
@@ -77,13 +76,14 @@ class Config:
     grid: GridConf = field(default_factory=GridConf)
     release: ReleaseConf = field(default_factory=ReleaseConf)
     solver: SolverConf = field(default_factory=SolverConf)
-    generation: GenerationConf = field(default_factory=GenerationConf)
+    generation: Any = field(default_factory=GenerationConf)  # typed by GenerationConf
     task: TaskConf = field(default_factory=TaskConf)
 
 
 @dataclass
 class VerifyOptions:
     crosscheck: bool = False
+    crosscheck_solver: str = "highs"
     workers: int = 2
 
 
@@ -98,6 +98,7 @@ class VerifyConfig:
 class ImportConfig:
     source: str = "../shared/anchors/agentce_5x5"
     release: ReleaseConf = field(default_factory=ReleaseConf)  # name and version: conf/apps
+    crosscheck_solver: str = "highs"
     dfs_node_limit: int = 50_000
     solver: SolverConf = field(default_factory=SolverConf)
 
@@ -128,6 +129,14 @@ class EvaluateConfig:
 
 
 @dataclass
+class AuditConfig:
+    release: str = "outputs/releases/gridbench-v1.0.0"
+    splits: int = 20
+    seed: int = 0
+    output: str = ""
+
+
+@dataclass
 class ReportConfig:
     runs_root: str = "outputs/runs/gridbench-v1.0.0"
     output: str = "outputs/reports/gridbench-v1.0.0"
@@ -143,14 +152,14 @@ def register_configs() -> None:
     store.store(name="base_import", node=ImportConfig)
     store.store(name="base_evaluate", node=EvaluateConfig)
     store.store(name="base_report", node=ReportConfig)
+    store.store(name="base_audit", node=AuditConfig)
 
 
 def generation_settings(cfg: DictConfig) -> GenerationSettings:
     values = OmegaConf.to_container(cfg.generation, resolve=True)
     if not isinstance(values, dict):
         raise ValueError("generation settings must be a mapping")
-    known = {f.name for f in fields(GenerationSettings)}
-    return GenerationSettings(**{str(k): v for k, v in values.items() if k in known},
+    return GenerationSettings(**{str(k): v for k, v in values.items()},
                               time_limit_s=float(cfg.solver.time_limit_s),
                               solver_workers=int(cfg.solver.workers),
                               crosscheck=bool(cfg.release.crosscheck))  # fmt: skip
@@ -165,10 +174,30 @@ def candidates_for(grid: DictConfig, budget: int) -> int:
     return max(int(grid.candidates_per_slot), budget + int(grid.room_over_budget))
 
 
+def release_salt(cfg: DictConfig) -> str:
+    """The secret of a private release: the value of the variable named by
+    ``release.salt_env`` ("" when the release is public). Never written anywhere."""
+    name = str(cfg.release.salt_env or "")
+    if not name:
+        return ""
+    value = os.environ.get(name, "")
+    if not value:
+        raise ValueError(f"release.salt_env={name}: the environment variable {name} is not set "
+                         f"or empty; export {name}=<secret> or drop release.salt_env")  # fmt: skip
+    return value
+
+
+def salt_record(salt: str) -> dict[str, Any]:
+    """What a manifest may say about the salt: whether there is one, and its SHA-256."""
+    if not salt:
+        return {"salted": False}
+    return {"salted": True, "salt_sha256": hashlib.sha256(salt.encode()).hexdigest()}
+
+
 def cell_keys(cfg: DictConfig, domain: str, hidden: int, budget: int) -> list[TaskKey]:
-    grid = cfg.grid
+    grid, salt = cfg.grid, release_salt(cfg)
     return [TaskKey(domain, int(grid.rows), int(grid.cols), hidden, budget,
-                    candidates_for(grid, budget), int(cfg.release.seed), index)
+                    candidates_for(grid, budget), int(cfg.release.seed), index, salt)
             for index in range(int(cfg.release.tasks_per_cell))]  # fmt: skip
 
 

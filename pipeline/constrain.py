@@ -1,4 +1,13 @@
-"""Stage 2: global rules whose bounds the truth meets, tight enough that decoys exist."""
+"""Stage 3: the grid-wide rules, drawn after the candidates, with bounds the truth meets.
+
+Every grid-scope sum of the domain's vocabulary becomes a two-sided window (a ``sum_min``
+and a ``sum_max`` on the same attribute, the format's existing kinds): with one-sided caps
+only, every decoy would have to be worse than the truth on some capped attribute, which a
+classifier learns; a window refutes candidates on either side, so the truth can be any of
+its cell's exchangeable candidates. Window sides sit a random slack away from the truth's
+sum (up to ``window_slack_share`` of one item's range); repair (stage 4) narrows them.
+The other rules are one-sided, with the domain's meaning, and a small random slack.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +16,8 @@ from pipeline.draft import Draft
 from solvers.checker import rule_groups, rule_measure
 from solvers.task import GlobalRule
 
+SUM_KINDS = ("sum_max", "sum_min")
+
 
 def truth_measures(draft: Draft, rule: GlobalRule) -> list[int]:
     """The rule's measure on the truth grid, per group of its scope."""
@@ -14,31 +25,52 @@ def truth_measures(draft: Draft, rule: GlobalRule) -> list[int]:
             for group in rule_groups(rule, draft.rows, draft.cols)]  # fmt: skip
 
 
+def partner_name(name: str) -> str:
+    """The name of the other side of a window: ``total_price_max`` -> ``total_price_min``."""
+    if name.endswith("_max"):
+        return name[: -len("_max")] + "_min"
+    if name.endswith("_min"):
+        return name[: -len("_min")] + "_max"
+    return name + "_window"
+
+
+def rule_templates(templates: tuple[GlobalRuleTemplate, ...]) -> list[GlobalRuleTemplate]:
+    """The domain's rules, each grid-scope sum followed by its window partner (unless the
+    domain already bounds that attribute from the other side)."""
+    sides = {(t.attribute, t.kind) for t in templates if t.kind in SUM_KINDS and t.scope == "grid"}
+    out = []
+    for template in templates:
+        out.append(template)
+        if template.kind not in SUM_KINDS or template.scope != "grid":
+            continue
+        other = "sum_min" if template.kind == "sum_max" else "sum_max"
+        if (template.attribute, other) not in sides:
+            out.append(GlobalRuleTemplate(partner_name(template.name), other, template.attribute))
+    return out
+
+
 def _slack(draft: Draft, template: GlobalRuleTemplate, share: float, count_p: float) -> int:
     rng = draft.rng
-    if template.kind in ("sum_max", "sum_min"):
+    if template.kind in SUM_KINDS:
         attribute = draft.domain.numeric(template.attribute)
         top = int((attribute.high - attribute.low) * share)
         return rng.randint(0, max(0, top))
     return 1 if rng.random() < count_p else 0
 
 
-def draw_global_rules(draft: Draft, sum_slack_share: float, count_slack_p: float) -> None:
-    """One rule per template of the domain, bound = truth measure +/- a small slack."""
+def draw_global_rules(draft: Draft, window_slack_share: float, sum_slack_share: float,
+                      count_slack_p: float) -> None:  # fmt: skip
+    """One rule per template (windows included), bound = truth measure +/- a random slack."""
     draft.rules = []
-    for template in draft.domain.global_rules:
+    for template in rule_templates(draft.domain.global_rules):
         rule = GlobalRule(template.name, template.kind, template.attribute, 0, template.scope,
                           template.equals, template.at_least)  # fmt: skip
         measures = truth_measures(draft, rule)
-        slack = _slack(draft, template, sum_slack_share, count_slack_p)
+        window = template.kind in SUM_KINDS and template.scope == "grid"
+        share = window_slack_share if window else sum_slack_share
+        slack = _slack(draft, template, share, count_slack_p)
         if rule.is_upper_bound:
             bound = max(measures) + slack
         else:
             bound = max(0, min(measures) - slack)
         draft.rules.append(rule.with_bound(bound))
-
-
-def truth_slack(draft: Draft, rule: GlobalRule) -> int:
-    """How far the truth is from the rule's bound in its tightest group."""
-    measures = truth_measures(draft, rule)
-    return rule.bound - max(measures) if rule.is_upper_bound else min(measures) - rule.bound

@@ -27,7 +27,6 @@ class Draft:
     rules: list[GlobalRule] = field(default_factory=list)
     decoys: dict[Cell, list[str]] = field(default_factory=dict)
     filtered: dict[Cell, list[str]] = field(default_factory=dict)
-    redraws: dict[Cell, int] = field(default_factory=dict)
     _used_ids: set[str] = field(default_factory=set)
 
     def new_item(self, attributes: Record) -> str:
@@ -49,6 +48,3 @@ class Draft:
 
     def cells(self) -> list[Cell]:
         return [(r, c) for r in range(self.rows) for c in range(self.cols)]
-
-    def is_hidden(self, cell: Cell) -> bool:
-        return cell in self.slot_rules

@@ -21,6 +21,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.build import CertifiedTask
+from pipeline.integrity import audit, audit_markdown
 
 RELEASE_FORMAT = "gridbench-release-1"
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
@@ -85,6 +86,7 @@ def metadata_row(made: CertifiedTask, task_bytes: bytes, answer_bytes: bytes) ->
     task, answer, key = made.task, made.answer, made.key
     measures, certificate, check = answer.measures, answer.certificate, answer.crosscheck
     distance = measures.get("distance_to_ambiguity", {})
+    propagation = measures.get("propagation", {})
     space = int(measures.get("search_space", 0))
     return {
         "task_id": task.task_id, "domain": task.domain, "rows": task.rows, "cols": task.cols,
@@ -96,6 +98,9 @@ def metadata_row(made: CertifiedTask, task_bytes: bytes, answer_bytes: bytes) ->
         "certificate_status": "ok" if certificate.get("ok") else "failed",
         "crosscheck_status": ("not_run" if not check else "ok" if check.get("ok") else "failed"),
         "repair_rounds": int(certificate.get("repair_rounds", 0)),
+        "tightenings": int(certificate.get("tightenings", 0)),
+        "cell_redraws": int(certificate.get("cell_redraws", 0)),
+        "task_redraws": int(certificate.get("attempt", 0)),
         "search_space": space if space <= INT64_MAX else None,
         "log10_search_space": float(measures.get("log10_search_space", 0.0)),
         "shallow_decoys": int(measures.get("shallow_decoys", 0)),
@@ -103,6 +108,12 @@ def metadata_row(made: CertifiedTask, task_bytes: bytes, answer_bytes: bytes) ->
         "dfs_capped": bool(measures.get("dfs_capped", False)),
         "distance_units": distance.get("units"), "distance_share": distance.get("share"),
         "distance_rule": distance.get("rule"),
+        "decoys_one_round": propagation.get("one_round"),
+        "decoys_fixpoint": propagation.get("fixpoint"),
+        "resistant_decoys": propagation.get("resistant"),
+        "resistant_share": (round(propagation["resistant"] / propagation["decoys"], 6)
+                            if propagation.get("decoys") else None),
+        "decided_by_propagation": propagation.get("decided"),
         "task_sha256": sha256(task_bytes), "answer_sha256": sha256(answer_bytes),
     }  # fmt: skip
 
@@ -112,19 +123,26 @@ METADATA_SCHEMA = {
     "hidden_slots": pl.Int64, "decoy_budget": pl.Int64, "candidates_per_slot": pl.Int64,
     "seed": pl.Int64, "index": pl.Int64, "n_decoys": pl.Int64, "n_filtered": pl.Int64,
     "unique": pl.Boolean, "certificate_status": pl.String, "crosscheck_status": pl.String,
-    "repair_rounds": pl.Int64, "search_space": pl.Int64, "log10_search_space": pl.Float64,
+    "repair_rounds": pl.Int64, "tightenings": pl.Int64, "cell_redraws": pl.Int64,
+    "task_redraws": pl.Int64, "search_space": pl.Int64, "log10_search_space": pl.Float64,
     "shallow_decoys": pl.Int64, "dfs_nodes": pl.Int64, "dfs_capped": pl.Boolean,
     "distance_units": pl.Int64, "distance_share": pl.Float64, "distance_rule": pl.String,
+    "decoys_one_round": pl.Int64, "decoys_fixpoint": pl.Int64, "resistant_decoys": pl.Int64,
+    "resistant_share": pl.Float64,
+    "decided_by_propagation": pl.Boolean,
     "task_sha256": pl.String, "answer_sha256": pl.String,
 }  # fmt: skip
 
 
 def write_release(target: Path, tasks: list[CertifiedTask], name: str, version: str,
                   config: dict[str, Any], overwrite: bool,
-                  extra_files: dict[str, bytes] | None = None) -> dict[str, Any]:  # fmt: skip
-    """Write the whole release atomically; returns the manifest."""
+                  extra_files: dict[str, bytes] | None = None,
+                  audit_splits: int = 0) -> dict[str, Any]:  # fmt: skip
+    """Write the whole release atomically; returns the manifest. The dataset card carries the
+    integrity audit: policies always, classifiers when ``audit_splits`` > 0."""
     ordered = sorted(tasks, key=lambda m: (m.task.domain, m.task.hidden_slots,
                                            m.task.decoy_budget, m.key.index, m.task.task_id))
+    events = [{"task_id": made.task.task_id, **event} for made in ordered for event in made.events]
     with atomic_folder(target, overwrite) as folder:
         files: dict[str, str] = {}
         rows, timings = [], []
@@ -146,10 +164,14 @@ def write_release(target: Path, tasks: list[CertifiedTask], name: str, version: 
                                                 (SCHEMA_DIR / schema).read_bytes())
         for relative, data in sorted((extra_files or {}).items()):
             files[relative] = _write(folder / relative, data)
-        files["README.md"] = _write(folder / "README.md", dataset_card(name, version, frame).encode())
+        report = audit([(m.task, m.answer) for m in ordered], audit_splits)
+        card = dataset_card(name, version, frame, audit_markdown(report))
+        files["README.md"] = _write(folder / "README.md", card.encode())
         manifest = {
             "format": RELEASE_FORMAT, "name": name, "version": version, "config": config,
-            "software": software_versions(), "counts": counts(frame),
+            "software": software_versions(),
+            "counts": {**counts(frame), "crosscheck_disagreements": len(events)},
+            "build_events": events,
             "deterministic": ["tasks/", "answers/", "metadata.parquet", "schemas/", "README.md"],
             "files": dict(sorted(files.items())),
         }  # fmt: skip
@@ -182,12 +204,13 @@ def hb_table(frame: pl.DataFrame, value: str, fmt: str) -> str:
             if value == "count":
                 cells.append(str(part.height))
             else:
-                cells.append(format(part[value].mean(), fmt) if part.height else "")
+                mean = part[value].mean() if part.height else None
+                cells.append(format(mean, fmt) if mean is not None else "-")
         lines.append(f"| {hidden} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def dataset_card(name: str, version: str, frame: pl.DataFrame) -> str:
+def dataset_card(name: str, version: str, frame: pl.DataFrame, integrity: str = "") -> str:
     stats = counts(frame)
     domains = ", ".join(f"{d} ({n})" for d, n in stats["per_domain"].items())
     return f"""# {name} v{version}
@@ -196,14 +219,20 @@ Certified grid-planning tasks for agents. Each task is an R x C schedule with H 
 cells; each hidden cell offers candidates: the truth, decoys (pass the cell's rules but break
 a grid-wide rule) and filtered items (break the cell's rules). H is the horizon, the decoy
 budget B the difficulty. Every answer is proven unique by OR-Tools CP-SAT
-(`answers/*/*.json` -> `certificate`) and cross-checked by PuLP/CBC (`crosscheck`).
+(`answers/*/*.json` -> `certificate`) and cross-checked by an independent MILP model solved
+by HiGHS or CBC (`crosscheck`).
+
+A cell's locally valid candidates (truth and decoys) are drawn from one distribution and the
+truth is chosen uniformly among them; grid-wide rules drawn afterwards (two-sided windows on
+the grid sums, caps and counts) refute the others. Nothing about a candidate tells the truth
+apart: the audit below measures it.
 
 - tasks: {stats['tasks']} ({domains}); certified: {stats['certified']};
-  CBC cross-check ok: {stats['crosscheck_ok']}; decoys: {stats['decoys']}
+  MILP cross-check ok: {stats['crosscheck_ok']}; decoys: {stats['decoys']}
 - `tasks/<domain>/<task_id>.json`: what the agent sees (no answer)
 - `answers/<domain>/<task_id>.json`: truth grid, candidate roles, certificates, measures
 - `metadata.parquet`: one row per task; `timings.parquet`: build wall times (not reproducible)
-- `manifest.json`: configuration, software versions, counts, SHA-256 of every file
+- `manifest.json`: configuration, software versions, counts, build events, SHA-256 of every file
 - `schemas/`: JSON Schemas of the task and answer files
 
 ## Load
@@ -227,5 +256,26 @@ task = json.load(open(f"tasks/{{row['domain']}}/{{row['task_id']}}.json"))
 
 {hb_table(frame, "dfs_nodes", ".0f")}
 
+## Difficulty beyond propagation
+
+Interval propagation on the linear rules (each hidden cell against the most favourable
+options of the others, to the fixpoint) is cheap, legitimate reasoning. Share of each task's
+decoys that survive it (*resistant* decoys, refuted only by search), mean per (H, B):
+
+{hb_table(frame, "resistant_share", ".2f")}
+
+Of the {int((frame["n_decoys"] > 0).sum())} tasks with decoys, propagation alone decides
+{int(frame.filter(pl.col("n_decoys") > 0)["decided_by_propagation"].fill_null(False).sum())}.
+Decoys eliminated by one round: {_share(frame, "decoys_one_round")}; by the fixpoint:
+{_share(frame, "decoys_fixpoint")}. `generation.min_resistant_share` asks for more.
+
+## Integrity audit
+
+{integrity}
 Re-prove every task: `python -m pipeline.verify release=<this folder>`.
 """
+
+
+def _share(frame: pl.DataFrame, column: str) -> str:
+    decoys = int(frame["n_decoys"].sum())
+    return f"{int(frame[column].fill_null(0).sum()) / decoys:.1%}" if decoys else "n/a"

@@ -24,7 +24,7 @@ from pipeline.config import register_configs, solver_settings
 from pipeline.export import check_target, dumps, release_dir, write_release
 from pipeline.measures import measure
 from pipeline.parallel import parallel_imap
-from solvers.cbc import crosscheck
+from solvers.milp import crosscheck
 from solvers.results import SolverSettings
 from solvers.task import Answer
 
@@ -32,7 +32,7 @@ register_configs()
 
 
 def certify_instance(args: tuple[Any, ...]) -> tuple[CertifiedTask, dict[str, Any]]:
-    key, task, answer, solver, with_cbc, node_limit = args
+    key, task, answer, solver, milp, node_limit = args
     start = time.perf_counter()
     certificate = certify(task, answer, solver)
     timings = {"certify_ms": certificate.pop("wall_ms")}
@@ -40,9 +40,9 @@ def certify_instance(args: tuple[Any, ...]) -> tuple[CertifiedTask, dict[str, An
     check: dict[str, Any] = {}
     if certificate["ok"]:
         measures, timings["measures_ms"] = measure(task, answer, solver, node_limit)
-        if with_cbc:
+        if milp:
             decoys = {(r.row, r.col): list(r.decoys) for r in answer.roles}
-            check = crosscheck(task, answer.truth_choice(), decoys, solver)
+            check = crosscheck(task, answer.truth_choice(), decoys, solver, milp)
             timings["crosscheck_ms"] = check.pop("wall_ms")
     timings["generate_ms"] = (time.perf_counter() - start) * 1000.0
     made = CertifiedTask(key, task, Answer(answer.task_id, answer.truth, answer.roles,
@@ -69,7 +69,8 @@ def run_import(cfg: DictConfig) -> int:
         data = read_file(path)
         for index, instance in enumerate(data["instances"]):
             key, task, answer = convert(str(data["domain"]), instance, index, path.name)
-            jobs.append((key, task, answer, solver, bool(release.crosscheck),
+            milp = str(cfg.crosscheck_solver) if release.crosscheck else None
+            jobs.append((key, task, answer, solver, milp,
                          int(cfg.dfs_node_limit)))  # fmt: skip
     start = time.perf_counter()
     results = list(parallel_imap(certify_instance, jobs, int(release.workers), "import",

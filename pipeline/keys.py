@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 
 ALLOCATION_POLICIES = ("paper", "spread", "concentrated")
+CROSSCHECK_SOLVERS = ("highs", "cbc")
 
 
 class GenerationError(ValueError):
@@ -25,9 +26,15 @@ class TaskKey:
     candidates_per_slot: int
     seed: int = 0
     index: int = 0
+    salt: str = field(default="", repr=False)  # secret: mixed into every draw, never written
+
+    def public(self) -> dict[str, int | str]:
+        """The key's fields without the secret salt (what files may record)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "salt"}
 
     def canonical(self) -> str:
-        return "|".join(f"{k}={v}" for k, v in sorted(asdict(self).items()))
+        text = "|".join(f"{k}={v}" for k, v in sorted(self.public().items()))
+        return text + (f"|salt={self.salt}" if self.salt else "")
 
     def digest(self, *salt: object) -> bytes:
         text = self.canonical() + "|" + "|".join(str(s) for s in salt)
@@ -49,17 +56,26 @@ class GenerationSettings:
     allocation: str = "paper"  # paper | spread | concentrated
     min_margin: int = 1  # loosening any one bound by < min_margin units keeps the answer unique
     max_slot_rules: int = 3
-    sum_slack_share: float = 0.15  # slack of sum bounds: up to this share of one item's range
+    window_slack_share: float = 0.1  # each side of a sum window: up to this share of one item's range
+    sum_slack_share: float = 0.15  # slack of one-sided sum bounds (row / column scope)
     count_slack_probability: float = 0.3  # chance that a count bound gets one unit of slack
     max_repair_rounds: int = 40
-    tighten_from_round: int = 4  # from this repair round on, a bound may be tightened
     max_attempts: int = 8  # whole-task re-draws, the last resort
-    temptation: float = 0.4  # chance a decoy beats the truth on each summed attribute it spares
-    prefer_deep_decoys: bool = True  # avoid decoys refuted by one partial check when H >= 2
+    min_resistant_share: float = 0.0  # share of decoys that must survive interval propagation
+    resistance_attempts: int = 200  # whole-task re-draws allowed when min_resistant_share > 0
     time_limit_s: float = 10.0
     solver_workers: int = 1  # >1 only for benchmarks: parallel search makes output non-deterministic
     dfs_node_limit: int = 50_000
     crosscheck: bool = False
+    crosscheck_solver: str = "highs"  # highs | cbc: the independent MILP cross-check
+    settle_limit: int = 200_000  # completions enumerated to settle a solver disagreement
+
+    @property
+    def attempts(self) -> int:
+        """Whole-task draws allowed: more when a resistant share is asked for (measured: a
+        B=2 task needs up to about 100 draws for one resistant decoy in two)."""
+        return max(self.max_attempts, self.resistance_attempts) if self.min_resistant_share else \
+            self.max_attempts  # fmt: skip
 
     def validate(self) -> None:
         if self.allocation not in ALLOCATION_POLICIES:
@@ -70,7 +86,16 @@ class GenerationSettings:
             raise GenerationError(f"min_margin={self.min_margin} must be >= 1 (1 = unique)")
         if not 1 <= self.max_slot_rules <= 3:
             raise GenerationError(f"max_slot_rules={self.max_slot_rules} must be in 1..3")
-        if self.max_repair_rounds < 0 or self.max_attempts < 1:
-            raise GenerationError("max_repair_rounds must be >= 0 and max_attempts >= 1")
+        if self.max_repair_rounds < 0 or self.max_attempts < 1 or self.resistance_attempts < 1:
+            raise GenerationError("max_repair_rounds must be >= 0, max_attempts and "
+                                  "resistance_attempts >= 1")  # fmt: skip
         if self.time_limit_s <= 0:
             raise GenerationError(f"time_limit_s={self.time_limit_s} must be > 0")
+        for name in ("window_slack_share", "sum_slack_share", "count_slack_probability",
+                     "min_resistant_share"):  # fmt: skip
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise GenerationError(f"{name}={value} must be between 0 and 1")
+        if self.crosscheck_solver not in CROSSCHECK_SOLVERS:
+            raise GenerationError(f"crosscheck_solver={self.crosscheck_solver!r} is unknown; "
+                                  f"use one of {CROSSCHECK_SOLVERS}")  # fmt: skip

@@ -7,24 +7,28 @@
   tools reveal (slot checks, partial global checks); cells row-major, candidates as listed.
 - ``distance_to_ambiguity``: the smallest loosening of any single global bound that admits a
   second completion (CP-SAT, minimising the loosening).
+- ``propagation``: decoys eliminated by one round of interval propagation, by propagation to
+  the fixpoint, and the *resistant* rest that only search refutes (``solvers/propagation``).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections import Counter
 from typing import Any
 
 from solvers.checker import (
     VIOLATED,
-    check_global,
+    fill,
     locally_valid_candidates,
+    rule_excess,
     rule_groups,
+    rule_measure,
     rule_status,
 )
 from solvers.cpsat import CpSatModel
-from solvers.results import FEASIBLE, UNKNOWN, SolverSettings
+from solvers.propagation import decoy_resistance
+from solvers.results import FEASIBLE, UNKNOWN, SolverSettings, SolverTimeout
 from solvers.task import Answer, Task
 
 Cell = tuple[int, int]
@@ -48,65 +52,56 @@ def shallow_decoys(task: Task, answer: Answer) -> int:
 
 
 class CanonicalSearch:
-    """Depth-first search with incremental upper-bound checks (the partial global check)."""
+    """Depth-first search with incremental upper-bound checks (the partial global check).
+
+    Every upper-bound rule group becomes counters (a sum, a count, or one count per value
+    for ``repeat_max``); each option of each hidden cell is precomputed as the list of
+    (counter, amount) it adds, so a node costs a few integer additions."""
 
     def __init__(self, task: Task, node_limit: int) -> None:
         self.task, self.node_limit = task, node_limit
         self.cells = [(slot.row, slot.col) for slot in task.slots]
         self.options = [locally_valid_candidates(task, slot) for slot in task.slots]
         self.grid: list[list[str | None]] = [list(row) for row in task.grid]
-        self.upper = [rule for rule in task.global_constraints if rule.is_upper_bound]
-        self.state: dict[tuple[int, int], Counter] = {}
-        self.groups_of: dict[Cell, list[tuple[int, int]]] = {cell: [] for cell in self.cells}
-        for r_index, rule in enumerate(self.upper):
+        counters: dict[tuple[int, int, object], int] = {}
+        self.state: list[int] = []
+        self.bound: list[int] = []
+        upper = [rule for rule in task.global_constraints if rule.is_upper_bound]
+        self.lower = [rule for rule in task.global_constraints if not rule.is_upper_bound]
+        self.adds: list[list[list[tuple[int, int]]]] = [[[] for _ in o] for o in self.options]
+        depth_of = {cell: depth for depth, cell in enumerate(self.cells)}
+        for r_index, rule in enumerate(upper):
             for g_index, group in enumerate(rule_groups(rule, task.rows, task.cols)):
-                counter: Counter = Counter()
                 for row, col in group:
-                    item_id = self.grid[row][col]
-                    if item_id is not None:
-                        self._apply(counter, rule, item_id, +1)
-                    elif (row, col) in self.groups_of:
-                        self.groups_of[(row, col)].append((r_index, g_index))
-                self.state[(r_index, g_index)] = counter
+                    fixed = self.grid[row][col]
+                    if fixed is not None:
+                        key, amount = self._key(rule, fixed)
+                        slot = self._counter(counters, (r_index, g_index, key), rule.bound)
+                        self.state[slot] += amount
+                    elif (row, col) in depth_of:
+                        depth = depth_of[(row, col)]
+                        for k, item_id in enumerate(self.options[depth]):
+                            key, amount = self._key(rule, item_id)
+                            slot = self._counter(counters, (r_index, g_index, key), rule.bound)
+                            if amount:
+                                self.adds[depth][k].append((slot, amount))
         self.nodes = 0
-        empty = [list(row) for row in task.grid]
-        self.broken_from_start = any(rule_status(rule, empty, task.items) == VIOLATED
-                                     for rule in self.upper)  # fmt: skip
+        self.broken_from_start = any(v > b for v, b in zip(self.state, self.bound, strict=True))
 
-    def _apply(self, counter: Counter, rule: Any, item_id: str, sign: int) -> None:
+    def _key(self, rule: Any, item_id: str) -> tuple[object, int]:
         value = self.task.items[item_id][rule.attribute]
         if rule.kind == "sum_max":
-            counter["sum"] += sign * int(value)
-        elif rule.kind == "repeat_max":
-            counter[value] += sign
-        elif value == rule.equals:  # count_max
-            counter["count"] += sign
+            return "sum", int(value)
+        if rule.kind == "repeat_max":
+            return value, 1
+        return "count", int(value == rule.equals)  # count_max
 
-    def _violates(self, cell: Cell, item_id: str) -> bool:
-        if self.broken_from_start:
-            return True
-        for r_index, g_index in self.groups_of[cell]:
-            rule = self.upper[r_index]
-            counter = self.state[(r_index, g_index)]
-            value = self.task.items[item_id][rule.attribute]
-            if rule.kind == "sum_max":
-                measure = counter["sum"] + int(value)
-            elif rule.kind == "repeat_max":
-                measure = counter[value] + 1
-            else:
-                measure = counter["count"] + int(value == rule.equals)
-            if measure > rule.bound:
-                return True
-        return False
-
-    def _place(self, cell: Cell, item_id: str | None, old: str | None) -> None:
-        for r_index, g_index in self.groups_of[cell]:
-            rule, counter = self.upper[r_index], self.state[(r_index, g_index)]
-            if old is not None:
-                self._apply(counter, rule, old, -1)
-            if item_id is not None:
-                self._apply(counter, rule, item_id, +1)
-        self.grid[cell[0]][cell[1]] = item_id
+    def _counter(self, counters: dict, key: tuple, bound: int) -> int:
+        if key not in counters:
+            counters[key] = len(self.state)
+            self.state.append(0)
+            self.bound.append(bound)
+        return counters[key]
 
     def run(self) -> tuple[int, bool, bool]:
         """(nodes, found a completion, hit the node limit)."""
@@ -117,19 +112,24 @@ class CanonicalSearch:
         return self.nodes, found, False
 
     def _search(self, depth: int) -> bool:
-        if depth == len(self.cells):
-            return all(s != VIOLATED for s in check_global(self.task, self.grid).values())
-        cell = self.cells[depth]
-        for item_id in self.options[depth]:
+        if depth == len(self.cells):  # upper bounds held at every step; now the lower ones
+            return all(rule_status(rule, self.grid, self.task.items) != VIOLATED
+                       for rule in self.lower)  # fmt: skip
+        cell, state, bound = self.cells[depth], self.state, self.bound
+        for item_id, adds in zip(self.options[depth], self.adds[depth], strict=True):
             self.nodes += 1
             if self.nodes > self.node_limit:
                 raise _LimitReached
-            if self._violates(cell, item_id):
+            if self.broken_from_start or any(state[i] + a > bound[i] for i, a in adds):
                 continue
-            self._place(cell, item_id, None)
+            for i, a in adds:
+                state[i] += a
+            self.grid[cell[0]][cell[1]] = item_id
             if self._search(depth + 1):
                 return True
-            self._place(cell, None, item_id)
+            self.grid[cell[0]][cell[1]] = None
+            for i, a in adds:
+                state[i] -= a
         return False
 
 
@@ -137,22 +137,23 @@ class _LimitReached(Exception):
     pass
 
 
-def distance_to_ambiguity(task: Task, answer: Answer, settings: SolverSettings) -> dict[str, Any]:
-    """Per rule, the smallest loosening of its bound that lets a second completion through."""
-    model = CpSatModel(task, settings, answer.truth_choice())
-    per_rule: dict[str, int | None] = {}
-    for rule in task.global_constraints:
-        result = model.loosening_to_ambiguity(rule.name)
-        if result.status == UNKNOWN:
-            raise TimeoutError(f"distance to ambiguity of {rule.name}: solver returned UNKNOWN")
-        per_rule[rule.name] = result.objective if result.status == FEASIBLE else None
-    finite = {name: units for name, units in per_rule.items() if units is not None}
-    if not finite:
-        return {"units": None, "share": None, "rule": None, "per_rule": per_rule}
-    name = min(finite, key=lambda n: (finite[n], n))
-    bound = next(rule.bound for rule in task.global_constraints if rule.name == name)
-    share = round(finite[name] / bound, 6) if bound else None
-    return {"units": finite[name], "share": share, "rule": name, "per_rule": per_rule}
+def distance_to_ambiguity(task: Task, answer: Answer, settings: SolverSettings,
+                          model: CpSatModel | None = None) -> dict[str, Any]:  # fmt: skip
+    """The smallest loosening of any single bound that lets a second completion through (one
+    CP-SAT solve), the rule loosened, and that loosening as a share of the bound."""
+    model = model or CpSatModel(task, settings, answer.truth_choice())
+    result = model.least_loosening_to_ambiguity()
+    if result.status == UNKNOWN:
+        raise SolverTimeout(f"task {task.task_id}: distance to ambiguity returned UNKNOWN")
+    if result.status != FEASIBLE or result.objective is None or result.solution is None:
+        return {"units": None, "share": None, "rule": None}
+    grid = fill(task, result.solution)
+    broken = [rule for rule in task.global_constraints
+              if max(rule_excess(rule, rule_measure(rule, [task.items[grid[r][c]] for r, c in g]))  # type: ignore[index]
+                     for g in rule_groups(rule, task.rows, task.cols)) > 0]  # fmt: skip
+    rule = broken[0] if broken else None
+    share = round(result.objective / rule.bound, 6) if rule is not None and rule.bound else None
+    return {"units": result.objective, "share": share, "rule": rule.name if rule else None}
 
 
 def decoy_direction(task: Task, answer: Answer) -> dict[str, list[int]]:
@@ -168,9 +169,9 @@ def decoy_direction(task: Task, answer: Answer) -> dict[str, list[int]]:
     return out
 
 
-def measure(task: Task, answer: Answer, settings: SolverSettings,
-            node_limit: int) -> tuple[dict[str, Any], float]:  # fmt: skip
-    """All measures and the milliseconds they took."""
+def measure(task: Task, answer: Answer, settings: SolverSettings, node_limit: int,
+            model: CpSatModel | None = None) -> tuple[dict[str, Any], float]:  # fmt: skip
+    """All measures and the milliseconds they took (``model``: the task's CP-SAT model)."""
     start = time.perf_counter()
     nodes, found, capped = CanonicalSearch(task, node_limit).run()
     if not found and not capped:
@@ -182,8 +183,9 @@ def measure(task: Task, answer: Answer, settings: SolverSettings,
         "shallow_decoys": shallow_decoys(task, answer),
         "dfs_nodes": nodes,
         "dfs_capped": capped,
-        "distance_to_ambiguity": distance_to_ambiguity(task, answer, settings),
+        "distance_to_ambiguity": distance_to_ambiguity(task, answer, settings, model),
         "decoy_direction": decoy_direction(task, answer),
+        "propagation": decoy_resistance(task, {(r.row, r.col): list(r.decoys) for r in answer.roles}),
     }
     return result, (time.perf_counter() - start) * 1000.0
 

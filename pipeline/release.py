@@ -16,7 +16,13 @@ from omegaconf import DictConfig
 
 from pipeline.cells import make_tasks
 from pipeline.cli import plain, run_cli
-from pipeline.config import generation_settings, register_configs, release_keys
+from pipeline.config import (
+    generation_settings,
+    register_configs,
+    release_keys,
+    release_salt,
+    salt_record,
+)
 from pipeline.export import check_target, release_dir, write_release
 from pipeline.validate import validate_key
 
@@ -37,13 +43,16 @@ def build(cfg: DictConfig) -> int:
     config = plain(cfg)
     config.pop("task", None)
     config.pop("domain", None)
+    config["release"].update(salt_record(release_salt(cfg)))
     manifest = write_release(target, made, str(release.name), str(release.version), config,
-                             bool(release.overwrite))  # fmt: skip
+                             bool(release.overwrite), audit_splits=int(release.audit_splits))  # fmt: skip
     seconds = time.perf_counter() - start
     per_domain = Counter(m.task.domain for m in made)
     certified = sum(bool(m.answer.certificate.get("ok")) for m in made)
     print(f"release {target}: {len(made)} tasks ({reused} reused from {release.cells_root}), "
-          f"{certified} certified, {manifest['counts']['crosscheck_ok']} cross-checked by CBC, "
+          f"{certified} certified, {manifest['counts']['crosscheck_ok']} cross-checked by "
+          f"{settings.crosscheck_solver if settings.crosscheck else 'no MILP'}, "
+          f"{manifest['counts']['crosscheck_disagreements']} solver disagreements re-drawn, "
           f"{seconds:.1f}s")
     print("  " + ", ".join(f"{domain}: {count}" for domain, count in sorted(per_domain.items())))
     return 0

@@ -1,114 +1,99 @@
-"""Stage 4a: make a draft unique. Ask CP-SAT for a second completion; when it finds one,
-repair from that counterexample (re-draw an offending decoy, or tighten a bound the truth
-still meets) and ask again, for a bounded number of rounds."""
+"""Stage 4: make a draft unique. Ask CP-SAT for a second completion; when it finds one, tighten
+one bound (toward the truth, never past it) just enough to exclude that counterexample, and
+ask again, for a bounded number of rounds.
+
+Repair never re-draws a single decoy: a decoy re-drawn because it was compatible with the
+truth would be selected *against* the truth, and a classifier learns that selection
+(measured: re-drawn windows make the truth's category the rarest of its cell). When no bound
+can exclude a counterexample (it matches the truth on every rule), every cell it changes is
+re-drawn *whole* -- all of its locally valid candidates afresh, the truth chosen uniformly
+among them again -- and the rules are drawn anew from the new truth grid, so the candidates
+stay exchangeable.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from pipeline.assemble import build_task, candidate_ids, truth_choice
-from pipeline.candidates import draw_decoy
-from pipeline.constrain import truth_measures
+from pipeline.candidates import draw_exchangeable
+from pipeline.constrain import draw_global_rules, truth_measures
 from pipeline.draft import Cell, Draft
 from pipeline.keys import GenerationSettings
+from pipeline.sample import sample_passing
 from solvers.checker import rule_groups, rule_measure
 from solvers.cpsat import CpSatModel
-from solvers.results import INFEASIBLE, UNKNOWN, SolverSettings
+from solvers.results import INFEASIBLE, UNKNOWN, SolverSettings, SolverTimeout
 
 
 @dataclass
 class RepairStats:
     rounds: int = 0
-    redraws: int = 0
     tightenings: int = 0
+    cell_redraws: int = 0
 
 
 class RepairFailed(RuntimeError):
-    """Uniqueness could not be reached within the round limit (the draft is discarded)."""
+    """Uniqueness could not be reached by tightening bounds (the draft is discarded)."""
 
 
 def make_unique(draft: Draft, task_id: str, settings: GenerationSettings,
                 solver: SolverSettings, stats: RepairStats) -> None:  # fmt: skip
-    """Repair ``draft`` in place until CP-SAT proves the truth unique (and, when
-    ``min_margin`` > 1, still unique after loosening any one bound by min_margin - 1).
-
-    One round models the draft once, then asks for a second completion again and again,
-    banning the decoys of each counterexample (assumption literals, no rebuild) until none is
-    left; the banned decoys are re-drawn and the next round checks the new ones. From round
-    ``tighten_from_round`` on, a bound the truth still meets may be tightened instead.
-    """
-    truth = truth_choice(draft)
-    for round_number in range(settings.max_repair_rounds + 1):
+    """Tighten bounds of ``draft`` until CP-SAT proves the truth unique (and, when
+    ``min_margin`` > 1, still unique after loosening any one bound by min_margin - 1)."""
+    for _ in range(settings.max_repair_rounds + 1):
         order = {cell: candidate_ids(draft, cell) for cell in draft.hidden}
+        truth = truth_choice(draft)
         model = CpSatModel(build_task(draft, task_id, 0, 0, order=order), solver, truth)
-        banned, first = _collect_conflicts(model, draft)
-        if first is None:
-            first = _margin_counterexample(model, draft, settings.min_margin)
-            if first is None:
+        result = model.other_completion()
+        if result.status == UNKNOWN:
+            raise SolverTimeout("uniqueness solve returned UNKNOWN (time limit)")
+        counterexample = result.solution
+        if result.status == INFEASIBLE:
+            counterexample = _margin_counterexample(model, settings.min_margin)
+            if counterexample is None:
                 return
-            banned = [_pick_changed(draft, first)]
-        if round_number == settings.max_repair_rounds:
+        if stats.rounds == settings.max_repair_rounds:
             break
         stats.rounds += 1
-        if round_number >= settings.tighten_from_round and _tighten(draft, first,
-                                                                    settings.min_margin):
+        if _tighten(draft, counterexample, settings.min_margin):  # type: ignore[arg-type]
             stats.tightenings += 1
             continue
-        _redraw(draft, banned, settings, stats)
+        changed = [cell for cell in draft.hidden if counterexample[cell] != truth[cell]]  # type: ignore[index]
+        stats.cell_redraws += len(changed)
+        redraw_cells(draft, changed, settings)
     raise RepairFailed(f"still not unique after {settings.max_repair_rounds} repair rounds")
 
 
-def _collect_conflicts(model: CpSatModel,
-                       draft: Draft) -> tuple[list[tuple[Cell, str]], dict[Cell, str] | None]:
-    """Ban decoys until no second completion is left; returns (banned, first counterexample)."""
-    banned: list[tuple[Cell, str]] = []
-    first = None
-    while True:
-        literals = [model.choice[cell][item_id].Not() for cell, item_id in banned]
-        result = model.solve([model.forbid_truth, *literals])
-        if result.status == UNKNOWN:
-            raise RepairFailed("uniqueness solve returned UNKNOWN (time limit)")
-        if result.status == INFEASIBLE:
-            return banned, first
-        first = first or result.solution
-        banned.extend(_changed(draft, result.solution))  # type: ignore[arg-type]
+def redraw_cells(draft: Draft, cells: list[Cell], settings: GenerationSettings) -> None:
+    """Re-draw every candidate of ``cells`` (the truth chosen uniformly again) and then the
+    rules, whose bounds follow the truth grid."""
+    for cell in cells:
+        for item_id in [draft.truth[cell[0]][cell[1]], *draft.decoys.get(cell, [])]:
+            draft.drop_item(item_id)
+        share = len(draft.decoys.get(cell, []))
+        rules = draft.slot_rules[cell]
+        draft.truth[cell[0]][cell[1]] = draft.new_item(sample_passing(draft.domain, rules, draft.rng))
+        draw_exchangeable(draft, cell, share)
+    draw_global_rules(draft, settings.window_slack_share, settings.sum_slack_share,
+                      settings.count_slack_probability)  # fmt: skip
 
 
-def _changed(draft: Draft, counterexample: dict[Cell, str]) -> list[tuple[Cell, str]]:
-    return [(cell, counterexample[cell]) for cell in draft.hidden
-            if counterexample[cell] != draft.truth[cell[0]][cell[1]]]  # fmt: skip
-
-
-def _pick_changed(draft: Draft, counterexample: dict[Cell, str]) -> tuple[Cell, str]:
-    return draft.rng.choice(_changed(draft, counterexample))
-
-
-def _redraw(draft: Draft, banned: list[tuple[Cell, str]], settings: GenerationSettings,
-            stats: RepairStats) -> None:  # fmt: skip
-    want_deep = settings.prefer_deep_decoys and len(draft.hidden) >= 2
-    for cell, old in banned:
-        draft.decoys[cell].remove(old)
-        draft.drop_item(old)
-        pushes = draft.redraws[cell] = draft.redraws.get(cell, 0) + 1
-        if draw_decoy(draft, cell, want_deep, settings.temptation, pushes) is None:
-            raise RepairFailed(f"cell {cell} can no longer host a decoy")
-        stats.redraws += 1
-
-
-def _margin_counterexample(model: CpSatModel, draft: Draft, margin: int) -> dict[Cell, str] | None:
+def _margin_counterexample(model: CpSatModel, margin: int) -> dict[Cell, str] | None:
+    """A second completion that loosening one bound by less than ``margin`` lets through."""
     if margin <= 1:
         return None
-    for rule in draft.rules:
-        result = model.loosening_to_ambiguity(rule.name)
-        if result.status == UNKNOWN:
-            raise RepairFailed(f"margin solve for {rule.name} returned UNKNOWN")
-        if result.objective is not None and result.objective < margin:
-            return result.solution
+    result = model.least_loosening_to_ambiguity()
+    if result.status == UNKNOWN:
+        raise SolverTimeout("margin solve returned UNKNOWN")
+    if result.objective is not None and result.objective < margin:
+        return result.solution
     return None
 
 
 def _tighten(draft: Draft, counterexample: dict[Cell, str], margin: int) -> bool:
-    """Move one bound toward the truth just enough to exclude the counterexample."""
+    """Move one bound toward the truth just enough to exclude the counterexample; the rule is
+    drawn at random among those that can."""
     grid = [list(row) for row in draft.truth]
     for (row, col), item_id in counterexample.items():
         grid[row][col] = item_id

@@ -1,7 +1,8 @@
 """`python -m pipeline.verify release=PATH [verify.crosscheck=true]`: re-prove a shipped release.
 
-Checks every file digest and schema, then re-proves every task with CP-SAT (and CBC when
-asked). Prints a summary table; exits 1 naming every failing task and the reason.
+Checks every file digest and schema, then re-proves every task with CP-SAT (and the MILP
+cross-check, HiGHS or `verify.crosscheck_solver=cbc`, when asked). Prints a summary table;
+exits 1 naming every failing task and the reason.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from pipeline.verify_release import VerifyReport, verify_release
 register_configs()
 
 
-def print_report(report: VerifyReport, seconds: float, with_cbc: bool) -> None:
+def print_report(report: VerifyReport, seconds: float, milp: str | None) -> None:
     total = Counter(report.tasks.values())
     failed = Counter(report.tasks[t] for t in report.failures if t in report.tasks)
-    proof = "CP-SAT + CBC" if with_cbc else "CP-SAT"
+    proof = f"CP-SAT + {milp.upper()}" if milp else "CP-SAT"
     print(f"{'domain':12s} {'tasks':>6s} {'proved':>7s} {'failed':>7s}   ({proof}, {seconds:.1f}s)")
     for domain in sorted(total):
         print(f"{domain:12s} {total[domain]:6d} {total[domain] - failed[domain]:7d} "
@@ -40,10 +41,10 @@ def print_report(report: VerifyReport, seconds: float, with_cbc: bool) -> None:
 
 def verify(cfg: DictConfig) -> int:
     start = time.perf_counter()
-    with_cbc = bool(cfg.verify.crosscheck)
-    report = verify_release(Path(str(cfg.release)), solver_settings(cfg), with_cbc,
+    milp = str(cfg.verify.crosscheck_solver) if cfg.verify.crosscheck else None
+    report = verify_release(Path(str(cfg.release)), solver_settings(cfg), milp,
                             int(cfg.verify.workers))  # fmt: skip
-    print_report(report, time.perf_counter() - start, with_cbc)
+    print_report(report, time.perf_counter() - start, milp)
     if report.ok:
         print("release verified: every file matches its digest and every task is re-proved")
         return 0

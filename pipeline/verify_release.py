@@ -13,7 +13,7 @@ import jsonschema
 from pipeline.certify import certify
 from pipeline.export import RELEASE_FORMAT, SCHEMA_DIR, ReleaseError, sha256
 from pipeline.parallel import parallel_imap
-from solvers.cbc import crosscheck
+from solvers.milp import crosscheck
 from solvers.results import SolverSettings
 from solvers.task import Answer, Task, TaskFormatError
 from solvers.task_io import answer_from_dict, task_from_dict
@@ -87,9 +87,10 @@ def consistency(task: Task, answer: Answer) -> list[str]:
     return problems
 
 
-def prove_one(args: tuple[str, str, str, SolverSettings, bool]) -> tuple[str, str, list[str]]:
-    """Load one task/answer pair and return (task_id, domain, failure reasons)."""
-    root, task_rel, answer_rel, solver, with_cbc = args
+def prove_one(args: tuple[str, str, str, SolverSettings, str | None]) -> tuple[str, str, list[str]]:
+    """Load one task/answer pair and return (task_id, domain, failure reasons). ``milp`` names
+    the cross-check solver (``highs`` or ``cbc``), or None for CP-SAT alone."""
+    root, task_rel, answer_rel, solver, milp = args
     validators = _validators()
     reasons: list[str] = []
     try:
@@ -111,23 +112,23 @@ def prove_one(args: tuple[str, str, str, SolverSettings, bool]) -> tuple[str, st
     if reasons:
         return task_id, domain, reasons
     reasons += certify(task, answer, solver)["failures"]
-    if with_cbc:
+    if milp:
         decoys = {(r.row, r.col): list(r.decoys) for r in answer.roles}
-        record = crosscheck(task, answer.truth_choice(), decoys, solver)
+        record = crosscheck(task, answer.truth_choice(), decoys, solver, milp)
         if not record["ok"]:
-            reasons.append(f"CBC disagrees: {record['statuses']}"
+            reasons.append(f"{record['solver']} disagrees: {record['statuses']}"
                            + (f", second solution {record['counterexample']}"
                               if "counterexample" in record else ""))  # fmt: skip
     return task_id, domain, reasons
 
 
-def verify_release(path: Path, solver: SolverSettings, with_cbc: bool,
+def verify_release(path: Path, solver: SolverSettings, milp: str | None,
                    workers: int) -> VerifyReport:  # fmt: skip
     manifest = read_manifest(path)
     report = VerifyReport()
     check_files(path, manifest, report)
     pairs = sorted(name for name in manifest.get("files", {}) if name.startswith("tasks/"))
-    jobs = [(str(path), rel, "answers/" + rel[len("tasks/"):], solver, with_cbc) for rel in pairs]
+    jobs = [(str(path), rel, "answers/" + rel[len("tasks/"):], solver, milp) for rel in pairs]
     results = list(parallel_imap(prove_one, jobs, workers, f"verify {path.name}"))
     for task_id, domain, reasons in results:
         report.tasks[task_id] = domain

@@ -51,6 +51,7 @@ class CpSatModel:
         for rule in task.global_constraints:
             self._add_rule(rule)
         self.forbid_truth = self.model.new_bool_var("forbid_truth")
+        self.one_relaxed: Any = None
         if truth is not None:
             self._add_truth_nogood(truth)
         self.model.minimize(sum(self.loosen.values()))
@@ -58,7 +59,8 @@ class CpSatModel:
     def _add_truth_nogood(self, truth: Mapping[Cell, str]) -> None:
         literals = [self.choice[cell][truth[cell]] for cell in self.choice
                     if truth[cell] in self.choice[cell]]  # fmt: skip
-        self.model.add(sum(literals) <= len(self.choice) - 1).only_enforce_if(self.forbid_truth)
+        self.model.add(cp_model.LinearExpr.sum(literals) <= len(self.choice) - 1).only_enforce_if(
+            self.forbid_truth)
 
     def _add_rule(self, rule: GlobalRule) -> None:
         """Linear constraints for ``rule``; its bound can be loosened by ``loosen[name]``."""
@@ -70,11 +72,13 @@ class CpSatModel:
         self.loosen[rule.name], self.relax[rule.name] = loosen, relax
         for group in rule_groups(rule, self.task.rows, self.task.cols):
             for constant, terms in self._group_expressions(rule, group):
-                expression: Any = constant + sum(coef * lit for lit, coef in terms)
-                if rule.is_upper_bound:
-                    self.model.add(expression <= rule.bound + loosen)
-                else:
-                    self.model.add(expression >= rule.bound - loosen)
+                expression: Any = cp_model.LinearExpr.weighted_sum(
+                    [lit for lit, _ in terms] + [loosen],
+                    [coef for _, coef in terms] + [-1 if rule.is_upper_bound else 1])
+                if rule.is_upper_bound:  # sum - loosen <= bound - constant
+                    self.model.add(expression <= rule.bound - constant)
+                else:  # sum + loosen >= bound - constant
+                    self.model.add(expression >= rule.bound - constant)
 
     def _largest_value(self, rule: GlobalRule) -> int:
         if rule.kind not in ("sum_max", "sum_min"):
@@ -113,8 +117,10 @@ class CpSatModel:
         return constant, terms
 
     def solve(self, assumptions: Sequence[Literal], relaxed: str | None = None) -> SolveResult:
-        """Solve under assumption literals; every rule other than ``relaxed`` is exact."""
-        fixed_rules = [self.relax[name].Not() for name in self.relax if name != relaxed]
+        """Solve under assumption literals; every rule other than ``relaxed`` is exact
+        (``relaxed="*"``: any one rule may be, the one that gives the smallest loosening)."""
+        fixed_rules = [] if relaxed == "*" else \
+            [self.relax[name].Not() for name in self.relax if name != relaxed]  # fmt: skip
         self.model.clear_assumptions()
         self.model.add_assumptions(list(assumptions) + fixed_rules)
         solver = cp_model.CpSolver()
@@ -159,6 +165,25 @@ class CpSatModel:
         if literal is None:
             return SolveResult(INFEASIBLE, 0.0)
         return self.solve([literal])
+
+    def some_feasible(self, items: Sequence[tuple[Cell, str]]) -> SolveResult:
+        """Is there a feasible completion using at least one of ``items``? INFEASIBLE proves
+        every one of them wrong in a single solve."""
+        literals = [lit for cell, item_id in items if (lit := self.literal(cell, item_id)) is not None]
+        if not literals:
+            return SolveResult(INFEASIBLE, 0.0)
+        enable = self.model.new_bool_var(f"some_of_{len(self.model.proto.variables)}")
+        self.model.add_bool_or(literals).only_enforce_if(enable)
+        return self.solve([enable])
+
+    def least_loosening_to_ambiguity(self) -> SolveResult:
+        """The smallest loosening of any single rule's bound that admits a completion other
+        than the truth (``objective``), in one solve; INFEASIBLE when no single rule can."""
+        if self.one_relaxed is None:
+            self.one_relaxed = self.model.new_bool_var("one_relaxed")
+            self.model.add(cp_model.LinearExpr.sum(list(self.relax.values())) <= 1).only_enforce_if(
+                self.one_relaxed)
+        return self.solve([self.forbid_truth, self.one_relaxed], relaxed="*")
 
     def loosening_to_ambiguity(self, rule_name: str) -> SolveResult:
         """Smallest loosening of one rule's bound that admits a completion other than the

@@ -11,8 +11,8 @@ import pytest
 
 from domains import domain_names
 from pipeline import GenerationSettings, TaskKey, generate_task
-from solvers.cbc import crosscheck
 from solvers.checker import is_valid_completion, passes_slot, slot_violations
+from solvers.milp import crosscheck
 from solvers.task_io import answer_from_dict, task_from_dict
 from tests.brute import completions
 

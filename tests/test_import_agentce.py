@@ -51,5 +51,5 @@ def test_import_all_six_files_and_verify(tmp_path):
     report = json.loads((release / "import_report.json").read_text())["instances"]
     assert len(report) == 210
     assert sum(status["unique"] for status in report) == 210  # measured: all 210 are unique
-    verified = verify_release(release, SolverSettings(), with_cbc=False, workers=2)
+    verified = verify_release(release, SolverSettings(), milp=None, workers=2)
     assert verified.ok and len(verified.tasks) == 210

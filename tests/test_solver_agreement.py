@@ -1,12 +1,14 @@
-"""The reference checker, CP-SAT and CBC agree with brute force on small random tasks."""
+"""The reference checker, CP-SAT and the MILP cross-check (HiGHS and CBC) agree with brute
+force on small random tasks."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 
-from solvers.cbc import CbcModel
 from solvers.checker import is_valid_completion, locally_valid_candidates
 from solvers.cpsat import CpSatModel
+from solvers.milp import MILP_SOLVERS, MilpModel
 from solvers.results import FEASIBLE, INFEASIBLE
 from tests.brute import all_choices, completions, distance
 from tests.strategies import small_tasks
@@ -21,8 +23,9 @@ def test_cpsat_feasibility_matches_brute_force(task):
         assert is_valid_completion(task, result.solution)
 
 
-@given(small_tasks())
-def test_uniqueness_agrees_across_cpsat_cbc_and_brute_force(task):
+@pytest.mark.parametrize("solver", MILP_SOLVERS)
+@given(task=small_tasks())
+def test_uniqueness_agrees_across_cpsat_milp_and_brute_force(solver, task):
     found = completions(task)
     if not found:
         return
@@ -33,7 +36,7 @@ def test_uniqueness_agrees_across_cpsat_cbc_and_brute_force(task):
     assert other.status == (INFEASIBLE if unique else FEASIBLE)
     if not unique:
         assert other.solution != truth and is_valid_completion(task, other.solution)
-    cbc = CbcModel(task)
+    cbc = MilpModel(task, solver=solver)
     assert cbc.truth_feasible(truth).status == FEASIBLE
     cbc_other = cbc.other_completion(truth)
     assert cbc_other.status == (INFEASIBLE if unique else FEASIBLE)
@@ -41,8 +44,9 @@ def test_uniqueness_agrees_across_cpsat_cbc_and_brute_force(task):
         assert cbc_other.solution != truth and is_valid_completion(task, cbc_other.solution)
 
 
-@given(small_tasks())
-def test_item_feasibility_and_most_decoys_match_brute_force(task):
+@pytest.mark.parametrize("solver", MILP_SOLVERS)
+@given(task=small_tasks())
+def test_item_feasibility_and_most_decoys_match_brute_force(solver, task):
     found = completions(task)
     model = CpSatModel(task)
     for slot in task.slots:
@@ -56,9 +60,21 @@ def test_item_feasibility_and_most_decoys_match_brute_force(task):
     truth = found[0]
     others = {(s.row, s.col): [i for i in locally_valid_candidates(task, s)
                                if i != truth[(s.row, s.col)]] for s in task.slots}  # fmt: skip
-    most = CbcModel(task).most_decoys(others)
+    most = MilpModel(task, solver=solver).most_decoys(others)
     expected = max(sum(choice[c] != truth[c] for c in choice) for choice in found)
     assert most.status == FEASIBLE and most.objective == expected
+
+
+@given(small_tasks())
+def test_one_solve_refutes_a_set_of_items_exactly_when_brute_force_does(task):
+    """``some_feasible`` (the single decoy proof of the certificate) is INFEASIBLE exactly when
+    no completion uses any of the items, and stays usable for later proofs."""
+    found = completions(task)
+    model = CpSatModel(task)
+    items = [((s.row, s.col), i) for s in task.slots for i in s.candidates][::2]
+    used = any(choice[cell] == item for choice in found for cell, item in items)
+    assert model.some_feasible(items).status == (FEASIBLE if used else INFEASIBLE)
+    assert model.solve([]).status == (FEASIBLE if found else INFEASIBLE)
 
 
 @given(small_tasks())
@@ -75,6 +91,31 @@ def test_distance_to_ambiguity_matches_brute_force(task):
             assert result.status == INFEASIBLE
         else:
             assert result.status == FEASIBLE and result.objective == expected
+
+
+@given(small_tasks())
+def test_least_loosening_in_one_solve_matches_the_brute_force_minimum(task):
+    from pipeline.measures import distance_to_ambiguity
+    from solvers.task import Answer, SlotRoles
+
+    found = completions(task)
+    if len(found) != 1:
+        return
+    truth = found[0]
+    per_rule = [distance(task, truth, rule.name) for rule in task.global_constraints]
+    finite = [units for units in per_rule if units is not None]
+    result = CpSatModel(task, truth=truth).least_loosening_to_ambiguity()
+    if not finite:
+        assert result.status == INFEASIBLE
+        return
+    assert result.status == FEASIBLE and result.objective == min(finite)
+    grid = [[truth.get((r, c), task.grid[r][c]) for c in range(task.cols)] for r in range(task.rows)]
+    roles = tuple(SlotRoles(s.row, s.col, truth[(s.row, s.col)], (), ()) for s in task.slots)
+    record = distance_to_ambiguity(task, Answer(task.task_id, grid, roles), None)
+    assert record["units"] == min(finite)
+    named = [rule.name for rule, units in zip(task.global_constraints, per_rule, strict=True)
+             if units == min(finite)]  # fmt: skip
+    assert min(finite) == 0 or record["rule"] in named
 
 
 @given(small_tasks())

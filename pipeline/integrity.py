@@ -1,0 +1,372 @@
+"""Integrity audit: can the truth be told from its decoys without checking the rules?
+
+On every hidden cell with decoys, the *options* are the candidates that pass the cell's slot
+rules (the truth and its decoys); a uniform guess is right with probability 1 / |options|.
+
+Two feature sets describe each option, read only from the task file:
+
+(a) *candidate-side*: the option's own values (scaled to the natural range), its rank and
+    z-score within the cell, its slot margins, how common its categories are in the cell,
+    its list position, id and name ranks, and which way the domain's sum rules push each
+    attribute. No bound values, no visible cells.
+(b) *everything an agent can read without a check tool*: (a) plus the bounds and the
+    visible cells -- room left under each cap, the per-cell share of what a sum still needs.
+
+Classifiers (scikit-learn) are trained on the options of half of the tasks and pick, in
+every decoy cell of the other half, the option with the highest score; many random
+task-level splits give the accuracy and its interval. Simple policies (rank, margin,
+"closest to (bound - visible sum) / hidden cells", ...) are scored the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from statistics import mean, median, pstdev
+from typing import Any
+
+from domains import CategoricalAttribute, NumericAttribute, get_domain
+from pipeline.constrain import SUM_KINDS
+from solvers.checker import locally_valid_candidates, rule_groups
+from solvers.task import Answer, GlobalRule, Slot, Task
+
+Features = dict[str, float]
+
+
+@dataclass
+class DecoyCell:
+    """One hidden cell with decoys: its options, which one is the truth, and features."""
+
+    task_id: str
+    domain: str
+    options: list[str]
+    truth: int
+    candidate_side: list[Features] = field(default_factory=list)
+    readable: list[Features] = field(default_factory=list)
+    policy_picks: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def chance(self) -> float:
+        return 1.0 / len(self.options)
+
+
+def _ranks(values: list[float]) -> list[float]:
+    """Average ranks scaled to [0, 1] (0.5 for a single option)."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for position in range(start, end + 1):
+            ranks[order[position]] = (start + end) / 2
+        start = end + 1
+    top = max(len(values) - 1, 1)
+    return [rank / top for rank in ranks]
+
+
+def sum_directions(domain_name: str) -> dict[str, int]:
+    """Per attribute, the domain's own preference: -1 when its sum is capped (cheaper looks
+    better), +1 when it is a minimum (more looks better)."""
+    out: dict[str, int] = {}
+    for template in get_domain(domain_name).global_rules:
+        if template.kind in SUM_KINDS:
+            out.setdefault(template.attribute, -1 if template.kind == "sum_max" else +1)
+    return out
+
+
+def _name_number(name: str) -> float:
+    digits = "".join(ch for ch in name if ch.isdigit())
+    return float(digits) / 1000.0 if digits else 0.0
+
+
+def candidate_side_features(task: Task, slot: Slot, options: list[str]) -> list[Features]:
+    """Feature set (a) for every option of one cell."""
+    domain = get_domain(task.domain)
+    records = [task.items[i] for i in options]
+    directions = sum_directions(task.domain)
+    rows: list[Features] = [{} for _ in options]
+    rank_sum = [0.0] * len(options)
+    typical = [0.0] * len(options)
+    for attribute in domain.attributes:
+        name = f"{task.domain}.{attribute.name}"
+        if isinstance(attribute, NumericAttribute):
+            values = [float(r[attribute.name]) for r in records]
+            span = float(attribute.high - attribute.low)
+            ranks, centre, spread = _ranks(values), mean(values), pstdev(values) or 1.0
+            middle, width = median(values), (max(values) - min(values)) or 1.0
+            for k, value in enumerate(values):
+                rows[k][f"{name}.value"] = (value - attribute.low) / span
+                rows[k][f"{name}.rank"] = ranks[k]
+                rows[k][f"{name}.z"] = (value - centre) / spread
+                rows[k][f"{name}.directed_rank"] = ranks[k] * directions.get(attribute.name, 0)
+                rows[k][f"{name}.margin"] = _margin(slot, attribute.name, value) / span
+                rank_sum[k] += ranks[k] * directions.get(attribute.name, 0)
+                typical[k] += abs(value - middle) / width
+        elif isinstance(attribute, CategoricalAttribute):
+            counts = Counter(r[attribute.name] for r in records)
+            for k, record in enumerate(records):
+                rows[k][f"{name}.share_in_cell"] = counts[record[attribute.name]] / len(options)
+                rows[k][f"{name}={record[attribute.name]}"] = 1.0
+    position = {item_id: n for n, item_id in enumerate(slot.candidates)}
+    id_ranks = _ranks([float(sum(j < i for j in options)) for i in options])
+    names = [str(task.items[i]["name"]) for i in options]
+    name_ranks = _ranks([float(sum(m < n for m in names)) for n in names])
+    for k, item_id in enumerate(options):
+        rows[k].update({"position": position[item_id] / max(len(slot.candidates) - 1, 1),
+                        "id_rank": id_ranks[k], "name_rank": name_ranks[k],
+                        "name_number": _name_number(str(task.items[item_id]["name"])),
+                        "directed_rank_sum": rank_sum[k], "atypicality": typical[k],
+                        "options": float(len(options))})  # fmt: skip
+    return rows
+
+
+def _margin(slot: Slot, attribute: str, value: float) -> float:
+    total = 0.0
+    for rule in slot.constraints:
+        if rule.attribute == attribute and rule.op in ("<=", ">="):
+            threshold = float(rule.value)  # type: ignore[arg-type]
+            total += threshold - value if rule.op == "<=" else value - threshold
+    return total
+
+
+def readable_features(task: Task, slot: Slot, options: list[str],
+                      side: list[Features]) -> list[Features]:  # fmt: skip
+    """Feature set (b): (a) (``side``) plus what the bounds and the visible cells say about
+    each option."""
+    rows = [dict(row) for row in side]
+    domain = get_domain(task.domain)
+    cell = (slot.row, slot.col)
+    for rule in task.global_constraints:
+        group = next(g for g in rule_groups(rule, task.rows, task.cols) if cell in g)
+        visible = [task.items[task.grid[r][c]] for r, c in group if task.grid[r][c] is not None]  # type: ignore[index]
+        open_cells = sum(1 for r, c in group if task.grid[r][c] is None)
+        name = f"{task.domain}.{rule.name}"
+        for k, item_id in enumerate(options):
+            record = task.items[item_id]
+            rows[k].update(_rule_features(rule, name, record, visible, open_cells, domain))
+    return rows
+
+
+def _rule_features(rule: GlobalRule, name: str, record: dict[str, Any], visible: list[dict],
+                   open_cells: int, domain: Any) -> Features:  # fmt: skip
+    attribute = rule.attribute
+    if rule.kind in SUM_KINDS:
+        numeric = domain.numeric(attribute)
+        span = float(numeric.high - numeric.low)
+        need = (rule.bound - sum(int(v[attribute]) for v in visible)) / open_cells
+        gap = (int(record[attribute]) - need) / span
+        return {f"{name}.gap_to_share": gap, f"{name}.abs_gap_to_share": abs(gap)}
+    if rule.kind == "repeat_max":
+        used = sum(1 for v in visible if v[attribute] == record[attribute])
+        return {f"{name}.room": float(rule.bound - used)}
+    if rule.kind == "count_min_threshold":
+        meets = int(record[attribute]) >= int(rule.at_least or 0)
+        have = sum(1 for v in visible if int(v[attribute]) >= int(rule.at_least or 0))
+        return {f"{name}.meets_x_need": float(meets) * (rule.bound - have) / open_cells}
+    has = record[attribute] == rule.equals
+    have = sum(1 for v in visible if v[attribute] == rule.equals)
+    return {f"{name}.has_x_need": float(has) * (rule.bound - have) / open_cells}
+
+
+# Simple policies ---------------------------------------------------------------------------
+
+Policy = Callable[[Task, Slot, list[str], list[Features], list[Features]], int]
+
+
+def _argmax(scores: list[float], options: list[str]) -> int:
+    return max(range(len(options)), key=lambda k: (scores[k], options[k]))
+
+
+def _feature_policy(key: str, sign: float = 1.0, readable: bool = False) -> Policy:
+    """Pick the option with the largest ``sign`` * feature ``key`` (a name ending in ``.``
+    sums every feature with that suffix: all margins, all rooms, ...)."""
+
+    def score(row: Features) -> float:
+        if key.startswith("."):
+            return sum(v for f, v in row.items() if f.endswith(key))
+        return row[key]
+
+    def pick(task, slot, options, side, read):  # type: ignore[no-untyped-def]
+        return _argmax([sign * score(row) for row in (read if readable else side)], options)
+
+    return pick
+
+
+POLICIES: dict[str, Policy] = {
+    "first_listed": _feature_policy("position", -1.0),
+    "smallest_id": _feature_policy("id_rank", -1.0),
+    "smallest_name": _feature_policy("name_rank", -1.0),
+    "most_typical": _feature_policy("atypicality", -1.0),
+    "most_average_rank": lambda t, s, o, side, r: _argmax(
+        [-sum(abs(v - 0.5) for f, v in row.items() if f.endswith(".rank")) for row in side], o),
+    "largest_slot_margin": _feature_policy(".margin"),
+    "best_on_summed_attributes": _feature_policy("directed_rank_sum"),
+    "most_room_under_repeat_max": _feature_policy(".room", readable=True),
+    "closest_to_needed_share": _feature_policy(".abs_gap_to_share", -1.0, readable=True),
+}
+
+
+# Collecting cells ---------------------------------------------------------------------------
+
+
+def decoy_cells(task: Task, answer: Answer) -> list[DecoyCell]:
+    """Every cell of ``task`` with more than one option, with features and policy picks."""
+    truth = {(r.row, r.col): r.truth for r in answer.roles}
+    out = []
+    for slot in task.slots:
+        options = locally_valid_candidates(task, slot)
+        if len(options) < 2:
+            continue
+        side = candidate_side_features(task, slot, options)
+        read = readable_features(task, slot, options, side)
+        cell = DecoyCell(task.task_id, task.domain, options,
+                         options.index(truth[(slot.row, slot.col)]), side, read)  # fmt: skip
+        cell.policy_picks = {name: policy(task, slot, options, side, read)
+                             for name, policy in POLICIES.items()}  # fmt: skip
+        out.append(cell)
+    return out
+
+
+def policy_scores(cells: Iterable[DecoyCell]) -> dict[str, dict[str, float]]:
+    """Per policy: share of decoy cells where it picks the truth, with chance and interval."""
+    cells = list(cells)
+    chance = mean(c.chance for c in cells) if cells else float("nan")
+    out = {}
+    for name in POLICIES:
+        hits = sum(c.policy_picks[name] == c.truth for c in cells)
+        out[name] = _summary(hits / len(cells) if cells else float("nan"), chance, len(cells))
+    return out
+
+
+def _summary(accuracy: float, chance: float, cells: int) -> dict[str, float]:
+    half = 1.96 * math.sqrt(max(accuracy * (1 - accuracy), 1e-12) / max(cells, 1))
+    return {"accuracy": accuracy, "low": accuracy - half, "high": accuracy + half,
+            "chance": chance, "cells": float(cells)}  # fmt: skip
+
+
+# Classifiers --------------------------------------------------------------------------------
+
+MODELS = ("logistic_regression", "gradient_boosting")
+ARITHMETIC = (".gap_to_share", ".abs_gap_to_share")
+FEATURE_SETS = {
+    "candidate_side": "(a) the candidates' own values, ranks, margins, position, ids, names",
+    "readable": "(b) (a) plus bounds and visible cells: all an agent reads without a check",
+    "arithmetic": "only 'value - (bound - visible sum) / open cells' per sum rule",
+    "readable_without_arithmetic": "(b) without those sum-share features",
+}
+
+
+def _features(cell: DecoyCell, feature_set: str) -> list[Features]:
+    if feature_set == "candidate_side":
+        return cell.candidate_side
+    if feature_set == "readable":
+        return cell.readable
+    keep = feature_set == "arithmetic"
+    return [{k: v for k, v in row.items() if k.endswith(ARITHMETIC) == keep} for row in cell.readable]
+
+
+def _model(name: str, seed: int) -> Any:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if name == "logistic_regression":
+        return make_pipeline(StandardScaler(), LogisticRegression(max_iter=300, C=1.0))
+    return HistGradientBoostingClassifier(max_iter=150, learning_rate=0.08, max_leaf_nodes=15,
+                                          random_state=seed)  # fmt: skip
+
+
+def classifier_score(cells: list[DecoyCell], feature_set: str, model: str, splits: int = 10,
+                     seed: int = 0) -> dict[str, float]:  # fmt: skip
+    """Top-1 accuracy on decoy cells of held-out tasks, over ``splits`` random halvings of the
+    tasks. The interval is the binomial one of the mean test size around the mean accuracy."""
+    from sklearn.feature_extraction import DictVectorizer
+
+    tasks = sorted({c.task_id for c in cells})
+    rng = random.Random(seed)
+    accuracies, chances, sizes = [], [], []
+    for split in range(splits):
+        held = set(rng.sample(tasks, len(tasks) // 2))
+        train = [c for c in cells if c.task_id not in held]
+        test = [c for c in cells if c.task_id in held]
+        rows = [f for c in train for f in _features(c, feature_set)]
+        labels = [int(k == c.truth) for c in train for k in range(len(c.options))]
+        vectorizer = DictVectorizer(sparse=False)
+        fitted = _model(model, seed + split).fit(vectorizer.fit_transform(rows), labels)
+        scores = list(fitted.predict_proba(vectorizer.transform(
+            [f for cell in test for f in _features(cell, feature_set)]))[:, 1])
+        hits, start = 0, 0
+        for cell in test:
+            end = start + len(cell.options)
+            hits += _argmax(scores[start:end], cell.options) == cell.truth
+            start = end
+        accuracies.append(hits / len(test))
+        chances.append(mean(c.chance for c in test))
+        sizes.append(len(test))
+    return _summary(mean(accuracies), mean(chances), round(mean(sizes)))
+
+
+# The whole audit ----------------------------------------------------------------------------
+
+
+def audit(pairs: Iterable[tuple[Task, Answer]], splits: int = 20, seed: int = 0) -> dict[str, Any]:
+    """Policies (overall and by H) and, when ``splits`` > 0, every classifier on every
+    feature set, over the decoy cells of ``pairs``."""
+    cells: list[DecoyCell] = []
+    hidden: dict[str, int] = {}
+    for task, answer in pairs:
+        cells += decoy_cells(task, answer)
+        hidden[task.task_id] = task.hidden_slots
+    by_h: dict[int, list[DecoyCell]] = {}
+    for cell in cells:
+        by_h.setdefault(hidden[cell.task_id], []).append(cell)
+    report: dict[str, Any] = {
+        "decoy_cells": len(cells), "tasks": len(hidden),
+        "chance": mean(c.chance for c in cells) if cells else None,
+        "policies": policy_scores(cells),
+        "policies_by_hidden_slots": {h: policy_scores(part) for h, part in sorted(by_h.items())},
+        "classifiers": {}, "splits": splits, "seed": seed,
+    }  # fmt: skip
+    if splits > 0 and len(hidden) >= 4:
+        for feature_set in FEATURE_SETS:
+            for model in MODELS:
+                score = classifier_score(cells, feature_set, model, splits, seed)
+                report["classifiers"][f"{feature_set}/{model}"] = score
+    return report
+
+
+def _row(name: str, score: dict[str, float]) -> str:
+    lift = score["accuracy"] - score["chance"]
+    return (f"| {name} | {score['accuracy']:.3f} | [{score['low']:.3f}, {score['high']:.3f}] | "
+            f"{score['chance']:.3f} | {lift:+.3f} |")  # fmt: skip
+
+
+def audit_markdown(report: dict[str, Any]) -> str:
+    """The audit as a markdown section (dataset card, `make audit`)."""
+    head = "| | top-1 accuracy | 95% interval | chance | lift |\n|---|---|---|---|---|"
+    lines = [f"Decoy cells: {report['decoy_cells']} in {report['tasks']} tasks; a uniform guess "
+             f"among a cell's locally valid candidates is right {report['chance'] or 0:.3f} of the "
+             "time.", "", "### Policies that check nothing", "", head]  # fmt: skip
+    lines += [_row(name, score) for name, score in report["policies"].items()]
+    if report["classifiers"]:
+        lines += ["", f"### Classifiers (train on half of the tasks, test on the other half, "
+                  f"{report['splits']} random splits)", "", head]  # fmt: skip
+        lines += [_row(name, score) for name, score in report["classifiers"].items()]
+        lines += ["", *(f"- `{name}`: {text}" for name, text in FEATURE_SETS.items())]
+    lines += ["", "### 'closest to (bound - visible sum) / open cells' by H", "",
+              "| H | cells | accuracy | chance |", "|---|---|---|---|"]  # fmt: skip
+    for hidden, scores in report["policies_by_hidden_slots"].items():
+        score = scores["closest_to_needed_share"]
+        lines.append(f"| {hidden} | {score['cells']:.0f} | {score['accuracy']:.3f} | "
+                     f"{score['chance']:.3f} |")  # fmt: skip
+    lines += ["", "Reading: (a) is what the candidates alone give away and should sit at chance. "
+              "What (b) adds over (a) is arithmetic on the rules: a sum that contains the truth "
+              "correlates with it (exactly at H = 1, about 1/sqrt(H) beyond); the `arithmetic` and "
+              "`readable_without_arithmetic` rows split (b) into that part and the rest."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,79 @@
+"""Stage 4b: difficulty that interval propagation does not remove (``min_resistant_share``).
+
+Propagation on the linear rules is legitimate reasoning, and it eliminates most decoys when
+bounds sit close to the truth. When a unique draft leaves fewer than the asked share of its
+decoys *resistant* (standing at the propagation fixpoint), its bounds are loosened one rule at
+a time, in random order, each by as much as uniqueness allows: CP-SAT gives the smallest
+loosening of that rule that admits a second completion, and the rule is loosened by
+``min_margin`` less (a rule that no loosening can make ambiguous is loosened until it no longer
+prunes anything). Only bounds move; the candidates stay exchangeable. A draft that still
+falls short is re-drawn whole by the caller.
+"""
+
+from __future__ import annotations
+
+from pipeline.assemble import build_task, candidate_ids, truth_choice
+from pipeline.draft import Draft
+from pipeline.keys import GenerationSettings
+from solvers.checker import locally_valid_candidates
+from solvers.cpsat import CpSatModel
+from solvers.propagation import decoy_resistance, linear_rows
+from solvers.results import FEASIBLE, UNKNOWN, SolverSettings, SolverTimeout
+from solvers.task import GlobalRule, Task
+
+
+def qualifies(draft: Draft) -> bool:
+    """``min_resistant_share`` applies to tasks with at least two cells holding decoys."""
+    return sum(1 for ids in draft.decoys.values() if ids) >= 2
+
+
+def resistant_enough(resistant: int, decoys: int, share: float) -> bool:
+    return resistant >= share * decoys - 1e-9
+
+
+def _resistance(task: Task, draft: Draft) -> tuple[int, int]:
+    result = decoy_resistance(task, {cell: list(ids) for cell, ids in draft.decoys.items()})
+    return int(result["resistant"]), int(result["decoys"])
+
+
+def _vacuous_units(task: Task, rule: GlobalRule) -> int:
+    """How far ``rule`` must loosen before it can prune no option at all."""
+    options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
+    single = Task(task.task_id, task.domain, task.rows, task.cols, 0, task.grid, task.items,
+                  task.slots, (rule,))  # fmt: skip
+    units = 0
+    for row in linear_rows(single, options):
+        if row.upper:
+            extreme = row.constant + sum(max(c.values()) for c in row.coefficients.values())
+            units = max(units, extreme - row.bound)
+        else:
+            extreme = row.constant + sum(min(c.values()) for c in row.coefficients.values())
+            units = max(units, row.bound - extreme)
+    return units
+
+
+def loosen_for_resistance(draft: Draft, task_id: str, settings: GenerationSettings,
+                          solver: SolverSettings) -> bool:  # fmt: skip
+    """Loosen bounds of a unique ``draft`` until the resistant share is met; True when met."""
+    target = settings.min_resistant_share
+    if target <= 0 or not qualifies(draft):
+        return True
+    order = {cell: candidate_ids(draft, cell) for cell in draft.hidden}
+    truth = truth_choice(draft)
+    for index in draft.rng.sample(range(len(draft.rules)), len(draft.rules)):
+        task = build_task(draft, task_id, 0, 0, order=order)
+        if resistant_enough(*_resistance(task, draft), target):
+            return True
+        rule = draft.rules[index]
+        result = CpSatModel(task, solver, truth).loosening_to_ambiguity(rule.name)
+        if result.status == UNKNOWN:
+            raise SolverTimeout(f"loosening solve for {rule.name} returned UNKNOWN")
+        if result.status == FEASIBLE and result.objective is not None:
+            units = result.objective - settings.min_margin
+        else:
+            units = _vacuous_units(task, rule)
+        if units > 0:
+            bound = rule.bound + units if rule.is_upper_bound else max(0, rule.bound - units)
+            draft.rules[index] = rule.with_bound(bound)
+    task = build_task(draft, task_id, 0, 0, order=order)
+    return resistant_enough(*_resistance(task, draft), target)

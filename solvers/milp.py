@@ -1,0 +1,251 @@
+"""Independent MILP cross-check, solved by HiGHS (``highspy``, default) or CBC (PuLP).
+
+Written separately from the CP-SAT path on purpose: it evaluates slot rules and builds the
+rule rows itself, from the task data alone, so a bug in one model is unlikely to be repeated
+in the other. It confirms (a) the truth is feasible, (b) no other completion exists, and
+(c) no decoy appears in any feasible completion (one MILP: the largest number of decoys a
+feasible completion can use is 0; the record keeps that objective).
+
+The formulation is plain data (binary columns, linear rows) built once per task; each
+question adds its rows and objective and hands the whole to a back-end. HiGHS is the
+default: the bundled CBC 2.10.3 (2019) has been seen to answer a feasible "most decoys" MILP
+with "Pre-processing says infeasible or unbounded" (issue 7); CBC stays selectable.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pulp
+
+from solvers.checker import rule_groups
+from solvers.results import FEASIBLE, INFEASIBLE, UNKNOWN, Cell, SolveResult, SolverSettings
+from solvers.task import Task
+
+MILP_SOLVERS = ("highs", "cbc")
+
+
+@functools.cache
+def solver_version(solver: str) -> str:
+    """Name and version of the MILP back-end, e.g. ``highs 1.15.1 (pulp 3.3.2)``."""
+    if solver == "highs":
+        import highspy
+
+        return f"highs {highspy.Highs().version()} (highspy)"
+    try:  # the bundled binary prints "Version: 2.10.3" on start
+        banner = subprocess.run([pulp.PULP_CBC_CMD().path], input="quit\n", capture_output=True,
+                                text=True, timeout=10).stdout  # fmt: skip
+        version = re.search(r"Version:\s*(\S+)", banner)
+    except (OSError, subprocess.SubprocessError):
+        version = None
+    return f"cbc {version.group(1) if version else 'unknown'} (pulp {pulp.__version__})"
+
+
+def _passes(constraints: Any, record: Mapping[str, Any]) -> bool:
+    for rule in constraints:
+        value = record.get(rule.attribute)
+        ok = {
+            "<=": lambda v, r=rule: isinstance(v, int) and v <= r.value,
+            ">=": lambda v, r=rule: isinstance(v, int) and v >= r.value,
+            "in": lambda v, r=rule: v in r.value,
+            "not_in": lambda v, r=rule: v is not None and v not in r.value,
+        }[rule.op](value)
+        if not ok:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Row:
+    """``sum(coefficient * column) sense rhs`` with sense one of ``<=``, ``>=``, ``==``."""
+
+    name: str
+    terms: tuple[tuple[int, int], ...]  # (column, coefficient)
+    sense: str
+    rhs: int
+
+
+class MilpModel:
+    """Binary columns y[(row, col, id)] for the locally valid candidates, one row "exactly
+    one per hidden cell", and the rule rows; built once, then asked several questions."""
+
+    def __init__(self, task: Task, settings: SolverSettings | None = None,
+                 solver: str = "highs") -> None:  # fmt: skip
+        if solver not in MILP_SOLVERS:
+            raise ValueError(f"MILP solver {solver!r} is unknown; use one of {MILP_SOLVERS}")
+        self.task = task
+        self.settings = settings or SolverSettings()
+        self.solver = solver
+        self.options: dict[Cell, list[str]] = {
+            (s.row, s.col): [c for c in s.candidates if _passes(s.constraints, task.items[c])]
+            for s in task.slots
+        }
+        self.columns = [(cell, i) for cell, ids in self.options.items() for i in ids]
+        self.column = {key: n for n, key in enumerate(self.columns)}
+        self.rows = [Row(f"one_{r}_{c}", tuple((self.column[((r, c), i)], 1) for i in ids), "==", 1)
+                     for (r, c), ids in self.options.items()]  # fmt: skip
+        for number, rule in enumerate(task.global_constraints):
+            sense = "<=" if rule.kind in ("sum_max", "repeat_max", "count_max") else ">="
+            for name, constant, terms in self._rule_rows(rule):
+                self.rows.append(Row(f"g{number}_{name}", terms, sense, rule.bound - constant))
+
+    def _rule_rows(self, rule: Any) -> list[tuple[str, int, tuple[tuple[int, int], ...]]]:
+        out = []
+        for number, cells in enumerate(rule_groups(rule, self.task.rows, self.task.cols)):
+            if rule.kind == "repeat_max":
+                values = sorted({str(self.task.items[i][rule.attribute])
+                                 for cell in cells for i in self._ids(cell)})  # fmt: skip
+                for k, value in enumerate(values):
+                    out.append((f"{number}_v{k}", *self._sum(
+                        cells, lambda rec, v=value: int(str(rec[rule.attribute]) == v))))
+            else:
+                out.append((str(number), *self._sum(cells, lambda rec: _coefficient(rule, rec))))
+        return out
+
+    def _ids(self, cell: Cell) -> list[str]:
+        visible = self.task.grid[cell[0]][cell[1]]
+        return [visible] if visible is not None else self.options[cell]
+
+    def _sum(self, cells: list[Cell], coef: Any) -> tuple[int, tuple[tuple[int, int], ...]]:
+        constant, terms = 0, []
+        for r, c in cells:
+            visible = self.task.grid[r][c]
+            if visible is not None:
+                constant += coef(self.task.items[visible])
+            else:
+                terms += [(self.column[((r, c), i)], coef(self.task.items[i]))
+                          for i in self.options[(r, c)]]  # fmt: skip
+        return constant, tuple((column, value) for column, value in terms if value)
+
+    def _ask(self, extra: list[Row], objective: dict[int, int], maximize: bool) -> SolveResult:
+        start = time.perf_counter()
+        solve = _solve_highs if self.solver == "highs" else _solve_cbc
+        status, values, value = solve(len(self.columns), self.rows + extra, objective, maximize,
+                                      self.settings)  # fmt: skip
+        wall_ms = (time.perf_counter() - start) * 1000.0
+        if status != FEASIBLE:
+            return SolveResult(status, wall_ms)
+        chosen = {cell: i for (cell, i), v in zip(self.columns, values, strict=True) if v > 0.5}
+        return SolveResult(FEASIBLE, wall_ms, chosen, int(round(value)))
+
+    def truth_feasible(self, truth: Mapping[Cell, str]) -> SolveResult:
+        if any(truth[cell] not in ids for cell, ids in self.options.items()):
+            return SolveResult(INFEASIBLE, 0.0)
+        fixed = [Row(f"fix_{r}_{c}", ((self.column[((r, c), i)], 1),), "==", 1)
+                 for (r, c), i in truth.items()]  # fmt: skip
+        return self._ask(fixed, {}, maximize=False)
+
+    def other_completion(self, truth: Mapping[Cell, str]) -> SolveResult:
+        same = tuple((self.column[(cell, i)], 1) for cell, i in truth.items()
+                     if (cell, i) in self.column)  # fmt: skip
+        return self._ask([Row("not_truth", same, "<=", len(self.options) - 1)], {}, maximize=False)
+
+    def most_decoys(self, decoys: Mapping[Cell, list[str]]) -> SolveResult:
+        """The most decoys any feasible completion uses (``objective``; 0 is the proof)."""
+        used = {self.column[(cell, i)]: 1 for cell, ids in decoys.items() for i in ids
+                if (cell, i) in self.column}  # fmt: skip
+        return self._ask([], used, maximize=True)
+
+
+Outcome = tuple[str, list[float], float]
+
+
+def _solve_highs(columns: int, rows: list[Row], objective: dict[int, int], maximize: bool,
+                 settings: SolverSettings) -> Outcome:  # fmt: skip
+    import highspy
+
+    highs = highspy.Highs()
+    for option, value in (("output_flag", False), ("threads", 1), ("random_seed", settings.seed),
+                          ("time_limit", float(settings.time_limit_s))):  # fmt: skip
+        highs.setOptionValue(option, value)
+    inf = highspy.kHighsInf
+    cost = np.zeros(columns)
+    for n, value in objective.items():
+        cost[n] = value
+    highs.addCols(columns, cost, np.zeros(columns), np.ones(columns), 0, [], [], [])
+    highs.changeColsIntegrality(columns, np.arange(columns, dtype=np.int32),
+                                np.full(columns, highspy.HighsVarType.kInteger))  # fmt: skip
+    low = np.array([-inf if row.sense == "<=" else row.rhs for row in rows], dtype=float)
+    high = np.array([inf if row.sense == ">=" else row.rhs for row in rows], dtype=float)
+    starts = np.cumsum([0] + [len(row.terms) for row in rows[:-1]], dtype=np.int32)
+    indices = np.array([c for row in rows for c, _ in row.terms], dtype=np.int32)
+    values = np.array([v for row in rows for _, v in row.terms], dtype=float)
+    highs.addRows(len(rows), low, high, len(indices), starts, indices, values)
+    if maximize:
+        highs.changeObjectiveSense(highspy.ObjSense.kMaximize)
+    highs.run()
+    status = highs.getModelStatus()
+    # Every column is binary, so the problem is bounded: "unbounded or infeasible" (a presolve
+    # verdict) means infeasible.
+    if status in (highspy.HighsModelStatus.kInfeasible,
+                  highspy.HighsModelStatus.kUnboundedOrInfeasible):  # fmt: skip
+        return INFEASIBLE, [], 0.0
+    if status == highspy.HighsModelStatus.kOptimal:
+        return FEASIBLE, list(highs.getSolution().col_value), highs.getInfo().objective_function_value
+    return UNKNOWN, [], 0.0
+
+
+def _solve_cbc(columns: int, rows: list[Row], objective: dict[int, int], maximize: bool,
+               settings: SolverSettings) -> Outcome:  # fmt: skip
+    problem = pulp.LpProblem("grid_task", pulp.LpMaximize if maximize else pulp.LpMinimize)
+    y = [pulp.LpVariable(f"y{n}", cat="Binary") for n in range(columns)]
+    problem += pulp.LpAffineExpression([(y[n], v) for n, v in objective.items()]), "objective"
+    for row in rows:
+        expression = pulp.LpAffineExpression([(y[c], v) for c, v in row.terms])
+        sense = {"<=": pulp.LpConstraintLE, ">=": pulp.LpConstraintGE, "==": pulp.LpConstraintEQ}
+        problem += pulp.LpConstraint(expression, sense[row.sense], row.name, row.rhs)
+    # No `threads` option: with "-threads 1" the bundled CBC starts a worker thread that
+    # sometimes waits 10 s to start (seen: "Thread 0 ... waiting to start 10.0"), which
+    # turned quick proofs into time-outs. Without it CBC runs single-threaded anyway.
+    problem.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=settings.time_limit_s))
+    if problem.sol_status == pulp.LpSolutionInfeasible or problem.status == -1:
+        return INFEASIBLE, [], 0.0
+    if problem.sol_status == pulp.LpSolutionOptimal:
+        return FEASIBLE, [v.value() or 0.0 for v in y], float(pulp.value(problem.objective) or 0)
+    return UNKNOWN, [], 0.0
+
+
+def _coefficient(rule: Any, record: Mapping[str, Any]) -> int:
+    value = record[rule.attribute]
+    if rule.kind in ("sum_max", "sum_min"):
+        return int(value)
+    if rule.kind in ("count_min", "count_max"):
+        return 1 if value == rule.equals else 0
+    return 1 if int(value) >= int(rule.at_least) else 0
+
+
+def crosscheck(task: Task, truth: Mapping[Cell, str], decoys: Mapping[Cell, list[str]],
+               settings: SolverSettings | None = None, solver: str = "highs") -> dict[str, Any]:  # fmt: skip
+    """Run the three MILP confirmations; returns a record with a status per proof.
+
+    ``most_decoys_used`` is the optimum of "use as many decoys as possible" over the feasible
+    completions: 0 proves that no decoy is in any of them (the truth is one of them, so the
+    optimum exists)."""
+    model = MilpModel(task, settings, solver)
+    start = time.perf_counter()
+    truth_result = model.truth_feasible(truth)
+    other = model.other_completion(truth)
+    most = model.most_decoys(decoys)
+    decoys_ok = most.status == FEASIBLE and most.objective == 0
+    record = {
+        "solver": solver,
+        "solver_version": solver_version(solver),
+        "truth_feasible": truth_result.status == FEASIBLE,
+        "unique": other.status == INFEASIBLE,
+        "decoys_infeasible": decoys_ok,
+        "most_decoys_used": most.objective if most.status == FEASIBLE else None,
+        "statuses": {"truth": truth_result.status, "other": other.status,
+                     "most_decoys": most.status},
+        "wall_ms": round((time.perf_counter() - start) * 1000.0, 3),
+    }
+    record["ok"] = bool(record["truth_feasible"] and record["unique"] and decoys_ok)
+    if other.status == FEASIBLE and other.solution is not None:
+        record["counterexample"] = {f"{r},{c}": i for (r, c), i in sorted(other.solution.items())}
+    return record
