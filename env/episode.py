@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any
 
 from env.budgets import UNLIMITED, EnvSettings
-from env.tools import ArgumentError, Tool, tools_for
+from env.tools import MESSAGE_LIMIT, ArgumentError, Tool, clip, tools_for
 from solvers.checker import check_global, slot_rule_holds
 from solvers.task import Task
 
@@ -57,7 +57,7 @@ class Episode:
         self.calls: Counter[str] = Counter()
         self.invalid = self.failures = self.steps = 0
         self.queries_used = self.checks_used = 0
-        self.finished = False
+        self.finished = self.truncated = False
 
     def _attribute_kinds(self) -> dict[str, str]:
         kinds: dict[str, str] = {}
@@ -76,7 +76,8 @@ class Episode:
             result = self._call(name, arguments)
         except Exception as error:  # the environment must survive anything an agent sends
             self.invalid += 1
-            result = _result("error", f"internal error handled: {type(error).__name__}: {error}")
+            result = _result("error", f"internal error handled: {type(error).__name__}: "
+                             f"{clip(str(error))}")  # fmt: skip
         if self.trace is not None:
             self.trace.append({"tool": name if isinstance(name, str) else repr(name),
                                "arguments": arguments if isinstance(arguments, dict | str | None)
@@ -84,28 +85,37 @@ class Episode:
         return result
 
     def _call(self, name: Any, arguments: Any) -> dict[str, Any]:
+        """Validate everything first (an invalid call is always ``error``, never an injected
+        ``failed``), then the budgets, then the failure draw, then the tool itself."""
+        if self.steps > self.settings.max_steps:
+            self.invalid += 1
+            self.finished = self.truncated = True
+            return _result("error", f"the step limit of {self.settings.max_steps} tool calls is "
+                           "reached; the episode is over")  # fmt: skip
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             self.invalid += 1
-            return _result("error", f"unknown tool {name!r}; tools: {sorted(self.tools)}")
+            return _result("error", f"unknown tool {clip(repr(name))}; tools: {sorted(self.tools)}")
         self.calls[tool.name] += 1
         if self.finished:
             self.invalid += 1
             return _result("error", "the episode is over (done was called)")
         try:
-            args = tool.parse(arguments)
-            handler = self.handlers[tool.name]
-            self._validate(tool.name, args)
+            args = self._validate(tool.name, tool.parse(arguments))
         except ArgumentError as error:
             self.invalid += 1
-            return _result("error", str(error))
+            return _result("error", clip(str(error), MESSAGE_LIMIT))
+        exhausted = self._exhausted(tool.name, args)
+        if exhausted:
+            return _result("budget_exhausted", exhausted)
         if tool.name != "done" and self.settings.failure_rate and \
                 self.rng.random() < self.settings.failure_rate:  # fmt: skip
             self.failures += 1
             return _result("failed", "the tool failed this time; nothing changed, try again")
-        return handler(**args)
+        return self.handlers[tool.name](**args)
 
-    def _validate(self, name: str, args: dict[str, Any]) -> None:
+    def _validate(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Every check of an argument against the task; raises :class:`ArgumentError`."""
         if "row" in args:
             row, col = args["row"], args["col"]
             if not (0 <= row < self.task.rows and 0 <= col < self.task.cols):
@@ -115,15 +125,46 @@ class Episode:
             if name != "get_slot_id" and (row, col) not in self.slots:
                 raise ArgumentError(f"cell ({row}, {col}) is fixed, not hidden; hidden cells: "
                                     f"{sorted(self.slots)}")  # fmt: skip
+        d = self.task.domain
+        if name == "set_slot" and args["id"] is not None and \
+                args["id"] not in self.slots[(args["row"], args["col"])].candidates:  # fmt: skip
+            raise ArgumentError(f"{clip(repr(args['id']))} is not a candidate of cell "
+                                f"({args['row']}, {args['col']}); find candidates with "
+                                f"query_{d}_candidate_from_attribute")  # fmt: skip
+        if name == f"check_{d}_slot_constraints" and self.grid[args["row"]][args["col"]] is None:
+            raise ArgumentError(f"cell ({args['row']}, {args['col']}) is empty; set_slot first")
+        if "field" in args:
+            self._known_field(args["field"])
+        if name == f"query_{d}_candidate_from_attribute":
+            args = {**args, "value": self._query_value(args["field"], args["operator"],
+                                                       args["value"])}  # fmt: skip
+        if name == f"get_{d}_item_info" and args["id"] not in self.visible:
+            raise ArgumentError(f"{clip(repr(args['id']))} is not an item fixed in the grid; "
+                                f"candidates are read with query_{d}_candidate_from_attribute")
+        if name == f"get_{d}_item_attributes":
+            unknown = [i for i in args["ids"] if i not in self.visible]
+            if unknown:
+                raise ArgumentError(f"not items fixed in the grid: {clip(repr(unknown))}")
+        return args
+
+    def _known_field(self, field: str) -> None:
+        if field not in self.attributes:
+            raise ArgumentError(f"unknown field {clip(repr(field))}; fields: "
+                                f"{sorted(self.attributes)}")  # fmt: skip
+
+    def _exhausted(self, name: str, args: dict[str, Any]) -> str:
+        """Why the call cannot run for lack of budget ("" when it can)."""
+        d = self.task.domain
+        if name == f"query_{d}_candidate_from_attribute" and \
+                self.queries_left[(args["row"], args["col"])] == 0:  # fmt: skip
+            return f"no queries left for cell ({args['row']}, {args['col']})"
+        if name == f"check_{d}_global_constraints" and self.checks_left == 0:
+            return "no global checks left"
+        return ""
 
     # Common tools -----------------------------------------------------------------------
 
     def _set_slot(self, row: int, col: int, id: str | None) -> dict[str, Any]:  # noqa: A002
-        slot = self.slots[(row, col)]
-        if id is not None and id not in slot.candidates:
-            self.invalid += 1
-            return _result("error", f"{id!r} is not a candidate of cell ({row}, {col}); find "
-                           f"candidates with query_{self.task.domain}_candidate_from_attribute")
         self.grid[row][col] = id
         return _result("ok", f"cell ({row}, {col}) {'cleared' if id is None else 'set to ' + id}",
                        {"row": row, "col": col, "id": id})  # fmt: skip
@@ -155,22 +196,7 @@ class Episode:
 
     def _query_d_candidate_from_attribute(self, row: int, col: int, field: str, operator: str,
                                           value: Any) -> dict[str, Any]:  # fmt: skip
-        kind = self.attributes.get(field)
-        if kind is None:
-            self.invalid += 1
-            return _result("error", f"unknown field {field!r}; fields: {sorted(self.attributes)}")
-        allowed = NUMERIC_OPS if kind == "number" else CATEGORY_OPS
-        if operator not in allowed:
-            self.invalid += 1
-            return _result("error", f"operator {operator!r} is not allowed on {kind} field "
-                           f"{field!r}; allowed: {list(allowed)}")  # fmt: skip
-        value, problem = self._query_value(kind, operator, value)
-        if problem:
-            self.invalid += 1
-            return _result("error", problem)
         left = self.queries_left[(row, col)]
-        if left == 0:
-            return _result("budget_exhausted", f"no queries left for cell ({row}, {col})")
         if left != UNLIMITED:
             self.queries_left[(row, col)] = left - 1
         self.queries_used += 1
@@ -179,44 +205,38 @@ class Episode:
                    if _matches(self.task.items[i][field], operator, value)]  # fmt: skip
         return _result("ok", f"{len(matches)} candidates match", {"candidates": matches})
 
-    def _query_value(self, kind: str, operator: str, value: Any) -> tuple[Any, str]:
+    def _query_value(self, field: str, operator: str, value: Any) -> Any:
+        """The query value, coerced; raises :class:`ArgumentError` naming what is allowed."""
+        kind = self.attributes[field]
+        allowed = NUMERIC_OPS if kind == "number" else CATEGORY_OPS
+        if operator not in allowed:
+            raise ArgumentError(f"operator {clip(repr(operator))} is not allowed on {kind} field "
+                                f"{field!r}; allowed: {list(allowed)}")  # fmt: skip
         if kind == "number":
             if isinstance(value, str) and value.strip().lstrip("-").isdigit():
                 value = int(value)
-            if not isinstance(value, int):
-                return value, f"value must be an integer for a number field, got {value!r}"
-            return value, ""
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ArgumentError(f"value must be an integer for a number field, got "
+                                    f"{clip(repr(value))}")  # fmt: skip
+            return value
         if operator in ("in", "not_in"):
             value = [value] if isinstance(value, str) else value
             if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-                return value, f"operator {operator!r} needs a list of categories, got {value!r}"
-            return value, ""
+                raise ArgumentError(f"operator {operator!r} needs a list of categories, got "
+                                    f"{clip(repr(value))}")  # fmt: skip
+            return value
         if not isinstance(value, str):
-            return value, f"value must be a category string, got {value!r}"
-        return value, ""
+            raise ArgumentError(f"value must be a category string, got {clip(repr(value))}")
+        return value
 
     def _get_d_item_info(self, id: str) -> dict[str, Any]:  # noqa: A002
-        if id not in self.visible:
-            self.invalid += 1
-            return _result("error", f"{id!r} is not an item fixed in the grid; candidates are "
-                           f"read with query_{self.task.domain}_candidate_from_attribute")
         return _result("ok", "", dict(self.task.items[id]))
 
     def _get_d_item_attributes(self, ids: list[str], field: str) -> dict[str, Any]:
-        unknown = [i for i in ids if i not in self.visible]
-        if unknown or field not in self.attributes:
-            self.invalid += 1
-            problem = (f"not items fixed in the grid: {unknown}" if unknown
-                       else f"unknown field {field!r}; fields: {sorted(self.attributes)}")
-            return _result("error", problem)
         return _result("ok", "", {i: self.task.items[i][field] for i in ids})
 
     def _check_d_slot_constraints(self, row: int, col: int) -> dict[str, Any]:
-        item_id = self.grid[row][col]
-        if item_id is None:
-            self.invalid += 1
-            return _result("error", f"cell ({row}, {col}) is empty; set_slot first")
-        item = self.task.items[item_id]
+        item = self.task.items[str(self.grid[row][col])]
         results = [{**rule.to_dict(), "satisfied": slot_rule_holds(rule, item)}
                    for rule in self.slots[(row, col)].constraints]  # fmt: skip
         ok = all(r["satisfied"] for r in results)
@@ -224,8 +244,6 @@ class Episode:
                        {"satisfied": ok, "constraints": results})  # fmt: skip
 
     def _check_d_global_constraints(self) -> dict[str, Any]:
-        if self.checks_left == 0:
-            return _result("budget_exhausted", "no global checks left")
         if self.checks_left != UNLIMITED:
             self.checks_left -= 1
         self.checks_used += 1

@@ -7,6 +7,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+ECHO_LIMIT = 120  # characters of an agent's input repeated back in an error message
+MESSAGE_LIMIT = 1000
+
+
+def clip(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
+
 
 class ArgumentError(ValueError):
     """A tool argument is wrong; the message says what was sent and what is allowed."""
@@ -42,25 +50,26 @@ class Param:
                 return int(value)
             if isinstance(value, str) and value.strip().lstrip("-").isdigit():
                 return int(value.strip())
-            raise ArgumentError(f"'{self.name}' must be an integer, got {value!r}")
+            raise ArgumentError(f"'{self.name}' must be an integer, got {clip(repr(value))}")
         if self.kind == "string":
             if isinstance(value, str) and value.strip():
                 return value.strip()
-            raise ArgumentError(f"'{self.name}' must be a non-empty string, got {value!r}")
+            raise ArgumentError(f"'{self.name}' must be a non-empty string, got {clip(repr(value))}")
         if self.kind == "id_or_null":
             if value is None or (isinstance(value, str) and value.strip().lower() in ("", "null",
                                                                                      "none")):
                 return None
             if isinstance(value, str):
                 return value.strip()
-            raise ArgumentError(f"'{self.name}' must be an item id string or null, got {value!r}")
+            raise ArgumentError(f"'{self.name}' must be an item id string or null, got {clip(repr(value))}")
         if self.kind == "id_list":
             value = _maybe_json(value)
             if isinstance(value, str):
                 value = [value]
             if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
                 return [v.strip() for v in value]
-            raise ArgumentError(f"'{self.name}' must be a non-empty list of item ids, got {value!r}")
+            raise ArgumentError(f"'{self.name}' must be a non-empty list of item ids, got "
+                                f"{clip(repr(value))}")  # fmt: skip
         value = _maybe_json(value)
         if isinstance(value, bool) or value is None or isinstance(value, dict):
             raise ArgumentError(f"'{self.name}' must be a number, a string or a list of strings")
@@ -100,7 +109,8 @@ class Tool:
         allowed = [p.name for p in self.params]
         extra = sorted(set(arguments) - set(allowed))
         if extra:
-            raise ArgumentError(f"unknown argument(s) {extra}; {self.name} takes {allowed or 'none'}")
+            raise ArgumentError(f"unknown argument(s) {clip(repr(extra))}; {self.name} takes "
+                                f"{allowed or 'none'}")  # fmt: skip
         missing = [name for name in allowed if name not in arguments]
         if missing:
             raise ArgumentError(f"missing argument(s) {missing}; {self.name} takes {allowed}")

@@ -162,3 +162,56 @@ def test_search_respects_a_check_budget():
     episode = Episode(TASK, EnvSettings(check_budget=3))
     make_agent("search").play(episode, random.Random(0))
     assert episode.checks_used == 3 and score(episode, ANSWER)["finished"]
+
+
+def _invalid_calls(task):
+    (row, col), visible = HIDDEN[0], next((r, c) for r in range(task.rows)
+                                          for c in range(task.cols) if task.grid[r][c])  # fmt: skip
+    d = task.domain
+    return [
+        (f"query_{d}_candidate_from_attribute", {"row": row, "col": col, "field": "colour",
+                                                 "operator": "=", "value": 1}),
+        (f"query_{d}_candidate_from_attribute", {"row": row, "col": col, "field": "price",
+                                                 "operator": "in", "value": [1]}),
+        ("set_slot", {"row": row, "col": col, "id": "not-a-candidate"}),
+        ("set_slot", {"row": visible[0], "col": visible[1], "id": None}),
+        (f"check_{d}_slot_constraints", {"row": row, "col": col}),  # still empty
+        (f"get_{d}_item_info", {"id": task.slots[0].candidates[0]}),  # a candidate, not visible
+        (f"get_{d}_item_attributes", {"ids": ["nope"], "field": "price"}),
+        ("get_slot_id", {"row": 99, "col": 0}),
+        ("no_such_tool", {}),
+    ]  # fmt: skip
+
+
+def test_an_invalid_call_is_always_an_error_never_an_injected_failure():
+    episode = Episode(TASK, EnvSettings(failure_rate=0.5), seed=3)
+    statuses = [episode.call(name, args)["status"] for _ in range(20)
+                for name, args in _invalid_calls(TASK)]  # fmt: skip
+    assert set(statuses) == {"error"} and episode.failures == 0
+    assert episode.invalid == len(statuses) and episode.grid == [list(r) for r in TASK.grid]
+    row, col = HIDDEN[0]
+    valid = [episode.call("get_slot_id", {"row": row, "col": col})["status"] for _ in range(60)]
+    assert valid.count("failed") > 10 and valid.count("ok") > 10
+
+
+def test_the_step_limit_ends_the_episode():
+    episode = Episode(TASK, EnvSettings(max_steps=5))
+    for _ in range(5):
+        assert episode.call("get_global_check_budget")["status"] == "ok"
+    over = episode.call("get_global_check_budget")
+    assert over["status"] == "error" and "step limit of 5" in over["message"]
+    assert episode.finished and episode.truncated
+    assert episode.call("done")["status"] == "error"
+
+
+@pytest.mark.parametrize("field", ["name", "arguments"])
+def test_error_messages_never_echo_a_huge_input(field):
+    huge = "x" * 1_000_000
+    episode = Episode(TASK, EnvSettings())
+    if field == "name":
+        result = episode.call(huge, {})
+    else:
+        result = episode.call(QUERY, {"row": HIDDEN[0][0], "col": HIDDEN[0][1], "field": huge,
+                                      "operator": "=", "value": huge, huge: 1})  # fmt: skip
+    assert result["status"] == "error" and len(result["message"]) < 1200
+    assert result["message"].count("x") <= 300

@@ -120,3 +120,43 @@ def test_min_margin_is_enforced_and_recorded():
     made = generate_task(TaskKey("course", 5, 7, 7, 8, 25, seed=3), settings)
     distance = made.answer.measures["distance_to_ambiguity"]
     assert distance["units"] is None or distance["units"] >= 3
+
+
+def test_a_solver_disagreement_is_recorded_settled_and_redrawn(monkeypatch, tmp_path):
+    """A MILP verdict that contradicts CP-SAT never crashes the build and never ships: the
+    enumeration settles it, the event is kept with both solvers' names and versions, the task
+    is re-drawn, and the manifest counts the event."""
+    import pipeline.build as build
+    from pipeline.export import write_release
+
+    real = build.crosscheck_answer
+    calls = []
+
+    def lying_once(task, answer, solver, milp="highs"):
+        record = real(task, answer, solver, milp)
+        calls.append(task.task_id)
+        if len(calls) == 1:
+            record.update(ok=False, unique=False, statuses={**record["statuses"], "other": "FEASIBLE"})
+        return record
+
+    monkeypatch.setattr(build, "crosscheck_answer", lying_once)
+    made = build.generate_task(small_key("course"), GenerationSettings(crosscheck=True))
+    assert len(calls) == 2 and made.answer.certificate["attempt"] == 1
+    (event,) = made.events
+    assert event["kind"] == "crosscheck_disagreement" and event["attempt"] == 0
+    assert event["primary"]["solver"] == "ortools-cp-sat" and event["primary"]["version"]
+    assert event["secondary"]["solver"] == "highs" and "highs" in event["secondary"]["version"]
+    assert event["settled"]["method"] == "enumeration" and event["settled"]["truth_unique"] is True
+    assert event["settled"]["right"] == "ortools-cp-sat"
+    manifest = write_release(tmp_path / "r", [made], "r", "1.0.0", {}, False)
+    assert manifest["counts"]["crosscheck_disagreements"] == 1
+    assert manifest["build_events"][0]["task_id"] == made.task.task_id
+
+
+def test_settling_by_enumeration_says_when_it_cannot():
+    from pipeline.build import settle
+
+    made = generate_task(small_key("course", hidden_slots=11, decoy_budget=19))
+    verdict = settle(made.task, made.answer, limit=10)
+    assert verdict["method"] == "none" and "settle_limit=10" in verdict["reason"]
+    assert settle(made.task, made.answer, limit=10**9)["truth_unique"] is True
