@@ -79,9 +79,9 @@ class Episode:
             result = _result("error", f"internal error handled: {type(error).__name__}: "
                              f"{clip(str(error))}")  # fmt: skip
         if self.trace is not None:
-            self.trace.append({"tool": name if isinstance(name, str) else repr(name),
+            self.trace.append({"tool": name if isinstance(name, str) else clip(repr(name)),
                                "arguments": arguments if isinstance(arguments, dict | str | None)
-                               else repr(arguments), "status": result["status"]})  # fmt: skip
+                               else clip(repr(arguments)), "result": result})  # fmt: skip
         return result
 
     def _call(self, name: Any, arguments: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field, fields, make_dataclass
-from typing import Any, get_type_hints
+from typing import Any, Optional, get_type_hints
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
@@ -110,12 +110,41 @@ class EnvConf:
     check_budget: Any = "unlimited"
     check_alpha: float = 1.0
     seed: int = 0
+    max_steps: int = 1_000_000  # tool calls per episode
+
+
+@dataclass
+class AgentConf:
+    """Every agent's configuration (``conf/agent/*.yaml``); the LLM fields are ignored by the
+    baselines. ``_target_`` (with ``kwargs``) names your own agent class."""
+
+    name: str = "search"
+    _target_: str = ""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    model: str = ""
+    base_url: Optional[str] = None  # noqa: UP045 (OmegaConf reads typing.Optional)
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: Optional[float] = None  # noqa: UP045
+    top_p: Optional[float] = None  # noqa: UP045
+    max_tokens: Optional[int] = None  # noqa: UP045
+    seed: Optional[int] = None  # noqa: UP045
+    max_steps: int = 200
+    timeout: float = 120.0
+    max_retries: int = 4
+    tool_choice: Optional[str] = "auto"  # noqa: UP045
+    parallel_tool_calls: Optional[bool] = None  # noqa: UP045
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    max_reminders: int = 3
+    concurrency: int = 32
+    prompt_dir: Optional[str] = None  # noqa: UP045
 
 
 @dataclass
 class EvaluateConfig:
     release: str = "outputs/releases/gridbench-v1.0.0"
-    agent: str = "search"
+    agent: AgentConf = field(default_factory=AgentConf)
+    shard: str = ""  # "I/N": this machine's share of the episodes
+    run_name: str = ""  # default: the agent (llm-<model>) plus its budgets
     domains: list[str] = field(default_factory=list)
     hidden_slots: list[int] = field(default_factory=list)
     decoy_budgets: list[int] = field(default_factory=list)

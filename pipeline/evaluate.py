@@ -1,18 +1,25 @@
 """`python -m pipeline.evaluate` (make eval): run one agent over a release.
 
+    make eval ARGS="agent=search failure_rates=[0.0,0.1,0.3]"
+    make eval ARGS="agent=llm agent.model=M agent.base_url=URL"          # any OpenAI-compatible server
+    make eval ARGS="+experiment=paper agent=llm agent.model=M shard=0/4"  # one machine of four
+
 One row per episode in `<output_root>/<release>/<run>/results.parquet` (the run is the agent,
-plus its budgets when they are not unlimited, e.g. `search@q=paper+0,c=paperx1.0`), the tool calls of
-each episode in `traces.jsonl`. Resumable: finished episodes (kept in `episodes.jsonl`) are
-skipped. The agent sees the task file only; the answer file is read by the scorer.
+or `llm-<model>`, plus its budgets when they are not unlimited), the transcript of every
+episode in `transcripts/` (see pipeline/runs.py). Resumable: episodes with a row are skipped;
+an LLM episode whose requests kept failing (`end_reason=api_error`) is retried. Baselines run
+in a process pool; the LLM runner keeps `agent.concurrency` episodes in flight in one process.
+The agent sees the task file only; the answer file is read by the scorer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import random
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,112 +27,186 @@ import hydra
 import polars as pl
 from omegaconf import DictConfig, OmegaConf
 
-from agents import make_agent
+from agents.registry import AgentSpec, agent_spec, make_agent
 from env import EnvSettings, Episode, score
 from pipeline.cli import run_cli
 from pipeline.config import register_configs
-from pipeline.parallel import parallel_imap
+from pipeline.parallel import Progress, parallel_imap
+from pipeline.runs import RunStore, call_columns, parse_shard
 from pipeline.verify_release import read_manifest
+from solvers.task import Answer, Task
 from solvers.task_io import answer_from_dict, task_from_dict
 
 register_configs()
+NOT_IN_EPISODE_ID = ("concurrency", "timeout", "max_retries", "api_key_env", "base_url")
 
 
-def episode_id(task_id: str, agent: str, failure_rate: float, trial: int, env: EnvSettings) -> str:
-    text = json.dumps([task_id, agent, failure_rate, trial, asdict(env)], sort_keys=True)
+@dataclass(frozen=True)
+class Job:
+    """One episode to play: a task of the release at a failure rate and trial."""
+
+    root: str
+    task_rel: str
+    failure_rate: float
+    trial: int
+    episode_id: str
+
+
+def run_label(label: str, env: EnvSettings) -> str:
+    """The run's name: the agent, plus its budgets when they are not unlimited."""
+    if env.query_budget == "unlimited" and env.check_budget == "unlimited":
+        return label
+    query = f"{env.query_budget}+{env.query_extra}" if env.query_budget == "paper" else env.query_budget
+    check = f"{env.check_budget}x{env.check_alpha}" if env.check_budget == "paper" else env.check_budget
+    return f"{label}@q={query},c={check}"
+
+
+def episode_id(task_rel: str, spec: AgentSpec, rate: float, trial: int, env: EnvSettings) -> str:
+    agent = {k: v for k, v in sorted(spec.config.items()) if k not in NOT_IN_EPISODE_ID}
+    text = json.dumps([task_rel, spec.label, agent, rate, trial, asdict(env)], sort_keys=True,
+                      default=str)  # fmt: skip
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def run_label(agent: str, env: EnvSettings) -> str:
-    """The run's name: the agent, plus its budgets when they are not unlimited."""
-    if env.query_budget == "unlimited" and env.check_budget == "unlimited":
-        return agent
-    query = f"{env.query_budget}+{env.query_extra}" if env.query_budget == "paper" else env.query_budget
-    check = f"{env.check_budget}x{env.check_alpha}" if env.check_budget == "paper" else env.check_budget
-    return f"{agent}@q={query},c={check}"
+def load_pair(job: Job) -> tuple[Task, Answer]:
+    """The task and its answer; an answer that belongs to another task is an error."""
+    root = Path(job.root)
+    task = task_from_dict(json.loads((root / job.task_rel).read_text()))
+    answer = answer_from_dict(json.loads((root / "answers" / job.task_rel[len("tasks/"):]).read_text()))
+    if answer.task_id != task.task_id:
+        raise ValueError(f"{job.task_rel}: its answer file is for task {answer.task_id}, not "
+                         f"{task.task_id}; the release is damaged (run make verify)")  # fmt: skip
+    return task, answer
 
 
-def run_episode(job: tuple[str, str, str, str, float, int, EnvSettings, bool]) -> dict[str, Any]:
-    root, task_rel, agent_name, key, failure_rate, trial, env_settings, traces = job
-    task = task_from_dict(json.loads((Path(root) / task_rel).read_text()))
-    settings = EnvSettings(**{**asdict(env_settings), "failure_rate": failure_rate})
-    episode = Episode(task, settings, seed=trial, record=traces)
-    agent = make_agent(agent_name)
-    start = time.perf_counter()
-    agent.play(episode, random.Random(f"{task.task_id}|{agent_name}|{trial}"))
-    wall_ms = (time.perf_counter() - start) * 1000.0
-    answer_rel = "answers/" + task_rel[len("tasks/"):]
-    answer = answer_from_dict(json.loads((Path(root) / answer_rel).read_text()))
+def episode_row(job: Job, spec: AgentSpec, env: EnvSettings, task: Task, episode: Episode,
+                answer: Answer, extra: dict[str, Any], wall_ms: float) -> dict[str, Any]:  # fmt: skip
     result = score(episode, answer)
     calls = result.pop("calls")
-    row = {"episode_id": key, "task_id": task.task_id, "domain": task.domain,
-           "hidden_slots": task.hidden_slots, "decoy_budget": task.decoy_budget,
-           "agent": run_label(agent_name, env_settings), "policy": agent_name,
-           "query_budget": str(env_settings.query_budget), "check_budget": str(env_settings.check_budget),
-           "failure_rate": failure_rate, "trial": trial, **result,
-           "calls_json": json.dumps(calls, sort_keys=True), "wall_ms": wall_ms}  # fmt: skip
-    return {"row": row, "trace": episode.trace}
+    end = extra.pop("end_reason", "done" if episode.finished and not episode.truncated
+                    else "max_steps" if episode.truncated else "no_done")  # fmt: skip
+    return {"episode_id": job.episode_id, "task_id": task.task_id, "domain": task.domain,
+            "hidden_slots": task.hidden_slots, "decoy_budget": task.decoy_budget,
+            "agent": run_label(spec.label, env), "policy": spec.name,
+            "model": str(spec.config.get("model") or spec.label),
+            "query_budget": str(env.query_budget), "check_budget": str(env.check_budget),
+            "failure_rate": job.failure_rate, "trial": job.trial, **result, "end_reason": end,
+            **call_columns(calls, task.domain), "calls_json": json.dumps(calls, sort_keys=True),
+            **extra, "wall_ms": wall_ms}  # fmt: skip
 
 
-def select_tasks(release: Path, cfg: DictConfig) -> list[tuple[str, dict[str, Any]]]:
+def _episode(job: Job, env: EnvSettings, task: Task, record: bool) -> Episode:
+    settings = EnvSettings(**{**asdict(env), "failure_rate": job.failure_rate})
+    return Episode(task, settings, seed=job.trial, record=record)
+
+
+def play_sync(args: tuple[Job, AgentSpec, EnvSettings, bool]) -> tuple[dict[str, Any], Any]:
+    """A baseline or a synchronous custom agent on one episode (runs in a worker process)."""
+    job, spec, env, record = args
+    task, answer = load_pair(job)
+    episode = _episode(job, env, task, record)
+    start = time.perf_counter()
+    make_agent(spec).play(episode, random.Random(f"{task.task_id}|{spec.label}|{job.trial}"))
+    wall_ms = (time.perf_counter() - start) * 1000.0
+    return episode_row(job, spec, env, task, episode, answer, {}, wall_ms), episode.trace
+
+
+async def play_async(jobs: list[Job], spec: AgentSpec, env: EnvSettings, store: RunStore,
+                     record: bool, progress: Progress) -> None:  # fmt: skip
+    """The LLM runner (or an async custom agent): ``concurrency`` episodes in flight."""
+    agent = make_agent(spec)
+    gate = asyncio.Semaphore(max(1, int(spec.config.get("concurrency") or 32)))
+    prompt = getattr(getattr(agent, "templates", None), "sha256", "")
+
+    async def one(job: Job) -> None:
+        async with gate:
+            task, answer = load_pair(job)
+            episode = _episode(job, env, task, record)
+            start = time.perf_counter()
+            outcome = await agent.play(episode)
+            wall_ms = (time.perf_counter() - start) * 1000.0
+            extra = {**outcome.counters(), "prompt_sha256": prompt} if outcome is not None else {}
+            row = episode_row(job, spec, env, task, episode, answer, extra, wall_ms)
+            transcript = outcome.messages if outcome is not None else episode.trace
+            store.save(row, transcript if record else None)
+            progress.update(row)
+
+    await asyncio.gather(*(one(job) for job in jobs))
+
+
+def select_tasks(release: Path, cfg: DictConfig) -> list[str]:
+    """Task files of the release that pass the filters; a filter matching nothing is an error."""
     meta = pl.read_parquet(release / "metadata.parquet")
     for column, values in (("domain", cfg.domains), ("hidden_slots", cfg.hidden_slots),
                            ("decoy_budget", cfg.decoy_budgets)):  # fmt: skip
         if values:
+            known = sorted(set(meta[column].to_list()))
             meta = meta.filter(pl.col(column).is_in(list(values)))
-    return [(f"tasks/{row['domain']}/{row['task_id']}.json", row) for row in meta.iter_rows(named=True)]
+            if not meta.height:
+                raise ValueError(f"{column}={list(values)} matches no task of {release.name} "
+                                 f"(it has {column} in {known})")  # fmt: skip
+    return [f"tasks/{row['domain']}/{row['task_id']}.json" for row in meta.iter_rows(named=True)]
+
+
+def plan(release: Path, cfg: DictConfig, spec: AgentSpec, env: EnvSettings,
+         shard: tuple[int, int] | None) -> list[Job]:  # fmt: skip
+    jobs = [Job(str(release), rel, float(rate), trial, episode_id(rel, spec, float(rate), trial, env))
+            for rel in select_tasks(release, cfg) for rate in cfg.failure_rates
+            for trial in range(int(cfg.trials))]  # fmt: skip
+    if shard is not None:  # by episode id: stable, and balanced across tasks and rates
+        jobs = [job for job in jobs if int(job.episode_id, 16) % shard[1] == shard[0]]
+    return jobs
 
 
 def evaluate(cfg: DictConfig) -> int:
     release = Path(str(cfg.release))
     read_manifest(release)
-    make_agent(str(cfg.agent))  # unknown agent: error before any work
-    env_values = OmegaConf.to_container(cfg.env, resolve=True)
-    env_settings = EnvSettings(**env_values)  # type: ignore[arg-type]
-    env_settings.validate()
-    out = Path(str(cfg.output_root)) / release.name / run_label(str(cfg.agent), env_settings)
-    out.mkdir(parents=True, exist_ok=True)
-    done_path, trace_path = out / "episodes.jsonl", out / "traces.jsonl"
-    finished = _finished(done_path) if cfg.resume else {}
-    jobs = []
-    for task_rel, _ in select_tasks(release, cfg):
-        for rate in cfg.failure_rates:
-            for trial in range(int(cfg.trials)):
-                key = episode_id(task_rel, str(cfg.agent), float(rate), trial, env_settings)
-                if key not in finished:
-                    jobs.append((str(release), task_rel, str(cfg.agent), key, float(rate), trial,
-                                 env_settings, bool(cfg.traces)))  # fmt: skip
+    agent_config = OmegaConf.to_container(cfg.agent, resolve=True)
+    spec = agent_spec(agent_config)  # type: ignore[arg-type]
+    env = EnvSettings(**OmegaConf.to_container(cfg.env, resolve=True))  # type: ignore[arg-type]
+    env.validate()
+    shard = parse_shard(str(cfg.shard or ""))
+    store = RunStore(Path(str(cfg.output_root)) / release.name / str(cfg.run_name or
+                                                                       run_label(spec.label, env)),
+                     shard)  # fmt: skip
+    jobs = plan(release, cfg, spec, env, shard)
+    finished = store.finished() if cfg.resume else {}
+    todo = [job for job in jobs if job.episode_id not in finished]
+    progress = Progress(len(todo), f"eval {spec.label}")
     start = time.perf_counter()
-    with open(done_path, "a") as done_file, open(trace_path, "a") as trace_file:
-        for result in parallel_imap(run_episode, jobs, int(cfg.workers), f"eval {cfg.agent}",
-                                    unit="episode", ordered=False):  # fmt: skip
-            done_file.write(json.dumps(result["row"]) + "\n")
-            if result["trace"] is not None:
-                trace_file.write(json.dumps({"episode_id": result["row"]["episode_id"],
-                                             "calls": result["trace"]}) + "\n")
-    rows = list(_finished(done_path).values())
-    frame = pl.DataFrame(rows).sort(["domain", "hidden_slots", "decoy_budget", "failure_rate",
-                                     "trial", "task_id"])  # fmt: skip
-    frame.write_parquet(out / "results.parquet")
-    seconds = time.perf_counter() - start
-    summary = frame.group_by("failure_rate").agg(pl.col("success").mean(), pl.len()).sort("failure_rate")
-    print(f"{cfg.agent} on {release.name}: {len(jobs)} new episodes ({len(rows) - len(jobs)} "
-          f"reused) in {seconds:.1f}s -> {out / 'results.parquet'}")
-    for row in summary.iter_rows(named=True):
-        print(f"  failure rate {row['failure_rate']}: success {row['success']:.3f} over {row['len']}")
+    try:
+        if spec.is_async:
+            asyncio.run(play_async(todo, spec, env, store, bool(cfg.traces), progress))
+        else:
+            work = [(job, spec, env, bool(cfg.traces)) for job in todo]
+            for row, trace in parallel_imap(play_sync, work, int(cfg.workers), "", ordered=False,
+                                            show=False):  # fmt: skip
+                store.save(row, trace)
+                progress.update(row)
+    except KeyboardInterrupt:
+        progress.close()
+        print(f"interrupted: {progress.done} episodes of this run saved in {store.folder}; run the "
+              "same command again to resume")  # fmt: skip
+        return 130
+    progress.close()
+    frame = store.write_results()
+    _summary(spec, release, store, frame, len(todo), len(jobs), time.perf_counter() - start)
     return 0
 
 
-def _finished(path: Path) -> dict[str, dict[str, Any]]:
-    rows: dict[str, dict[str, Any]] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue  # a line cut by an interrupted run is redone
-            rows[row["episode_id"]] = row
-    return rows
+def _summary(spec: AgentSpec, release: Path, store: RunStore, frame: pl.DataFrame, new: int,
+             total: int, seconds: float) -> None:  # fmt: skip
+    print(f"{spec.label} on {release.name}: {new} episodes run, {total - new} already done, "
+          f"{seconds:.1f}s -> {store.results}")  # fmt: skip
+    if frame.height:
+        summary = frame.group_by("failure_rate").agg(pl.col("success").mean(), pl.len())
+        for row in summary.sort("failure_rate").iter_rows(named=True):
+            print(f"  failure rate {row['failure_rate']}: success {row['success']:.3f} over "
+                  f"{row['len']}")  # fmt: skip
+    if store.api_errors.exists():
+        errors = len(store.api_errors.read_text().splitlines())
+        print(f"  {errors} episode(s) ended in api_error (see {store.api_errors.name}); they are "
+              "not scored and a rerun retries them")  # fmt: skip
 
 
 @hydra.main(version_base=None, config_path="../conf/apps", config_name="evaluate")

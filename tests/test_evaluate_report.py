@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import polars as pl
 import pytest
 
@@ -29,16 +27,18 @@ def test_evaluate_is_resumable_and_report_is_written(release, tmp_path, capsys):
     out = _evaluate(release, runs, "search")
     first = pl.read_parquet(out / "results.parquet")
     assert first.height == 16 and first["success"].all()
-    assert (out / "traces.jsonl").read_text().count("\n") == 16
+    assert len(list((out / "transcripts").glob("*.json.gz"))) == 16
     capsys.readouterr()
     again = pl.read_parquet(_evaluate(release, runs, "search") / "results.parquet")
-    assert "0 new episodes (16 reused)" in capsys.readouterr().out
+    assert "0 episodes run, 16 already done" in capsys.readouterr().out
     assert again.drop("wall_ms").equals(first.drop("wall_ms"))
     filtered = _evaluate(release, runs, "greedy_local", "domains=[toy]", "decoy_budgets=[3]")
     rows = pl.read_parquet(filtered / "results.parquet")
     assert set(rows["domain"]) == {"toy"} and set(rows["decoy_budget"]) == {3}
-    trace = json.loads((out / "traces.jsonl").read_text().splitlines()[0])
-    assert trace["calls"][-1]["tool"] == "done"
+    from pipeline.runs import read_transcript
+
+    trace = read_transcript(next((out / "transcripts").glob("*.json.gz")))["transcript"]
+    assert trace[-1]["tool"] == "done" and trace[-1]["result"]["status"] == "ok"
 
     from pipeline.report import report
 

@@ -40,16 +40,25 @@ def test_unknown_rule_name_is_named():
         convert(data["domain"], instance, 0, "x")
 
 
-def test_import_all_six_files_and_verify(tmp_path):
+def _import_and_verify(tmp_path, source: Path, expected: int) -> None:
     from pipeline.import_agentce import run_import
 
-    cfg = compose_config([f"source={ANCHORS}", f"release.output_root={tmp_path}",
+    cfg = compose_config([f"source={source}", f"release.output_root={tmp_path}",
                           "release.crosscheck=false", "release.workers=2"],
                          "import_agentce", "apps")  # fmt: skip
     assert run_import(cfg) == 0
     release = tmp_path / "agentce-5x5-v1.0.0"
     report = json.loads((release / "import_report.json").read_text())["instances"]
-    assert len(report) == 210
-    assert sum(status["unique"] for status in report) == 210  # measured: all 210 are unique
+    assert len(report) == expected
+    assert sum(status["unique"] for status in report) == expected  # measured: all are unique
     verified = verify_release(release, SolverSettings(), milp=None, workers=2)
-    assert verified.ok and len(verified.tasks) == 210
+    assert verified.ok and len(verified.tasks) == expected
+
+
+def test_import_one_file_and_verify(tmp_path):
+    _import_and_verify(tmp_path, next(f for f in FILES if f.name.startswith("travel")), 35)
+
+
+@pytest.mark.slow
+def test_import_all_six_files_and_verify(tmp_path):
+    _import_and_verify(tmp_path, ANCHORS, 210)

@@ -1,0 +1,256 @@
+"""A loopback OpenAI-compatible chat-completions server that plays a scripted policy, for
+testing and benchmarking the runner over real HTTP with the real ``openai`` client -- and for
+users to smoke-test their setup without a model:
+
+    python -m agents.llm.loopback release=outputs/releases/gridbench-v1.0.0 port=8765
+    make eval ARGS="agent=llm agent.model=scripted agent.base_url=http://127.0.0.1:8765/v1"
+
+The policy reads the release's answer files (it is a test oracle, not a model): it places each
+hidden cell's truth with ``set_slot`` and calls ``done``, re-issuing a call whose result was
+``failed`` or ``error``. ``faults`` injects what real servers do, by (task, turn) or at random:
+``http_429``, ``http_500`` (once each, then retried by the client), ``http_500_always``,
+``timeout`` (once), ``context`` (context length exceeded), ``text_hermes`` and ``text_json``
+(tool calls written in the text), ``malformed`` (bad argument JSON), ``unknown_tool``,
+``multi`` (several calls in one reply), ``length`` (cut at max_tokens, no call), ``empty``,
+``no_tool`` (prose only), ``silent`` (prose only, for ever), ``reasoning`` (a
+``reasoning_content`` field), ``no_id`` (a tool call without an id).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TASK_ID = re.compile(r"Task (\S+) \(")
+RECOVERABLE = ("http_429", "http_500", "timeout", "text_hermes", "text_json", "malformed",
+               "unknown_tool", "multi", "length", "empty", "no_tool", "reasoning", "no_id")  # fmt: skip
+FATAL = ("http_500_always", "context", "silent")
+
+
+@dataclass
+class Script:
+    """Which fault happens when: ``at[(task_id or "*", turn)] = kind``, or, with ``rate`` > 0,
+    a kind drawn from ``kinds`` at that rate (seeded by task and turn)."""
+
+    at: dict[tuple[str, int], str] = field(default_factory=dict)
+    rate: float = 0.0
+    kinds: tuple[str, ...] = RECOVERABLE
+    seed: int = 0
+    timeout_s: float = 3.0  # how long a "timeout" fault sleeps
+
+    def fault(self, task_id: str, turn: int) -> str:
+        kind = self.at.get((task_id, turn)) or self.at.get(("*", turn), "")
+        if kind or self.rate <= 0:
+            return kind
+        rng = random.Random(f"{self.seed}|{task_id}|{turn}")
+        return rng.choice(self.kinds) if rng.random() < self.rate else ""
+
+
+class ScriptedPolicy:
+    """The oracle: the next call of "set every truth, then done", read off the conversation."""
+
+    def __init__(self, release: Path) -> None:
+        self.plans: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        for path in sorted((release / "answers").rglob("*.json")):
+            answer = json.loads(path.read_text())
+            plan = [("set_slot", {"row": r["row"], "col": r["col"], "id": r["truth"]})
+                    for r in answer["roles"]]  # fmt: skip
+            self.plans[answer["task_id"]] = [*plan, ("done", {})]
+
+    def next_calls(self, task_id: str, messages: list[dict[str, Any]], count: int = 1) -> list:
+        plan = self.plans.get(task_id, [("done", {})])
+        done = _successes(messages)
+        return plan[min(done, len(plan) - 1): min(done, len(plan) - 1) + count]
+
+
+def _successes(messages: list[dict[str, Any]]) -> int:
+    """How many of the policy's calls have succeeded (an ``ok`` result of a known tool)."""
+    count = 0
+    for message in messages:
+        content = message.get("content") or ""
+        if message.get("role") == "tool":
+            count += '"status": "ok"' in content
+        elif message.get("role") == "user" and content.startswith("<tool_response>"):
+            count += '"status": "ok"' in content and '"name": "frobnicate"' not in content
+    return count
+
+
+class LoopbackServer:
+    """An HTTP/1.1 server (keep-alive) on 127.0.0.1 answering ``POST /v1/chat/completions``."""
+
+    def __init__(self, policy: ScriptedPolicy, script: Script | None = None,
+                 api_key: str | None = None) -> None:  # fmt: skip
+        self.policy, self.script, self.api_key = policy, script or Script(), api_key
+        self.attempts: dict[tuple[str, int, str], int] = {}
+        self.requests = 0
+        self.keys_seen: set[str] = set()
+        self.port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # Lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> str:
+        """Serve from a background thread; returns the base URL (``http://127.0.0.1:P/v1``)."""
+        ready = threading.Event()
+
+        def run() -> None:
+            self._loop = asyncio.new_event_loop()
+            self._server = self._loop.run_until_complete(
+                asyncio.start_server(self._client, "127.0.0.1", self.port))
+            self.port = self._server.sockets[0].getsockname()[1]
+            ready.set()
+            self._loop.run_forever()
+
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+        ready.wait(10)
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stop(self) -> None:
+        """Close the server and its connections, stop the loop and join the thread."""
+        if self._loop is None or self._server is None:
+            return
+        loop, server = self._loop, self._server
+
+        async def shutdown() -> None:
+            server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            loop.stop()
+
+        asyncio.run_coroutine_threadsafe(shutdown(), loop)
+        if self._thread is not None:
+            self._thread.join(10)
+        loop.close()
+        self._loop = self._server = None
+
+    # HTTP --------------------------------------------------------------------------------
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                headers = {k.strip().lower(): v.strip() for k, _, v in
+                           (line.partition(":") for line in lines[1:] if line)}  # fmt: skip
+                body = await reader.readexactly(int(headers.get("content-length", "0")))
+                status, payload, extra = await self._handle(lines[0], headers, body)
+                data = json.dumps(payload).encode()
+                writer.write((f"HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n"
+                              f"content-length: {len(data)}\r\n{extra}\r\n").encode() + data)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError,
+                asyncio.CancelledError):  # fmt: skip
+            pass
+        finally:
+            writer.close()
+
+    async def _handle(self, request_line: str, headers: dict[str, str],
+                      body: bytes) -> tuple[int, dict[str, Any], str]:  # fmt: skip
+        self.requests += 1
+        self.keys_seen.add(headers.get("authorization", ""))
+        if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
+            return 401, {"error": {"message": "bad key", "type": "invalid_request_error"}}, ""
+        if "/chat/completions" not in request_line:
+            return 404, {"error": {"message": "not found"}}, ""
+        request = json.loads(body)
+        messages = request.get("messages", [])
+        task_id = _task_id(messages)
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        kind = self.script.fault(task_id, turn)
+        attempt = self.attempts[(task_id, turn, kind)] = self.attempts.get((task_id, turn, kind), 0) + 1
+        if kind in ("http_429", "http_500") and attempt == 1:
+            code = 429 if kind == "http_429" else 500
+            return code, {"error": {"message": f"injected {code}"}}, "retry-after: 0\r\n"
+        if kind == "http_500_always":
+            return 500, {"error": {"message": "injected permanent 500"}}, ""
+        if kind == "timeout" and attempt == 1:
+            await asyncio.sleep(self.script.timeout_s)
+        if kind == "context":
+            return 400, {"error": {"message": "This model's maximum context length is 8192 tokens",
+                                   "type": "invalid_request_error",
+                                   "code": "context_length_exceeded"}}, ""  # fmt: skip
+        return 200, self._reply(task_id, messages, kind, request, len(body)), ""
+
+    # The reply -----------------------------------------------------------------------------
+
+    def _reply(self, task_id: str, messages: list[dict[str, Any]], kind: str,
+               request: dict[str, Any], size: int) -> dict[str, Any]:  # fmt: skip
+        calls = self.policy.next_calls(task_id, messages, 3 if kind == "multi" else 1)
+        message: dict[str, Any] = {"role": "assistant", "content": None}
+        finish = "tool_calls"
+        if kind == "text_hermes":
+            message["content"] = "Placing the next item.\n" + "".join(
+                f"<tool_call>{json.dumps({'name': n, 'arguments': a})}</tool_call>" for n, a in calls)
+            finish = "stop"
+        elif kind == "text_json":
+            name, arguments = calls[0]
+            message["content"] = json.dumps({"name": name, "arguments": arguments})
+            finish = "stop"
+        elif kind in ("length", "empty", "no_tool", "silent"):
+            message["content"] = {"length": "Let me think step by step about the",
+                                  "empty": "", "no_tool": "I believe the grid is nearly done.",
+                                  "silent": "I will not call any tool."}[kind]  # fmt: skip
+            finish = "length" if kind == "length" else "stop"
+        else:
+            message["tool_calls"] = [_call(n, a, k, turn=len(messages)) for k, (n, a) in enumerate(calls)]
+            if kind == "malformed":
+                message["tool_calls"][0]["function"]["arguments"] = '{"row": 1, "col": '
+            if kind == "unknown_tool":
+                message["tool_calls"].insert(0, _call("frobnicate", {"x": 1}, 9, len(messages)))
+            if kind == "no_id":
+                message["tool_calls"][0].pop("id")
+        if kind == "reasoning":
+            message["reasoning_content"] = "The truth of this cell is forced by the windows."
+        prompt = size // 4  # about four bytes a token
+        usage = {"prompt_tokens": prompt, "completion_tokens": 12, "total_tokens": prompt + 12,
+                 "completion_tokens_details": {"reasoning_tokens": 5 if kind == "reasoning" else 0}}
+        return {"id": f"chatcmpl-{self.requests}", "object": "chat.completion",
+                "created": int(time.time()), "model": request.get("model", "scripted"),
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": usage}  # fmt: skip
+
+
+def _call(name: str, arguments: dict[str, Any], k: int, turn: int) -> dict[str, Any]:
+    return {"id": f"call_{turn}_{k}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
+
+
+def _task_id(messages: list[dict[str, Any]]) -> str:
+    for message in messages[:3]:
+        found = TASK_ID.search(str(message.get("content") or ""))
+        if found:
+            return found.group(1)
+    return ""
+
+
+def main(argv: list[str]) -> None:
+    """``python -m agents.llm.loopback release=PATH [port=8765] [rate=0.2]``: serve until
+    Ctrl-C."""
+    options = dict(arg.split("=", 1) for arg in argv if "=" in arg)
+    if "release" not in options:
+        raise SystemExit("usage: python -m agents.llm.loopback release=PATH [port=8765] [rate=0]")
+    server = LoopbackServer(ScriptedPolicy(Path(options["release"])),
+                            Script(rate=float(options.get("rate", 0))))  # fmt: skip
+    server.port = int(options.get("port", 8765))
+    print(f"scripted OpenAI-compatible server at {server.start()}", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

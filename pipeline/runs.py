@@ -1,0 +1,106 @@
+"""Where an evaluation run lives on disk, and how it survives a kill.
+
+    <output_root>/<release>/<run>/
+        episodes[.shard-I-of-N].jsonl   one row per finished episode (append-only)
+        api_errors[.shard-I-of-N].jsonl episodes whose requests kept failing (retried on resume)
+        results[.shard-I-of-N].parquet  the rows, sorted, rewritten at the end of each run
+        transcripts/<episode_id>.json.gz  every message or tool call of one episode
+
+A transcript is written to a temporary name and renamed before its row is appended, so a
+kill at any point loses at most the episodes in flight and never duplicates one: a resumed
+run skips the episodes that have a row and rewrites the transcripts of those that do not.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+CALL_KINDS = ("set_slot", "get_current_grid_state", "get_slot_id", "get_hidden_slot_query_budget",
+              "get_global_check_budget", "done", "query_candidate_from_attribute",
+              "get_item_info", "get_item_attributes", "check_slot_constraints",
+              "check_global_constraints")  # fmt: skip
+
+
+def call_columns(calls: dict[str, int], domain: str) -> dict[str, int]:
+    """Tool calls by kind, the domain taken out of the name (``calls_query_candidate...``)."""
+    out = dict.fromkeys((f"calls_{kind}" for kind in CALL_KINDS), 0)
+    for name, count in calls.items():
+        kind = name.replace(f"_{domain}_", "_")
+        if f"calls_{kind}" in out:
+            out[f"calls_{kind}"] += count
+    return out
+
+
+def parse_shard(text: str) -> tuple[int, int] | None:
+    """``"i/n"`` -> (i, n); "" -> None; anything else is a clear error."""
+    if not text:
+        return None
+    try:
+        index, count = (int(part) for part in str(text).split("/"))
+    except ValueError:
+        raise ValueError(f"shard={text!r}: write shard=I/N with 0 <= I < N, e.g. shard=0/2") from None
+    if not 0 <= index < count:
+        raise ValueError(f"shard={text!r}: need 0 <= I < N, e.g. shard=0/2 and shard=1/2")
+    return index, count
+
+
+class RunStore:
+    """The files of one run (or one shard of it)."""
+
+    def __init__(self, folder: Path, shard: tuple[int, int] | None = None) -> None:
+        self.folder = folder
+        suffix = f".shard-{shard[0]}-of-{shard[1]}" if shard else ""
+        self.episodes = folder / f"episodes{suffix}.jsonl"
+        self.api_errors = folder / f"api_errors{suffix}.jsonl"
+        self.results = folder / f"results{suffix}.parquet"
+        self.transcripts = folder / "transcripts"
+        self.transcripts.mkdir(parents=True, exist_ok=True)
+
+    def finished(self) -> dict[str, dict[str, Any]]:
+        """Rows already written (a line cut by a kill is ignored and its episode redone)."""
+        rows: dict[str, dict[str, Any]] = {}
+        if self.episodes.exists():
+            for line in self.episodes.read_text().splitlines():
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(row, dict) and "episode_id" in row:
+                    rows[row["episode_id"]] = row
+        return rows
+
+    def save(self, row: dict[str, Any], transcript: Any) -> None:
+        """Transcript first (atomically), then the row: the row is the commit."""
+        if transcript is not None:
+            path = self.transcripts / f"{row['episode_id']}.json.gz"
+            temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            with gzip.open(temporary, "wt", encoding="utf-8", compresslevel=6) as handle:
+                json.dump({"episode_id": row["episode_id"], "task_id": row["task_id"],
+                           "transcript": transcript}, handle, ensure_ascii=False,
+                          separators=(",", ":"), default=str)  # fmt: skip
+            temporary.replace(path)
+        target = self.api_errors if row.get("end_reason") == "api_error" else self.episodes
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row, default=str) + "\n")
+
+    def write_results(self) -> pl.DataFrame:
+        rows = list(self.finished().values())
+        frame = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+        if frame.height:
+            frame = frame.sort(["domain", "hidden_slots", "decoy_budget", "failure_rate", "trial",
+                                "task_id"])  # fmt: skip
+        temporary = self.results.with_name(f".{self.results.name}.tmp")
+        frame.write_parquet(temporary)
+        temporary.replace(self.results)
+        return frame
+
+
+def read_transcript(path: Path) -> dict[str, Any]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return json.load(handle)

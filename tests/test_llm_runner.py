@@ -1,0 +1,166 @@
+"""The LLM runner over real HTTP with the real ``openai`` client, against a loopback server
+that plays a scripted policy and misbehaves on purpose, one failure mode at a time and mixed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from agents.llm.loopback import RECOVERABLE, LoopbackServer, Script, ScriptedPolicy
+from pipeline.evaluate import evaluate
+from pipeline.runs import read_transcript
+from tests.helpers_release import build_small, compose_config
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "sk-loopback-0123456789-SECRET"
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    return build_small(tmp_path_factory.mktemp("llm"), "llmrel")
+
+
+@pytest.fixture()
+def server(release):
+    started = LoopbackServer(ScriptedPolicy(release), Script(), api_key=KEY)
+    url = started.start()
+    yield started, url
+    started.stop()
+
+
+def run(release: Path, url: str, out: Path, *extra: str, monkeypatch=None) -> pl.DataFrame:
+    if monkeypatch is not None:
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    cfg = compose_config([f"release={release}", "agent=llm", "agent.model=scripted",
+                          f"agent.base_url={url}", f"output_root={out}", "agent.timeout=1.0",
+                          "agent.max_retries=2", "agent.max_steps=60", *extra],
+                         "evaluate", "apps")  # fmt: skip
+    assert evaluate(cfg) == 0
+    results = sorted((out / release.name).glob("*/results*.parquet"))
+    return pl.concat([pl.read_parquet(p) for p in results], how="diagonal_relaxed")
+
+
+COUNTER = {"http_429": "api_retries", "http_500": "api_retries", "timeout": "api_retries",
+           "text_hermes": "text_tool_calls", "text_json": "text_tool_calls",
+           "malformed": "malformed_tool_calls", "unknown_tool": "malformed_tool_calls",
+           "length": "length_cuts", "empty": "reminders", "no_tool": "reminders",
+           "reasoning": "reasoning_tokens", "multi": None, "no_id": None}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", RECOVERABLE)
+def test_each_recoverable_fault_is_handled_counted_and_the_task_still_solved(
+        kind, release, server, tmp_path, monkeypatch):  # fmt: skip
+    loopback, url = server
+    loopback.script = Script(at={("*", 2): kind}, timeout_s=2.0)
+    frame = run(release, url, tmp_path, "failure_rates=[0.0]", monkeypatch=monkeypatch)
+    assert frame.height == 8 and frame["success"].all(), frame.select("task_id", "end_reason")
+    assert set(frame["end_reason"]) == {"done"}
+    column = COUNTER[kind]
+    if column:
+        assert (frame[column] >= 1).all(), (kind, frame[column].to_list())
+    if kind == "multi":
+        assert (frame["turns"] < frame["steps"]).any()  # several calls in one reply
+    if kind == "reasoning":
+        transcript = read_transcript(next((tmp_path / release.name).glob("*/transcripts/*.gz")))
+        assert any("reasoning_content" in m for m in transcript["transcript"])
+
+
+@pytest.mark.parametrize(("kind", "end"), [("context", "context_length"), ("silent", "no_tool_call")])
+def test_a_fatal_model_behaviour_ends_the_episode_with_its_reason(kind, end, release, server,
+                                                                  tmp_path, monkeypatch):  # fmt: skip
+    loopback, url = server
+    loopback.script = Script(at={("*", t): kind for t in range(1, 60)})
+    frame = run(release, url, tmp_path, monkeypatch=monkeypatch)
+    assert set(frame["end_reason"]) == {end} and not frame["success"].any()
+
+
+def test_an_api_that_keeps_failing_is_not_scored_and_is_retried_on_resume(release, server,
+                                                                       tmp_path, monkeypatch):  # fmt: skip
+    loopback, url = server
+    loopback.script = Script(at={("*", 1): "http_500_always"})
+    first = run(release, url, tmp_path, monkeypatch=monkeypatch)
+    assert first.height == 0  # nothing scored: every episode hit the permanent 500
+    errors = next((tmp_path / release.name).glob("*/api_errors.jsonl")).read_text().splitlines()
+    assert len(errors) == 8 and all(json.loads(e)["end_reason"] == "api_error" for e in errors)
+    loopback.script = Script()
+    second = run(release, url, tmp_path, monkeypatch=monkeypatch)
+    assert second.height == 8 and second["success"].all()
+
+
+def test_mixed_faults_with_tool_failures_still_solve_every_episode(release, server, tmp_path,
+                                                                   monkeypatch):  # fmt: skip
+    loopback, url = server
+    loopback.script = Script(rate=0.5, seed=3, timeout_s=2.0)
+    frame = run(release, url, tmp_path, "failure_rates=[0.0,0.3]", "trials=2",
+                monkeypatch=monkeypatch)  # fmt: skip
+    assert frame.height == 32 and frame["success"].all()
+    for column in ("api_retries", "text_tool_calls", "malformed_tool_calls", "reminders"):
+        assert frame[column].sum() > 0, column
+    assert frame.filter(pl.col("failure_rate") > 0)["failed_calls"].sum() > 0
+    assert frame["prompt_tokens"].min() > 0 and frame["prompt_sha256"].n_unique() == 1
+    assert (frame["latency_ms_median"] > 0).all()
+
+
+def test_shards_together_equal_one_run(release, server, tmp_path, monkeypatch):
+    _, url = server
+    whole = run(release, url, tmp_path / "whole", "failure_rates=[0.0,0.1]", monkeypatch=monkeypatch)
+    for index in (0, 1):
+        run(release, url, tmp_path / "parts", f"shard={index}/2", "failure_rates=[0.0,0.1]",
+            monkeypatch=monkeypatch)  # fmt: skip
+    folder = next((tmp_path / "parts" / release.name).iterdir())
+    parts = [pl.read_parquet(folder / f"results.shard-{i}-of-2.parquet") for i in (0, 1)]
+    assert parts[0].height + parts[1].height == whole.height == 16 and min(p.height for p in parts)
+    merged = pl.concat(parts).sort("episode_id")
+    columns = ["episode_id", "task_id", "failure_rate", "success", "steps", "failed_calls"]
+    assert merged.select(columns).equals(whole.sort("episode_id").select(columns))
+
+
+def _rows(folder: Path) -> list[dict]:
+    path = next(folder.glob("*/episodes.jsonl"), None)
+    return [json.loads(line) for line in path.read_text().splitlines()] if path else []
+
+
+def test_a_killed_run_resumes_without_losing_or_duplicating_episodes(release, server, tmp_path):
+    loopback, url = server
+    loopback.script = Script(at={("*", t): "timeout" for t in range(2, 4)}, timeout_s=0.2)
+    command = [sys.executable, "-m", "pipeline.evaluate", f"release={release}", "agent=llm",
+               "agent.model=scripted", f"agent.base_url={url}", f"output_root={tmp_path}",
+               "agent.timeout=5", "agent.concurrency=2", "failure_rates=[0.0,0.1]",
+               f"hydra.run.dir={tmp_path}/hydra"]  # fmt: skip
+    env = {**os.environ, "OPENAI_API_KEY": KEY}
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.time() + 60
+    while len(_rows(tmp_path / release.name)) < 4 and time.time() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "interrupted" in out and "Traceback" not in err, (out, err)
+    partial = len(_rows(tmp_path / release.name))
+    assert 4 <= partial < 16
+    again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    rows = _rows(tmp_path / release.name)
+    ids = [row["episode_id"] for row in rows]
+    assert len(ids) == len(set(ids)) == 16
+    transcripts = list((tmp_path / release.name).glob("*/transcripts/*.json.gz"))
+    assert {p.name.split(".")[0] for p in transcripts} == set(ids)
+    assert pl.read_parquet(next((tmp_path / release.name).glob("*/results.parquet"))).height == 16
+    for path in tmp_path.rglob("*"):  # the key is written nowhere
+        if path.is_file():
+            data = path.read_bytes()
+            if path.suffix == ".gz":
+                import gzip
+
+                data = gzip.decompress(data)
+            assert KEY.encode() not in data, path
+    assert any(KEY in seen for seen in loopback.keys_seen)  # ... but it was sent
+
