@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow lint bench release verify import audit eval report clean
+.PHONY: help install test test-slow lint bench release verify import audit eval show report clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -32,6 +32,7 @@ lint: $(STAMP) ## ruff and mypy on the packages
 bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_generate.py $(ARGS)
 	$(PY) bench/bench_env.py
+	$(PY) bench/bench_runner.py
 
 release: $(STAMP) ## Build the default release (5x7, six domains, 324 tasks); ARGS="..." = Hydra overrides
 	$(PY) -m pipeline.release $(ARGS)
@@ -47,6 +48,9 @@ audit: $(STAMP) ## Integrity audit (policies, classifiers): make audit ARGS="rel
 
 eval: $(STAMP) ## Run an agent over a release: make eval ARGS="agent=search failure_rates=[0.0,0.1,0.3]"
 	$(PY) -m pipeline.evaluate $(ARGS)
+
+show: $(STAMP) ## Print one transcript: make show ARGS="run=outputs/runs/R/RUN task=TASK_ID [failure_rate=0.1]"
+	$(PY) -m pipeline.show $(ARGS)
 
 report: $(STAMP) ## Heatmaps, tables and summary of the runs of a release
 	$(PY) -m pipeline.report $(ARGS)

@@ -120,7 +120,7 @@ class AgentConf:
 
     name: str = "search"
     _target_: str = ""
-    kwargs: dict[str, Any] = field(default_factory=dict)
+    kwargs: Any = None  # a mapping (Any, so that `agent.kwargs={...}` can set new keys)
     model: str = ""
     base_url: Optional[str] = None  # noqa: UP045 (OmegaConf reads typing.Optional)
     api_key_env: str = "OPENAI_API_KEY"
@@ -133,7 +133,7 @@ class AgentConf:
     max_retries: int = 4
     tool_choice: Optional[str] = "auto"  # noqa: UP045
     parallel_tool_calls: Optional[bool] = None  # noqa: UP045
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_body: Any = None  # a mapping passed through to the server
     max_reminders: int = 3
     concurrency: int = 32
     prompt_dir: Optional[str] = None  # noqa: UP045
@@ -167,7 +167,7 @@ class AuditConfig:
 
 @dataclass
 class ReportConfig:
-    runs_root: str = "outputs/runs/gridbench-v1.0.0"
+    runs_root: Any = "outputs/runs/gridbench-v1.0.0"  # a folder, or a list of them
     output: str = "outputs/reports/gridbench-v1.0.0"
 
 

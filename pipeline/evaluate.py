@@ -50,6 +50,7 @@ class Job:
     failure_rate: float
     trial: int
     episode_id: str
+    min_resistant_share: float = 0.0  # of the release (its manifest), for reports across releases
 
 
 def run_label(label: str, env: EnvSettings) -> str:
@@ -81,16 +82,19 @@ def load_pair(job: Job) -> tuple[Task, Answer]:
 
 def episode_row(job: Job, spec: AgentSpec, env: EnvSettings, task: Task, episode: Episode,
                 answer: Answer, extra: dict[str, Any], wall_ms: float) -> dict[str, Any]:  # fmt: skip
+    """One results row (see the README's accounting table)."""
     result = score(episode, answer)
     calls = result.pop("calls")
     end = extra.pop("end_reason", "done" if episode.finished and not episode.truncated
                     else "max_steps" if episode.truncated else "no_done")  # fmt: skip
-    return {"episode_id": job.episode_id, "task_id": task.task_id, "domain": task.domain,
+    return {"episode_id": job.episode_id, "release": Path(job.root).name, "task_id": task.task_id,
+            "domain": task.domain,
             "hidden_slots": task.hidden_slots, "decoy_budget": task.decoy_budget,
             "agent": run_label(spec.label, env), "policy": spec.name,
             "model": str(spec.config.get("model") or spec.label),
             "query_budget": str(env.query_budget), "check_budget": str(env.check_budget),
-            "failure_rate": job.failure_rate, "trial": job.trial, **result, "end_reason": end,
+            "failure_rate": job.failure_rate, "trial": job.trial,
+            "min_resistant_share": job.min_resistant_share, **result, "end_reason": end,
             **call_columns(calls, task.domain), "calls_json": json.dumps(calls, sort_keys=True),
             **extra, "wall_ms": wall_ms}  # fmt: skip
 
@@ -150,7 +154,11 @@ def select_tasks(release: Path, cfg: DictConfig) -> list[str]:
 
 def plan(release: Path, cfg: DictConfig, spec: AgentSpec, env: EnvSettings,
          shard: tuple[int, int] | None) -> list[Job]:  # fmt: skip
-    jobs = [Job(str(release), rel, float(rate), trial, episode_id(rel, spec, float(rate), trial, env))
+    config = read_manifest(release).get("config", {})
+    share = float(((config.get("generation") or {}).get("min_resistant_share")) or 0.0) \
+        if isinstance(config, dict) else 0.0  # fmt: skip
+    jobs = [Job(str(release), rel, float(rate), trial, episode_id(rel, spec, float(rate), trial, env),
+                share)
             for rel in select_tasks(release, cfg) for rate in cfg.failure_rates
             for trial in range(int(cfg.trials))]  # fmt: skip
     if shard is not None:  # by episode id: stable, and balanced across tasks and rates

@@ -1,9 +1,19 @@
-"""`python -m pipeline.report` (make report): heatmaps of success over H x B per agent and
-domain (like the paper's figure 8), a domain x agent table and a markdown summary with the
-checks that the two axes work."""
+"""`python -m pipeline.report` (make report): compare the runs (models, baselines) of a release.
+
+Figures (PNG, one title each naming model, release and failure rate):
+- `heatmap_<run>.png`: success over H x B, one panel per failure rate side by side (the
+  paper's Figure 9);
+- `domains_p<rate>.png`: success per domain x run (Figure 2);
+- `success_vs_B_p<rate>.png`: success against the decoy budget, one line per run.
+`summary.md`: a table per failure rate with success and its 95% Wilson interval, steps,
+tokens and wall time per run (Table 2), the checks that the axes work, and -- when runs of
+releases built with different `min_resistant_share` are given -- success by that share.
+`runs_root` may list several folders (one per release); shards of a run are merged.
+"""
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -19,59 +29,139 @@ from pipeline.cli import run_cli  # noqa: E402
 from pipeline.config import register_configs  # noqa: E402
 
 register_configs()
+Z = 1.959964  # 95%
 
 
-def load_runs(root: Path) -> pl.DataFrame:
-    files = sorted(root.glob("*/results.parquet"))
+def load_runs(roots: list[Path]) -> pl.DataFrame:
+    """Every `<run>/results*.parquet` under the roots; shards merged, duplicates dropped."""
+    files = sorted(f for root in roots for f in root.glob("*/results*.parquet"))
     if not files:
-        raise FileNotFoundError(f"no <agent>/results.parquet under {root}; run `make eval` first")
-    return pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
+        raise FileNotFoundError(f"no <run>/results.parquet under {', '.join(map(str, roots))}; run "
+                                "`make eval` first")  # fmt: skip
+    frames = []
+    for path in files:
+        try:
+            frames.append(pl.read_parquet(path))
+        except Exception as error:  # polars raises several kinds for a damaged file
+            raise ValueError(f"{path} cannot be read ({type(error).__name__}); delete it and "
+                             "rerun `make eval` (finished episodes are kept in episodes.jsonl)") from None
+    frame = pl.concat([f for f in frames if f.height], how="diagonal_relaxed")
+    return frame.unique("episode_id", keep="last", maintain_order=True)
 
 
-def heatmap(frame: pl.DataFrame, agent: str, rate: float, out: Path) -> Path:
-    part = frame.filter((pl.col("agent") == agent) & (pl.col("failure_rate") == rate))
-    domains = sorted(set(part["domain"].to_list())) + ["all"]
-    hidden = sorted(set(part["hidden_slots"].to_list()))
-    budgets = sorted(set(part["decoy_budget"].to_list()))
-    figure, axes = plt.subplots(1, len(domains), figsize=(3.2 * len(domains), 3.4), squeeze=False)
-    for axis, domain in zip(axes[0], domains, strict=True):
-        cells = part if domain == "all" else part.filter(pl.col("domain") == domain)
-        grid = [[_mean(cells, h, b) for b in budgets] for h in hidden]
-        image = axis.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto", origin="lower")
-        axis.set_xticks(range(len(budgets)), [str(b) for b in budgets], fontsize=7)
-        axis.set_yticks(range(len(hidden)), [str(h) for h in hidden], fontsize=7)
-        axis.set_title(domain, fontsize=9)
-        axis.set_xlabel("decoy budget B", fontsize=8)
-        for i, row in enumerate(grid):
-            for j, value in enumerate(row):
-                if value == value:  # not NaN
-                    axis.text(j, i, f"{value:.1f}", ha="center", va="center", fontsize=6,
-                              color="white" if value < 0.5 else "black")  # fmt: skip
-    axes[0][0].set_ylabel("hidden slots H", fontsize=8)
-    figure.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="success")
-    figure.suptitle(f"{agent}, tool failure rate {rate}", fontsize=10)
-    path = out / f"heatmap_{agent}_p{rate}.png"
-    figure.savefig(path, dpi=110)
+def wilson(successes: float, n: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of a proportion."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = successes / n
+    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
+    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _grid(part: pl.DataFrame, rows: str, cols: str) -> tuple[list, list, list[list[float]]]:
+    means = part.group_by([rows, cols]).agg(pl.col("success").cast(pl.Float64).mean())
+    row_keys = sorted(set(part[rows].to_list()))
+    col_keys = sorted(set(part[cols].to_list()))
+    value = {(r[rows], r[cols]): r["success"] for r in means.iter_rows(named=True)}
+    return row_keys, col_keys, [[value.get((r, c), float("nan")) for c in col_keys] for r in row_keys]
+
+
+def _panel(axis, rows: list, cols: list, grid: list[list[float]], xlabel: str, ylabel: str):  # type: ignore[no-untyped-def]
+    image = axis.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto", origin="lower")
+    axis.set_xticks(range(len(cols)), [str(c) for c in cols], fontsize=9)
+    axis.set_yticks(range(len(rows)), [str(r) for r in rows], fontsize=9)
+    axis.set_xlabel(xlabel, fontsize=10)
+    axis.set_ylabel(ylabel, fontsize=10)
+    size = 9 if len(cols) <= 10 else 7
+    for i, row in enumerate(grid):
+        for j, value in enumerate(row):
+            if value == value:  # not NaN
+                axis.text(j, i, f"{value:.0%}", ha="center", va="center", fontsize=size,
+                          color="white" if value < 0.55 else "black")  # fmt: skip
+    return image
+
+
+def heatmap(frame: pl.DataFrame, run: str, release: str, out: Path) -> Path:
+    """Success over H x B for one run, one panel per failure rate."""
+    part = frame.filter(pl.col("agent") == run)
+    rates = sorted(set(part["failure_rate"].to_list()))
+    figure, axes = plt.subplots(1, len(rates), figsize=(4.6 * len(rates) + 0.8, 4.2), squeeze=False)
+    image = None
+    for axis, rate in zip(axes[0], rates, strict=True):
+        rows, cols, grid = _grid(part.filter(pl.col("failure_rate") == rate), "hidden_slots",
+                                 "decoy_budget")  # fmt: skip
+        image = _panel(axis, rows, cols, grid, "decoy budget B", "hidden slots H")
+        axis.set_title(f"tool failure rate {rate:g}", fontsize=11)
+    figure.colorbar(image, ax=axes[0].tolist(), shrink=0.85, label="success")
+    figure.suptitle(f"{run} on {release}: success over H x B", fontsize=12)
+    path = out / f"heatmap_{_file(run)}.png"
+    figure.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(figure)
     return path
 
 
-def _mean(cells: pl.DataFrame, hidden: int, budget: int) -> float:
-    part = cells.filter((pl.col("hidden_slots") == hidden) & (pl.col("decoy_budget") == budget))
-    mean = part["success"].cast(pl.Float64).mean()
-    return float(mean) if part.height and isinstance(mean, int | float) else float("nan")
+def domain_heatmap(frame: pl.DataFrame, rate: float, release: str, out: Path) -> Path:
+    part = frame.filter(pl.col("failure_rate") == rate)
+    runs, domains, grid = _grid(part, "agent", "domain")
+    figure, axis = plt.subplots(figsize=(1.3 * len(domains) + 3.5, 0.55 * len(runs) + 1.8))
+    image = _panel(axis, runs, domains, grid, "domain", "")
+    figure.colorbar(image, ax=axis, shrink=0.85, label="success")
+    axis.set_title(f"{release}: success per domain, tool failure rate {rate:g}", fontsize=11)
+    path = out / f"domains_p{rate:g}.png"
+    figure.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return path
 
 
-def markdown_table(frame: pl.DataFrame, index: str, columns: str, value: str, fmt: str) -> str:
-    pivot = frame.group_by([index, columns]).agg(pl.col(value).mean()).sort([index, columns])
-    keys = sorted(set(pivot[columns].to_list()))
-    lines = [f"| {index} | " + " | ".join(str(k) for k in keys) + " |", "|---|" + "---|" * len(keys)]
-    for name in sorted(set(pivot[index].to_list())):
-        row = pivot.filter(pl.col(index) == name)
-        values = {r[columns]: r[value] for r in row.iter_rows(named=True)}
-        lines.append(f"| {name} | " + " | ".join(format(values[k], fmt) if k in values else ""
-                                                 for k in keys) + " |")  # fmt: skip
+def success_vs_budget(frame: pl.DataFrame, rate: float, release: str, out: Path) -> Path:
+    part = frame.filter(pl.col("failure_rate") == rate)
+    figure, axis = plt.subplots(figsize=(7, 4.2))
+    for run in sorted(set(part["agent"].to_list())):
+        line = part.filter(pl.col("agent") == run).group_by("decoy_budget").agg(
+            pl.col("success").cast(pl.Float64).mean()).sort("decoy_budget")
+        axis.plot(line["decoy_budget"], line["success"], marker="o", label=run)
+    axis.set_ylim(-0.03, 1.03)
+    axis.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+    axis.set_xlabel("decoy budget B")
+    axis.set_ylabel("success")
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8, loc="best")
+    axis.set_title(f"{release}: success against B, tool failure rate {rate:g}", fontsize=11)
+    path = out / f"success_vs_B_p{rate:g}.png"
+    figure.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return path
+
+
+def _file(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-._" else "_" for ch in name)
+
+
+def run_table(frame: pl.DataFrame, rate: float) -> str:
+    """Table 2: per run, success with its Wilson interval, steps, tokens, wall time."""
+    part = frame.filter(pl.col("failure_rate") == rate)
+    lines = ["| run | episodes | success | 95% interval | steps | prompt tokens | completion "
+             "tokens | wall s |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    overall = []
+    for run in sorted(set(part["agent"].to_list())):
+        rows = part.filter(pl.col("agent") == run)
+        overall.append(_table_row(run, rows))
+    lines += overall
+    lines.append(_table_row("**all runs**", part))
     return "\n".join(lines)
+
+
+def _table_row(name: str, rows: pl.DataFrame) -> str:
+    n, wins = rows.height, float(rows["success"].cast(pl.Float64).sum())
+    low, high = wilson(wins, n)
+
+    def mean(column: str) -> float:
+        return float(rows[column].cast(pl.Float64).mean() or 0) if column in rows.columns else 0.0
+
+    return (f"| {name} | {n} | {wins / max(n, 1):.3f} | [{low:.3f}, {high:.3f}] | "
+            f"{mean('steps'):.0f} | {mean('prompt_tokens'):.0f} | {mean('completion_tokens'):.0f} | "
+            f"{mean('wall_ms') / 1000:.2f} |")  # fmt: skip
 
 
 def evidence(frame: pl.DataFrame) -> list[str]:
@@ -109,25 +199,42 @@ def evidence(frame: pl.DataFrame) -> list[str]:
     return lines
 
 
+def by_resistance(frame: pl.DataFrame) -> list[str]:
+    """Success per policy and `min_resistant_share` of the release (several releases given)."""
+    if "min_resistant_share" not in frame.columns or frame["min_resistant_share"].n_unique() < 2:
+        return []
+    table = frame.group_by(["policy", "min_resistant_share"]).agg(
+        pl.col("success").cast(pl.Float64).mean(), pl.len()).sort(["policy", "min_resistant_share"])
+    lines = ["", "## Success by the release's min_resistant_share", "",
+             "| policy | min_resistant_share | episodes | success |", "|---|---|---|---|"]
+    lines += [f"| {r['policy']} | {r['min_resistant_share']} | {r['len']} | {r['success']:.3f} |"
+              for r in table.iter_rows(named=True)]  # fmt: skip
+    return lines
+
+
 def report(cfg: DictConfig) -> int:
     start = time.perf_counter()
-    frame = load_runs(Path(str(cfg.runs_root)))
+    roots = [Path(str(p)) for p in (cfg.runs_root if not isinstance(cfg.runs_root, str)
+                                    else [cfg.runs_root])]  # fmt: skip
+    frame = load_runs(roots)
     out = Path(str(cfg.output))
     out.mkdir(parents=True, exist_ok=True)
-    images = [heatmap(frame, agent, rate, out)
-              for agent in sorted(set(frame["agent"].to_list()))
-              for rate in sorted(set(frame.filter(pl.col("agent") == agent)["failure_rate"].to_list()))]
-    base = frame.filter(pl.col("failure_rate") == 0.0)
-    text = ["# Evaluation report", "", f"Runs: `{cfg.runs_root}` ({frame.height} episodes).", "",
-            "## Success by domain and agent (failure rate 0)", "",
-            markdown_table(base, "domain", "agent", "success", ".3f"), "",
-            "## Mean steps by H and agent (failure rate 0)", "",
-            markdown_table(base, "hidden_slots", "agent", "steps", ".0f"), "",
-            "## Do the axes work?", *evidence(frame), "", "## Heatmaps", ""]
+    release = ", ".join(sorted(set(frame["release"].to_list()))) if "release" in frame.columns \
+        else roots[0].name  # fmt: skip
+    rates = sorted(set(frame["failure_rate"].to_list()))
+    images = [heatmap(frame, run, release, out) for run in sorted(set(frame["agent"].to_list()))]
+    images += [domain_heatmap(frame, rate, release, out) for rate in rates]
+    images += [success_vs_budget(frame, rate, release, out) for rate in rates]
+    text = ["# Evaluation report", "", f"Release: {release}; runs: {frame['agent'].n_unique()} "
+            f"({frame.height} episodes).", ""]  # fmt: skip
+    for rate in rates:
+        text += [f"## Runs at tool failure rate {rate:g}", "", run_table(frame, rate), ""]
+    text += ["## Do the axes work?", *evidence(frame), *by_resistance(frame), "", "## Figures", ""]
     text += [f"![{p.stem}]({p.name})" for p in images]
     (out / "summary.md").write_text("\n".join(text) + "\n")
-    print(f"report -> {out / 'summary.md'} ({len(images)} heatmaps, {time.perf_counter() - start:.1f}s)")
-    print("\n".join(evidence(frame)))
+    print(f"report -> {out / 'summary.md'} ({len(images)} figures, {time.perf_counter() - start:.1f}s)")
+    for rate in rates:
+        print(f"\nfailure rate {rate:g}\n{run_table(frame, rate)}")
     return 0
 
 

@@ -47,4 +47,42 @@ def test_evaluate_is_resumable_and_report_is_written(release, tmp_path, capsys):
     assert report(cfg) == 0
     summary = (tmp_path / "report" / "summary.md").read_text()
     assert "search success (unlimited budgets): 1.000" in summary
-    assert len(list((tmp_path / "report").glob("heatmap_*.png"))) == 4
+    assert "| search | 8 | 1.000 | [0.676, 1.000] |" in summary  # Wilson interval of 8/8
+    assert len(list((tmp_path / "report").glob("heatmap_*.png"))) == 2
+    assert len(list((tmp_path / "report").glob("domains_p*.png"))) == 2
+    assert len(list((tmp_path / "report").glob("success_vs_B_p*.png"))) == 2
+
+
+def test_wilson_interval_matches_the_textbook_values():
+    from pipeline.report import wilson
+
+    low, high = wilson(8, 10)
+    assert abs(low - 0.4902) < 1e-3 and abs(high - 0.9433) < 1e-3
+    assert wilson(0, 5)[0] == 0.0 and wilson(5, 5)[1] == 1.0
+
+
+@pytest.mark.parametrize(("target", "label"), [("tests.custom_agents.FirstCandidate", "FirstCandidate"),
+                                               ("tests.custom_agents.AsyncDone", "AsyncDone")])  # fmt: skip
+def test_a_custom_agent_runs_without_editing_the_source(release, tmp_path, target, label):
+    from pipeline.evaluate import evaluate
+
+    cfg = compose_config([f"release={release}", f"agent._target_={target}", f"output_root={tmp_path}",
+                          "agent.kwargs={note: hello}" if "First" in target else "trials=1"],
+                         "evaluate", "apps")  # fmt: skip
+    assert evaluate(cfg) == 0
+    rows = pl.read_parquet(tmp_path / release.name / label / "results.parquet")
+    assert rows.height == 8 and (rows["end_reason"] == "done").all()
+    assert (rows["calls_done"] == 1).all()
+
+
+def test_unknown_agents_and_empty_filters_are_clear_errors(release, tmp_path):
+    from pipeline.evaluate import evaluate
+
+    for overrides, message in ((["agent._target_=no.such.Agent"], "cannot be imported"),
+                               (["agent=llm"], "agent.model"),
+                               (["domains=[meal]"], "matches no task"),
+                               (["shard=2/2"], "0 <= I < N")):  # fmt: skip
+        cfg = compose_config([f"release={release}", f"output_root={tmp_path}", *overrides],
+                             "evaluate", "apps")  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            evaluate(cfg)

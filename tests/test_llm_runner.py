@@ -99,8 +99,10 @@ def test_mixed_faults_with_tool_failures_still_solve_every_episode(release, serv
                                                                    monkeypatch):  # fmt: skip
     loopback, url = server
     loopback.script = Script(rate=0.5, seed=3, timeout_s=2.0)
-    frame = run(release, url, tmp_path, "failure_rates=[0.0,0.3]", "trials=2",
+    frame = run(release, url, tmp_path, "failure_rates=[0.0,0.3]", "trials=2", "agent.seed=7",
+                "agent.extra_body={chat_template_kwargs: {enable_thinking: false}}",
                 monkeypatch=monkeypatch)  # fmt: skip
+    assert {"chat_template_kwargs", "seed", "tools", "tool_choice"} <= loopback.fields_seen
     assert frame.height == 32 and frame["success"].all()
     for column in ("api_retries", "text_tool_calls", "malformed_tool_calls", "reminders"):
         assert frame[column].sum() > 0, column

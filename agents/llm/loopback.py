@@ -92,6 +92,7 @@ class LoopbackServer:
         self.attempts: dict[tuple[str, int, str], int] = {}
         self.requests = 0
         self.keys_seen: set[str] = set()
+        self.fields_seen: set[str] = set()  # top-level request fields (extra_body arrives here)
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.AbstractServer | None = None
@@ -166,6 +167,7 @@ class LoopbackServer:
         if "/chat/completions" not in request_line:
             return 404, {"error": {"message": "not found"}}, ""
         request = json.loads(body)
+        self.fields_seen |= set(request)
         messages = request.get("messages", [])
         task_id = _task_id(messages)
         turn = sum(1 for m in messages if m.get("role") == "assistant")

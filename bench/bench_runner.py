@@ -1,0 +1,94 @@
+"""LLM runner overhead against a loopback OpenAI-compatible server that answers at once
+(a scripted policy in another process, so that its CPU is not counted). Prints turns per
+second, the client's CPU milliseconds per turn, request latency and transcript size.
+
+    make bench                              # part of the benchmark suite
+    .venv/bin/python bench/bench_runner.py --episodes 128 --concurrency 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import json
+import multiprocessing as mp
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def _serve(release: str, queue: mp.Queue) -> None:
+    from agents.llm.loopback import LoopbackServer, Script, ScriptedPolicy
+
+    server = LoopbackServer(ScriptedPolicy(Path(release)), Script())
+    queue.put(server.start())
+    threading.Event().wait()
+
+
+def _release(folder: Path, tasks: int) -> Path:
+    from pipeline.release import build
+    from tests.helpers_release import compose_config
+
+    per_cell = max(1, -(-tasks // 8))
+    cfg = compose_config(["release.domains=[course,travel]", "grid.hidden_slots=[11,21]",
+                          "grid.decoy_budgets=[15,25]", f"release.tasks_per_cell={per_cell}",
+                          f"release.output_root={folder}", f"release.cells_root={folder}/cells",
+                          "release.name=bench", "release.crosscheck=false"])  # fmt: skip
+    build(cfg)
+    return folder / "bench-v1.0.0"
+
+
+async def _play(release: Path, url: str, episodes: int, concurrency: int) -> list:
+    from agents.llm import LLMAgent, LLMSettings, load_templates
+    from env import EnvSettings, Episode
+    from solvers.task_io import task_from_dict
+
+    tasks = [task_from_dict(json.loads(p.read_text())) for p in sorted((release / "tasks").rglob("*.json"))]
+    agent = LLMAgent(LLMSettings(model="scripted", base_url=url, concurrency=concurrency),
+                     load_templates())  # fmt: skip
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(n: int):
+        async with gate:
+            return await agent.play(Episode(tasks[n % len(tasks)], EnvSettings(), seed=n))
+
+    return await asyncio.gather(*(one(n) for n in range(episodes)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--episodes", type=int, default=128)
+    parser.add_argument("--concurrency", type=int, default=64)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        release = _release(Path(folder), args.episodes)
+        queue: mp.Queue = mp.get_context("spawn").Queue()
+        server = mp.get_context("spawn").Process(target=_serve, args=(str(release), queue), daemon=True)
+        server.start()
+        url = queue.get(timeout=60)
+        wall, cpu = time.perf_counter(), time.process_time()
+        outcomes = asyncio.run(_play(release, url, args.episodes, args.concurrency))
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        server.terminate()
+    turns = sum(o.turns for o in outcomes)
+    latency = [x for o in outcomes for x in o.latencies_ms]
+    sizes = [len(gzip.compress(json.dumps(o.messages, separators=(",", ":")).encode())) for o in outcomes]
+    raw = [len(json.dumps(o.messages, separators=(",", ":")).encode()) for o in outcomes]
+    print(f"LLM runner, loopback server: {args.episodes} episodes, {args.concurrency} in flight, "
+          f"{turns} turns ({turns / len(outcomes):.1f} per episode), all done: "
+          f"{all(o.end_reason == 'done' for o in outcomes)}")
+    print(f"  {turns / wall:.0f} turns/s wall; client CPU {1000 * cpu / turns:.2f} ms/turn "
+          f"(= {turns / cpu:.0f} turns/s on one core); request latency median "
+          f"{statistics.median(latency):.1f} ms")
+    print(f"  transcript per episode: {statistics.mean(raw) / 1024:.1f} KiB JSON, "
+          f"{statistics.mean(sizes) / 1024:.1f} KiB gzip")
+
+
+if __name__ == "__main__":
+    main()
