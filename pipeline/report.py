@@ -93,7 +93,7 @@ def heatmap(frame: pl.DataFrame, run: str, release: str, out: Path) -> Path:
                                  "decoy_budget")  # fmt: skip
         image = _panel(axis, rows, cols, grid, "decoy budget B", "hidden slots H")
         axis.set_title(f"tool failure rate {rate:g}", fontsize=11)
-    figure.colorbar(image, ax=axes[0].tolist(), shrink=0.85, label="success")
+    figure.colorbar(image, ax=axes[0].tolist(), shrink=0.85, label="success")  # type: ignore[arg-type]
     figure.suptitle(f"{run} on {release}: success over H x B", fontsize=12)
     path = out / f"heatmap_{_file(run)}.png"
     figure.savefig(path, dpi=110, bbox_inches="tight")
@@ -157,7 +157,8 @@ def _table_row(name: str, rows: pl.DataFrame) -> str:
     low, high = wilson(wins, n)
 
     def mean(column: str) -> float:
-        return float(rows[column].cast(pl.Float64).mean() or 0) if column in rows.columns else 0.0
+        value = rows[column].cast(pl.Float64).mean() if column in rows.columns else None
+        return float(value) if isinstance(value, int | float) else 0.0
 
     return (f"| {name} | {n} | {wins / max(n, 1):.3f} | [{low:.3f}, {high:.3f}] | "
             f"{mean('steps'):.0f} | {mean('prompt_tokens'):.0f} | {mean('completion_tokens'):.0f} | "
