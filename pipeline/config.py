@@ -160,7 +160,7 @@ class EvaluateConfig:
 @dataclass
 class AuditConfig:
     release: str = "outputs/releases/gridbench-v1.0.0"
-    splits: int = 20
+    splits: int = 10
     seed: int = 0
     output: str = ""
 

@@ -287,7 +287,14 @@ def classifier_score(cells: list[DecoyCell], feature_set: str, model: str, split
     """Top-1 accuracy on decoy cells of held-out tasks, over ``splits`` random halvings of the
     tasks. The interval is the binomial one of the mean test size around the mean accuracy."""
     from sklearn.feature_extraction import DictVectorizer
+    from threadpoolctl import threadpool_limits
 
+    with threadpool_limits(1):  # one thread: OpenMP spinning on a shared machine costs more
+        return _classifier_score(cells, feature_set, model, splits, seed, DictVectorizer)
+
+
+def _classifier_score(cells: list[DecoyCell], feature_set: str, model: str, splits: int,
+                      seed: int, vectorizer_class: Any) -> dict[str, float]:  # fmt: skip
     tasks = sorted({c.task_id for c in cells})
     rng = random.Random(seed)
     accuracies, chances, sizes = [], [], []
@@ -297,7 +304,7 @@ def classifier_score(cells: list[DecoyCell], feature_set: str, model: str, split
         test = [c for c in cells if c.task_id in held]
         rows = [f for c in train for f in _features(c, feature_set)]
         labels = [int(k == c.truth) for c in train for k in range(len(c.options))]
-        vectorizer = DictVectorizer(sparse=False)
+        vectorizer = vectorizer_class(sparse=False)
         fitted = _model(model, seed + split).fit(vectorizer.fit_transform(rows), labels)
         scores = list(fitted.predict_proba(vectorizer.transform(
             [f for cell in test for f in _features(cell, feature_set)]))[:, 1])
