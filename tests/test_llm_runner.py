@@ -166,3 +166,14 @@ def test_a_killed_run_resumes_without_losing_or_duplicating_episodes(release, se
             assert KEY.encode() not in data, path
     assert any(KEY in seen for seen in loopback.keys_seen)  # ... but it was sent
 
+
+
+def test_reminders_end_the_episode_only_when_they_come_in_a_row(release, server, tmp_path,
+                                                                monkeypatch):  # fmt: skip
+    loopback, url = server
+    loopback.script = Script(at={("*", 1): "no_tool", ("*", 3): "empty"})
+    spaced = run(release, url, tmp_path / "spaced", "agent.max_reminders=1", monkeypatch=monkeypatch)
+    assert spaced["success"].all() and (spaced["reminders"] == 2).all()
+    loopback.script = Script(at={("*", 1): "no_tool", ("*", 2): "empty"})
+    in_a_row = run(release, url, tmp_path / "row", "agent.max_reminders=1", monkeypatch=monkeypatch)
+    assert set(in_a_row["end_reason"]) == {"no_tool_call"}

@@ -66,21 +66,43 @@ class ScriptedPolicy:
             self.plans[answer["task_id"]] = [*plan, ("done", {})]
 
     def next_calls(self, task_id: str, messages: list[dict[str, Any]], count: int = 1) -> list:
+        """The first ``count`` steps of the plan that have not succeeded yet (``done`` only
+        once every cell is placed)."""
         plan = self.plans.get(task_id, [("done", {})])
-        done = _successes(messages)
-        return plan[min(done, len(plan) - 1): min(done, len(plan) - 1) + count]
+        succeeded = _succeeded(messages)
+        todo = [step for step in plan[:-1] if _key(*step) not in succeeded]
+        return (todo or plan[-1:])[:count]
 
 
-def _successes(messages: list[dict[str, Any]]) -> int:
-    """How many of the policy's calls have succeeded (an ``ok`` result of a known tool)."""
-    count = 0
+def _key(name: str, arguments: Any) -> str:
+    return f"{name}:{json.dumps(arguments, sort_keys=True)}"
+
+
+def _succeeded(messages: list[dict[str, Any]]) -> set[str]:
+    """The calls of the conversation whose result was ``ok``: structured calls are paired with
+    their tool messages by id, calls written in the text with the responses that follow."""
+    from agents.llm.toolcalls import parse_arguments, text_calls
+
+    by_id: dict[str, str] = {}
+    pending: list[str] = []
+    succeeded: set[str] = set()
     for message in messages:
-        content = message.get("content") or ""
-        if message.get("role") == "tool":
-            count += '"status": "ok"' in content
-        elif message.get("role") == "user" and content.startswith("<tool_response>"):
-            count += '"status": "ok"' in content and '"name": "frobnicate"' not in content
-    return count
+        role, content = message.get("role"), str(message.get("content") or "")
+        ok = '"status": "ok"' in content
+        if role == "assistant":
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                arguments, _ = parse_arguments(function.get("arguments"))
+                by_id[str(call.get("id"))] = _key(str(function.get("name")), arguments)
+            if not message.get("tool_calls"):
+                pending = [_key(c.name, c.arguments) for c in text_calls(content)]
+        elif role == "tool" and ok and str(message.get("tool_call_id")) in by_id:
+            succeeded.add(by_id[str(message.get("tool_call_id"))])
+        elif role == "user" and content.startswith("<tool_response>") and pending:
+            key = pending.pop(0)
+            if ok:
+                succeeded.add(key)
+    return succeeded
 
 
 class LoopbackServer:

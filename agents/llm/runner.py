@@ -51,7 +51,7 @@ class LLMSettings:
     tool_choice: str | None = "auto"
     parallel_tool_calls: bool | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
-    max_reminders: int = 3  # replies without a tool call before end_reason=no_tool_call
+    max_reminders: int = 3  # replies in a row without a tool call before end_reason=no_tool_call
     concurrency: int = 32
 
     def request(self) -> dict[str, Any]:
@@ -76,6 +76,7 @@ class Outcome:
     text_tool_calls: int = 0
     malformed_tool_calls: int = 0
     reminders: int = 0
+    unanswered: int = 0  # replies without a tool call in a row
     length_cuts: int = 0
     api_requests: int = 0
     prompt_tokens: int = 0
@@ -244,6 +245,7 @@ class LLMAgent:
             outcome.text_tool_calls += len(calls)
         if not calls:
             return self._remind(outcome, finish)
+        outcome.unanswered = 0
         for call in calls:
             outcome.malformed_tool_calls += call.arguments is None or not call.name or \
                 call.name not in episode.tools  # fmt: skip
@@ -265,7 +267,8 @@ class LLMAgent:
             text = ("No tool call was found in your reply. Continue by calling tools; call "
                     "done() when every hidden cell is filled.")  # fmt: skip
         outcome.reminders += 1
-        if outcome.reminders > self.settings.max_reminders:
+        outcome.unanswered += 1
+        if outcome.unanswered > self.settings.max_reminders:
             outcome.end_reason = "no_tool_call"
             return False
         outcome.messages.append({"role": "user", "content": text})
