@@ -73,7 +73,7 @@ def _panel(axis, rows: list, cols: list, grid: list[list[float]], xlabel: str, y
     axis.set_yticks(range(len(rows)), [str(r) for r in rows], fontsize=9)
     axis.set_xlabel(xlabel, fontsize=10)
     axis.set_ylabel(ylabel, fontsize=10)
-    size = 9 if len(cols) <= 10 else 7
+    size = 9 if len(cols) <= 7 else 8 if len(cols) <= 10 else 6
     for i, row in enumerate(grid):
         for j, value in enumerate(row):
             if value == value:  # not NaN
@@ -148,11 +148,11 @@ def run_table(frame: pl.DataFrame, rate: float) -> str:
         rows = part.filter(pl.col("agent") == run)
         overall.append(_table_row(run, rows))
     lines += overall
-    lines.append(_table_row("**all runs**", part))
+    lines.append(_table_row("**all runs**", part, tokens=part["agent"].n_unique() == 1))
     return "\n".join(lines)
 
 
-def _table_row(name: str, rows: pl.DataFrame) -> str:
+def _table_row(name: str, rows: pl.DataFrame, tokens: bool = True) -> str:
     n, wins = rows.height, float(rows["success"].cast(pl.Float64).sum())
     low, high = wilson(wins, n)
 
@@ -160,9 +160,9 @@ def _table_row(name: str, rows: pl.DataFrame) -> str:
         value = rows[column].cast(pl.Float64).mean() if column in rows.columns else None
         return float(value) if isinstance(value, int | float) else 0.0
 
+    used = f"{mean('prompt_tokens'):.0f} | {mean('completion_tokens'):.0f}" if tokens else "- | -"
     return (f"| {name} | {n} | {wins / max(n, 1):.3f} | [{low:.3f}, {high:.3f}] | "
-            f"{mean('steps'):.0f} | {mean('prompt_tokens'):.0f} | {mean('completion_tokens'):.0f} | "
-            f"{mean('wall_ms') / 1000:.2f} |")  # fmt: skip
+            f"{mean('steps'):.0f} | {used} | {mean('wall_ms') / 1000:.2f} |")  # fmt: skip
 
 
 def evidence(frame: pl.DataFrame) -> list[str]:
