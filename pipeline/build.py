@@ -45,7 +45,8 @@ class CertifiedTask:
 
 def draw_draft(key: TaskKey, settings: GenerationSettings, attempt: int) -> Draft:
     """Stages 1-3: the truth grid and slot rules, exchangeable candidates, global rules."""
-    draft = Draft(get_domain(key.domain), key.rows, key.cols, key.rng("attempt", attempt))
+    draft = Draft(get_domain(key.domain), key.rows, key.cols, key.rng("attempt", attempt),
+                  key.rng("labels", attempt))  # fmt: skip
     sample_grid(draft, key.hidden_slots, settings.max_slot_rules)
     shares = allocate_decoys(draft, key.decoy_budget, decoy_cell_count(key, settings),
                              key.candidates_per_slot - 1)  # fmt: skip

@@ -20,6 +20,7 @@ class Draft:
     rows: int
     cols: int
     rng: random.Random
+    label_rng: random.Random = field(default_factory=random.Random)  # ids and names only
     truth: list[list[str]] = field(default_factory=list)
     items: dict[str, Record] = field(default_factory=dict)
     hidden: list[Cell] = field(default_factory=list)
@@ -30,13 +31,15 @@ class Draft:
     _used_ids: set[str] = field(default_factory=set)
 
     def new_item(self, attributes: Record) -> str:
-        """Give ``attributes`` a fresh random id and name; return the id."""
+        """Give ``attributes`` a fresh random id and name; return the id. Ids and names come
+        from their own generator, so that what an agent sees of them says nothing about the
+        stream the values and the truth were drawn from."""
         while True:
-            item_id = f"{self.domain.id_prefix}{self.rng.getrandbits(24):06x}"
+            item_id = f"{self.domain.id_prefix}{self.label_rng.getrandbits(24):06x}"
             if item_id not in self._used_ids:
                 break
         self._used_ids.add(item_id)
-        self.items[item_id] = {"id": item_id, "name": self.domain.sample_name(self.rng),
+        self.items[item_id] = {"id": item_id, "name": self.domain.sample_name(self.label_rng),
                                **attributes}  # fmt: skip
         return item_id
 

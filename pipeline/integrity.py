@@ -134,10 +134,11 @@ def _margin(slot: Slot, attribute: str, value: float) -> float:
     return total
 
 
-def readable_features(task: Task, slot: Slot, options: list[str],
-                      side: list[Features]) -> list[Features]:  # fmt: skip
-    """Feature set (b): (a) (``side``) plus what the bounds and the visible cells say about
-    each option."""
+def readable_features(task: Task, slot: Slot, options: list[str], side: list[Features],
+                      all_options: dict[tuple[int, int], list[str]]) -> list[Features]:  # fmt: skip
+    """Feature set (b): (a) (``side``) plus what the bounds, the visible cells and the other
+    hidden cells' options (``all_options``: every cell's locally valid candidates, which an
+    agent reads with the query tool) say about each option."""
     rows = [dict(row) for row in side]
     domain = get_domain(task.domain)
     cell = (slot.row, slot.col)
@@ -149,7 +150,32 @@ def readable_features(task: Task, slot: Slot, options: list[str],
         for k, item_id in enumerate(options):
             record = task.items[item_id]
             rows[k].update(_rule_features(rule, name, record, visible, open_cells, domain))
+        if rule.kind in SUM_KINDS:
+            attribute = domain.numeric(rule.attribute)
+            others = [[int(task.items[i][rule.attribute]) for i in all_options[c]]
+                      for c in group if c != cell and c in all_options]  # fmt: skip
+            values = [int(task.items[i][rule.attribute]) for i in options]
+            room = rule.bound - sum(int(v[rule.attribute]) for v in visible)
+            _residual_features(rows, rule, name, values, room, others,
+                               float(attribute.high - attribute.low))  # fmt: skip
     return rows
+
+
+def _residual_features(rows: list[Features], rule: GlobalRule, name: str, values: list[int],
+                       room: int, others: list[list[int]], span: float) -> None:  # fmt: skip
+    """Arithmetic on a sum: what is left for this cell once the visible cells and the other
+    hidden cells' average options are counted, how far each option is from it (and its rank
+    in the cell), and the room interval propagation leaves."""
+    residual = room - sum(mean(o) for o in others)
+    lowest, highest = room - sum(max(o) for o in others), room - sum(min(o) for o in others)
+    gaps = [abs(v - residual) for v in values]
+    ranks = _ranks([float(g) for g in gaps])
+    for k, value in enumerate(values):
+        slack = (highest - value) if rule.kind == "sum_max" else (value - lowest)
+        rows[k].update({f"{name}.residual_gap": (value - residual) / span,
+                        f"{name}.abs_residual_gap": gaps[k] / span,
+                        f"{name}.abs_residual_rank": ranks[k],
+                        f"{name}.interval_slack": slack / span})  # fmt: skip
 
 
 def _rule_features(rule: GlobalRule, name: str, record: dict[str, Any], visible: list[dict],
@@ -208,6 +234,7 @@ POLICIES: dict[str, Policy] = {
     "best_on_summed_attributes": _feature_policy("directed_rank_sum"),
     "most_room_under_repeat_max": _feature_policy(".room", readable=True),
     "closest_to_needed_share": _feature_policy(".abs_gap_to_share", -1.0, readable=True),
+    "closest_to_residual": _feature_policy(".abs_residual_rank", -1.0, readable=True),
 }
 
 
@@ -217,13 +244,14 @@ POLICIES: dict[str, Policy] = {
 def decoy_cells(task: Task, answer: Answer) -> list[DecoyCell]:
     """Every cell of ``task`` with more than one option, with features and policy picks."""
     truth = {(r.row, r.col): r.truth for r in answer.roles}
+    all_options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
     out = []
     for slot in task.slots:
-        options = locally_valid_candidates(task, slot)
+        options = all_options[(slot.row, slot.col)]
         if len(options) < 2:
             continue
         side = candidate_side_features(task, slot, options)
-        read = readable_features(task, slot, options, side)
+        read = readable_features(task, slot, options, side, all_options)
         cell = DecoyCell(task.task_id, task.domain, options,
                          options.index(truth[(slot.row, slot.col)]), side, read)  # fmt: skip
         cell.policy_picks = {name: policy(task, slot, options, side, read)
@@ -252,11 +280,13 @@ def _summary(accuracy: float, chance: float, cells: int) -> dict[str, float]:
 # Classifiers --------------------------------------------------------------------------------
 
 MODELS = ("logistic_regression", "gradient_boosting")
-ARITHMETIC = (".gap_to_share", ".abs_gap_to_share")
+ARITHMETIC = (".gap_to_share", ".abs_gap_to_share", ".residual_gap", ".abs_residual_gap",
+              ".abs_residual_rank", ".interval_slack")  # fmt: skip
 FEATURE_SETS = {
     "candidate_side": "(a) the candidates' own values, ranks, margins, position, ids, names",
     "readable": "(b) (a) plus bounds and visible cells: all an agent reads without a check",
-    "arithmetic": "only 'value - (bound - visible sum) / open cells' per sum rule",
+    "arithmetic": "only the sum arithmetic: each option against what the bound leaves once the "
+                  "visible cells and the other cells' options are counted",
     "readable_without_arithmetic": "(b) without those sum-share features",
 }
 
