@@ -165,7 +165,8 @@ def write_release(target: Path, tasks: list[CertifiedTask], name: str, version: 
         for relative, data in sorted((extra_files or {}).items()):
             files[relative] = _write(folder / relative, data)
         report = audit([(m.task, m.answer) for m in ordered], audit_splits)
-        card = dataset_card(name, version, frame, audit_markdown(report))
+        salted = bool((config.get("release") or {}).get("salted")) if isinstance(config, dict) else False
+        card = dataset_card(name, version, frame, audit_markdown(report), salted)
         files["README.md"] = _write(folder / "README.md", card.encode())
         manifest = {
             "format": RELEASE_FORMAT, "name": name, "version": version, "config": config,
@@ -210,7 +211,16 @@ def hb_table(frame: pl.DataFrame, value: str, fmt: str) -> str:
     return "\n".join(lines)
 
 
-def dataset_card(name: str, version: str, frame: pl.DataFrame, integrity: str = "") -> str:
+PUBLIC = ("This release is **public**: its answers are in `answers/`, and anyone with this code can "
+          "regenerate every task and answer from `manifest.json`. For a held-out test set, build "
+          "with `release.salt_env=NAME` and keep `answers/` back.")
+PRIVATE = ("This release is **salted**: a secret mixed into every task's seed means its answers "
+           "cannot be regenerated from its configuration (`manifest.json` holds only the salt's "
+           "SHA-256). `verify` re-proves it without the salt.")
+
+
+def dataset_card(name: str, version: str, frame: pl.DataFrame, integrity: str = "",
+                 salted: bool = False) -> str:  # fmt: skip
     stats = counts(frame)
     domains = ", ".join(f"{d} ({n})" for d, n in stats["per_domain"].items())
     return f"""# {name} v{version}
@@ -226,6 +236,8 @@ A cell's locally valid candidates (truth and decoys) are drawn from one distribu
 truth is chosen uniformly among them; grid-wide rules drawn afterwards (two-sided windows on
 the grid sums, caps and counts) refute the others. Nothing about a candidate tells the truth
 apart: the audit below measures it.
+
+{PRIVATE if salted else PUBLIC}
 
 - tasks: {stats['tasks']} ({domains}); certified: {stats['certified']};
   MILP cross-check ok: {stats['crosscheck_ok']}; decoys: {stats['decoys']}

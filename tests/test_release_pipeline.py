@@ -222,12 +222,14 @@ def test_salted_releases_are_private_and_verify_without_the_salt(small, tmp_path
         assert build(cfg) == 0
         releases[name] = tmp_path / f"{name}-v1.0.0"
     monkeypatch.delenv("GRIDBENCH_TEST_SALT")
+    assert "This release is **public**" in (small / "README.md").read_text()
     grids = [_truth_grids(small), _truth_grids(releases["first"]), _truth_grids(releases["second"])]
     assert not grids[0] & grids[1] and not grids[0] & grids[2] and not grids[1] & grids[2]
     for name, release in releases.items():
         manifest = json.loads((release / "manifest.json").read_text())
         assert manifest["config"]["release"]["salted"] is True
         assert manifest["config"]["release"]["salt_sha256"] != secrets[name]
+        assert "This release is **salted**" in (release / "README.md").read_text()
         for path in [*release.rglob("*"), *(tmp_path / f"cells-{name}").rglob("*")]:
             if path.is_file():
                 data = path.read_bytes()
