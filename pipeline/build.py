@@ -77,12 +77,11 @@ def generate_task(key: TaskKey, settings: GenerationSettings | None = None) -> C
         except RepairFailed as error:
             reason = str(error)
             continue
-        made, reason = _finish(draft, key, settings, solver, stats, attempt, start)
-        if made is not None:
+        made = _finish(draft, key, settings, solver, stats, attempt, start)
+        if isinstance(made, CertifiedTask):
             return CertifiedTask(made.key, made.task, made.answer, made.timings, tuple(events))
-        if isinstance(reason, dict):
-            events.append(reason)
-            reason = reason["reason"]
+        events.append(made)  # the two solvers disagreed on this draft: re-draw
+        reason = made["reason"]
     raise GenerationError(
         f"task {key.task_id} ({key.domain} {key.rows}x{key.cols} H={key.hidden_slots} "
         f"B={key.decoy_budget}): no certified task after {settings.attempts} draws "
@@ -92,8 +91,9 @@ def generate_task(key: TaskKey, settings: GenerationSettings | None = None) -> C
 
 
 def _finish(draft: Draft, key: TaskKey, settings: GenerationSettings, solver: SolverSettings,
-            stats: RepairStats, attempt: int, start: float) -> tuple[CertifiedTask | None, Any]:  # fmt: skip
-    """Certify, measure and cross-check a unique draft; (None, reason) to re-draw."""
+            stats: RepairStats, attempt: int, start: float) -> CertifiedTask | dict[str, Any]:  # fmt: skip
+    """Certify, measure and cross-check a unique draft: the task, or the disagreement event
+    when the MILP cross-check contradicts CP-SAT."""
     for cell in draft.hidden:
         draw_filtered(draft, cell, key.candidates_per_slot - 1 - len(draft.decoys.get(cell, [])))
     task = build_task(draft, key.task_id, key.decoy_budget, key.candidates_per_slot)
@@ -115,9 +115,9 @@ def _finish(draft: Draft, key: TaskKey, settings: GenerationSettings, solver: So
         check = crosscheck_answer(task, answer, solver, settings.crosscheck_solver)
         timings["crosscheck_ms"] = check.pop("wall_ms")
         if not check["ok"]:
-            return None, disagreement(task, answer, check, attempt, settings.settle_limit)
+            return disagreement(task, answer, check, attempt, settings.settle_limit)
     answer = Answer(answer.task_id, answer.truth, answer.roles, certificate, check, measures)
-    return CertifiedTask(key, task, answer, timings), None
+    return CertifiedTask(key, task, answer, timings)
 
 
 def crosscheck_answer(task: Task, answer: Answer, solver: SolverSettings,
