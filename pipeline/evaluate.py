@@ -62,10 +62,11 @@ def run_label(label: str, env: EnvSettings) -> str:
     return f"{label}@q={query},c={check}"
 
 
-def episode_id(task_rel: str, spec: AgentSpec, rate: float, trial: int, env: EnvSettings) -> str:
+def episode_id(release: str, task_rel: str, spec: AgentSpec, rate: float, trial: int,
+               env: EnvSettings) -> str:  # fmt: skip
     agent = {k: v for k, v in sorted(spec.config.items()) if k not in NOT_IN_EPISODE_ID}
-    text = json.dumps([task_rel, spec.label, agent, rate, trial, asdict(env)], sort_keys=True,
-                      default=str)  # fmt: skip
+    text = json.dumps([release, task_rel, spec.label, agent, rate, trial, asdict(env)],
+                      sort_keys=True, default=str)  # fmt: skip
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -157,8 +158,8 @@ def plan(release: Path, cfg: DictConfig, spec: AgentSpec, env: EnvSettings,
     config = read_manifest(release).get("config", {})
     share = float(((config.get("generation") or {}).get("min_resistant_share")) or 0.0) \
         if isinstance(config, dict) else 0.0  # fmt: skip
-    jobs = [Job(str(release), rel, float(rate), trial, episode_id(rel, spec, float(rate), trial, env),
-                share)
+    jobs = [Job(str(release), rel, float(rate), trial,
+                episode_id(release.name, rel, spec, float(rate), trial, env), share)
             for rel in select_tasks(release, cfg) for rate in cfg.failure_rates
             for trial in range(int(cfg.trials))]  # fmt: skip
     if shard is not None:  # by episode id: stable, and balanced across tasks and rates

@@ -46,7 +46,13 @@ def load_runs(roots: list[Path]) -> pl.DataFrame:
             raise ValueError(f"{path} cannot be read ({type(error).__name__}); delete it and "
                              "rerun `make eval` (finished episodes are kept in episodes.jsonl)") from None
     frame = pl.concat([f for f in frames if f.height], how="diagonal_relaxed")
-    return frame.unique("episode_id", keep="last", maintain_order=True)
+    if "release" not in frame.columns:
+        frame = frame.with_columns(pl.lit(roots[0].name).alias("release"))
+    frame = frame.unique(["release", "episode_id"], keep="last", maintain_order=True)
+    frame = frame.with_columns(pl.col("agent").alias("run_in_release"))
+    if frame["release"].n_unique() > 1:  # runs of several releases: name each by its release
+        frame = frame.with_columns((pl.col("agent") + " @ " + pl.col("release")).alias("agent"))
+    return frame
 
 
 def wilson(successes: float, n: int) -> tuple[float, float]:
@@ -204,11 +210,14 @@ def by_resistance(frame: pl.DataFrame) -> list[str]:
     """Success per policy and `min_resistant_share` of the release (several releases given)."""
     if "min_resistant_share" not in frame.columns or frame["min_resistant_share"].n_unique() < 2:
         return []
-    table = frame.group_by(["policy", "min_resistant_share"]).agg(
-        pl.col("success").cast(pl.Float64).mean(), pl.len()).sort(["policy", "min_resistant_share"])
+    keys = ["run_in_release", "failure_rate", "min_resistant_share"]
+    table = frame.group_by(keys).agg(pl.col("success").cast(pl.Float64).mean(),
+                                     pl.col("steps").mean(), pl.len()).sort(keys)  # fmt: skip
     lines = ["", "## Success by the release's min_resistant_share", "",
-             "| policy | min_resistant_share | episodes | success |", "|---|---|---|---|"]
-    lines += [f"| {r['policy']} | {r['min_resistant_share']} | {r['len']} | {r['success']:.3f} |"
+             "| run | failure rate | min_resistant_share | episodes | success | steps |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    lines += [f"| {r['run_in_release']} | {r['failure_rate']:g} | {r['min_resistant_share']} | "
+              f"{r['len']} | {r['success']:.3f} | {r['steps']:.0f} |"
               for r in table.iter_rows(named=True)]  # fmt: skip
     return lines
 
