@@ -20,12 +20,13 @@ task-level splits give the accuracy and its interval. Simple policies (rank, mar
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from statistics import mean, median, pstdev
+from statistics import mean
 from typing import Any
 
 from domains import CategoricalAttribute, NumericAttribute, get_domain
@@ -69,6 +70,12 @@ def _ranks(values: list[float]) -> list[float]:
     return [rank / top for rank in ranks]
 
 
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    half = len(ordered) // 2
+    return ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
+
+
 def sum_directions(domain_name: str) -> dict[str, int]:
     """Per attribute, the domain's own preference: -1 when its sum is capped (cheaper looks
     better), +1 when it is a minimum (more looks better)."""
@@ -97,8 +104,9 @@ def candidate_side_features(task: Task, slot: Slot, options: list[str]) -> list[
         if isinstance(attribute, NumericAttribute):
             values = [float(r[attribute.name]) for r in records]
             span = float(attribute.high - attribute.low)
-            ranks, centre, spread = _ranks(values), mean(values), pstdev(values) or 1.0
-            middle, width = median(values), (max(values) - min(values)) or 1.0
+            ranks, centre = _ranks(values), sum(values) / len(values)
+            spread = (sum((v - centre) ** 2 for v in values) / len(values)) ** 0.5 or 1.0
+            middle, width = _median(values), (max(values) - min(values)) or 1.0
             for k, value in enumerate(values):
                 rows[k][f"{name}.value"] = (value - attribute.low) / span
                 rows[k][f"{name}.rank"] = ranks[k]
@@ -166,7 +174,7 @@ def _residual_features(rows: list[Features], rule: GlobalRule, name: str, values
     """Arithmetic on a sum: what is left for this cell once the visible cells and the other
     hidden cells' average options are counted, how far each option is from it (and its rank
     in the cell), and the room interval propagation leaves."""
-    residual = room - sum(mean(o) for o in others)
+    residual = room - sum(sum(o) / len(o) for o in others)
     lowest, highest = room - sum(max(o) for o in others), room - sum(min(o) for o in others)
     gaps = [abs(v - residual) for v in values]
     ranks = _ranks([float(g) for g in gaps])
@@ -201,6 +209,11 @@ def _rule_features(rule: GlobalRule, name: str, record: dict[str, Any], visible:
 
 # Simple policies ---------------------------------------------------------------------------
 
+
+@functools.lru_cache(maxsize=4096)
+def _suffixed(keys: tuple[str, ...], suffix: str) -> tuple[str, ...]:
+    return tuple(k for k in keys if k.endswith(suffix))
+
 Policy = Callable[[Task, Slot, list[str], list[Features], list[Features]], int]
 
 
@@ -213,8 +226,8 @@ def _feature_policy(key: str, sign: float = 1.0, readable: bool = False) -> Poli
     sums every feature with that suffix: all margins, all rooms, ...)."""
 
     def score(row: Features) -> float:
-        if key.startswith("."):
-            return sum(v for f, v in row.items() if f.endswith(key))
+        if key.startswith("."):  # every feature with this suffix (the same keys in every row)
+            return sum(row[f] for f in _suffixed(tuple(row), key))
         return row[key]
 
     def pick(task, slot, options, side, read):  # type: ignore[no-untyped-def]
