@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from domains import PAPER_DOMAINS  # noqa: E402
 from pipeline import GenerationSettings, TaskKey, crosscheck_answer, generate_task  # noqa: E402
-from pipeline.integrity import classifier_score, decoy_cells, policy_scores  # noqa: E402
+from pipeline.evaluation.integrity import classifier_score, decoy_cells, policy_scores  # noqa: E402
 from solvers.results import SolverSettings  # noqa: E402
 
 HIDDEN = (1, 5, 7, 11, 15, 21)

@@ -1,8 +1,8 @@
 """The pipeline stages: sample, constrain, candidates, repair, certify, measure, assemble."""
 
-from pipeline.build import CertifiedTask, crosscheck_answer, generate_task
-from pipeline.keys import ALLOCATION_POLICIES, GenerationError, GenerationSettings, TaskKey
-from pipeline.validate import decoy_cell_count, validate_key
+from pipeline.generation.build import CertifiedTask, crosscheck_answer, generate_task
+from pipeline.generation.keys import ALLOCATION_POLICIES, GenerationError, GenerationSettings, TaskKey
+from pipeline.generation.validate import decoy_cell_count, validate_key
 
 __all__ = [
     "ALLOCATION_POLICIES", "CertifiedTask", "GenerationError", "GenerationSettings", "TaskKey",

@@ -1,5 +1,5 @@
 """`python -m pipeline.audit release=PATH` (make audit): can the truth be read off a release
-without checking the rules? Policies and classifiers (pipeline/integrity.py) on the decoy
+without checking the rules? Policies and classifiers (pipeline/evaluation/integrity.py) on the decoy
 cells of every task; writes `audit.json` and `audit.md` under `output` and prints the tables.
 """
 
@@ -14,23 +14,10 @@ from omegaconf import DictConfig
 
 from pipeline.cli import run_cli
 from pipeline.config import register_configs
-from pipeline.integrity import audit, audit_markdown
-from pipeline.verify_release import read_manifest
-from solvers.task import Answer, Task
-from solvers.task_io import answer_from_dict, task_from_dict
+from pipeline.evaluation.integrity import audit, audit_markdown
+from pipeline.storage.read import release_pairs
 
 register_configs()
-
-
-def release_pairs(release: Path) -> list[tuple[Task, Answer]]:
-    """Every (task, answer) of a release, in file order."""
-    manifest = read_manifest(release)
-    pairs = []
-    for relative in sorted(name for name in manifest.get("files", {}) if name.startswith("tasks/")):
-        task = task_from_dict(json.loads((release / relative).read_text()))
-        answer_path = release / "answers" / relative[len("tasks/"):]
-        pairs.append((task, answer_from_dict(json.loads(answer_path.read_text()))))
-    return pairs
 
 
 def run_audit(cfg: DictConfig) -> int:

@@ -9,8 +9,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from domains import DomainError
-from pipeline.export import ReleaseError
-from pipeline.keys import GenerationError
+from pipeline.generation.keys import GenerationError
+from pipeline.storage.write import ReleaseError
 from solvers.task import TaskFormatError
 
 USER_ERRORS = (GenerationError, DomainError, TaskFormatError, ReleaseError, FileNotFoundError,

@@ -12,7 +12,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from domains import PAPER_DOMAINS
-from pipeline.keys import GenerationSettings, TaskKey
+from pipeline.generation.keys import GenerationSettings, TaskKey
 from solvers.results import SolverSettings
 
 

@@ -1,221 +1,50 @@
-"""`python -m pipeline.evaluate` (make eval): run one agent over a release.
+"""`python -m pipeline.evaluate` (make eval): run one agent or model over a release.
 
     make eval ARGS="agent=search failure_rates=[0.0,0.1,0.3]"
     make eval ARGS="agent=llm agent.model=M agent.base_url=URL"          # any OpenAI-compatible server
     make eval ARGS="+experiment=paper agent=llm agent.model=M shard=0/4"  # one machine of four
 
-One row per episode in `<output_root>/<release>/<run>/results.parquet` (the run is the agent,
-or `llm-<model>`, plus its budgets when they are not unlimited), the transcript of every
-episode in `transcripts/` (see pipeline/runs.py). Resumable: episodes with a row are skipped;
-an LLM episode whose requests kept failing (`end_reason=api_error`) is retried. Baselines run
-in a process pool; the LLM runner keeps `agent.concurrency` episodes in flight in one process.
-The agent sees the task file only; the answer file is read by the scorer.
+The configuration is checked and turned into an :class:`EvalRequest` here; the run itself is
+``pipeline/evaluation/episodes.py``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import json
-import random
-import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import hydra
-import polars as pl
 from omegaconf import DictConfig, OmegaConf
 
-from agents.registry import AgentSpec, agent_spec, make_agent
-from env import EnvSettings, Episode, score
+from agents.registry import agent_spec
+from env import EnvSettings
 from pipeline.cli import run_cli
 from pipeline.config import register_configs
-from pipeline.parallel import Progress, parallel_imap
-from pipeline.runs import RunStore, call_columns, parse_shard
-from pipeline.verify_release import read_manifest
-from solvers.task import Answer, Task
-from solvers.task_io import answer_from_dict, task_from_dict
+from pipeline.evaluation.episodes import EvalRequest, run_evaluation
+from pipeline.evaluation.runs import parse_shard
+from pipeline.storage.read import read_manifest
 
 register_configs()
-NOT_IN_EPISODE_ID = ("concurrency", "timeout", "max_retries", "api_key_env", "base_url")
 
 
-@dataclass(frozen=True)
-class Job:
-    """One episode to play: a task of the release at a failure rate and trial."""
-
-    root: str
-    task_rel: str
-    failure_rate: float
-    trial: int
-    episode_id: str
-    min_resistant_share: float = 0.0  # of the release (its manifest), for reports across releases
-
-
-def run_label(label: str, env: EnvSettings) -> str:
-    """The run's name: the agent, plus its budgets when they are not unlimited."""
-    if env.query_budget == "unlimited" and env.check_budget == "unlimited":
-        return label
-    query = f"{env.query_budget}+{env.query_extra}" if env.query_budget == "paper" else env.query_budget
-    check = f"{env.check_budget}x{env.check_alpha}" if env.check_budget == "paper" else env.check_budget
-    return f"{label}@q={query},c={check}"
-
-
-def episode_id(release: str, task_rel: str, spec: AgentSpec, rate: float, trial: int,
-               env: EnvSettings) -> str:  # fmt: skip
-    agent = {k: v for k, v in sorted(spec.config.items()) if k not in NOT_IN_EPISODE_ID}
-    text = json.dumps([release, task_rel, spec.label, agent, rate, trial, asdict(env)],
-                      sort_keys=True, default=str)  # fmt: skip
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def load_pair(job: Job) -> tuple[Task, Answer]:
-    """The task and its answer; an answer that belongs to another task is an error."""
-    root = Path(job.root)
-    task = task_from_dict(json.loads((root / job.task_rel).read_text()))
-    answer = answer_from_dict(json.loads((root / "answers" / job.task_rel[len("tasks/"):]).read_text()))
-    if answer.task_id != task.task_id:
-        raise ValueError(f"{job.task_rel}: its answer file is for task {answer.task_id}, not "
-                         f"{task.task_id}; the release is damaged (run make verify)")  # fmt: skip
-    return task, answer
-
-
-def episode_row(job: Job, spec: AgentSpec, env: EnvSettings, task: Task, episode: Episode,
-                answer: Answer, extra: dict[str, Any], wall_ms: float) -> dict[str, Any]:  # fmt: skip
-    """One results row (see the README's accounting table)."""
-    result = score(episode, answer)
-    calls = result.pop("calls")
-    end = extra.pop("end_reason", "done" if episode.finished and not episode.truncated
-                    else "max_steps" if episode.truncated else "no_done")  # fmt: skip
-    return {"episode_id": job.episode_id, "release": Path(job.root).name, "task_id": task.task_id,
-            "domain": task.domain,
-            "hidden_slots": task.hidden_slots, "decoy_budget": task.decoy_budget,
-            "agent": run_label(spec.label, env), "policy": spec.name,
-            "model": str(spec.config.get("model") or spec.label),
-            "query_budget": str(env.query_budget), "check_budget": str(env.check_budget),
-            "failure_rate": job.failure_rate, "trial": job.trial,
-            "min_resistant_share": job.min_resistant_share, **result, "end_reason": end,
-            **call_columns(calls, task.domain), "calls_json": json.dumps(calls, sort_keys=True),
-            **extra, "wall_ms": wall_ms}  # fmt: skip
-
-
-def _episode(job: Job, env: EnvSettings, task: Task, record: bool) -> Episode:
-    settings = EnvSettings(**{**asdict(env), "failure_rate": job.failure_rate})
-    return Episode(task, settings, seed=job.trial, record=record)
-
-
-def play_sync(args: tuple[Job, AgentSpec, EnvSettings, bool]) -> tuple[dict[str, Any], Any]:
-    """A baseline or a synchronous custom agent on one episode (runs in a worker process)."""
-    job, spec, env, record = args
-    task, answer = load_pair(job)
-    episode = _episode(job, env, task, record)
-    start = time.perf_counter()
-    make_agent(spec).play(episode, random.Random(f"{task.task_id}|{spec.label}|{job.trial}"))
-    wall_ms = (time.perf_counter() - start) * 1000.0
-    return episode_row(job, spec, env, task, episode, answer, {}, wall_ms), episode.trace
-
-
-async def play_async(jobs: list[Job], spec: AgentSpec, env: EnvSettings, store: RunStore,
-                     record: bool, progress: Progress) -> None:  # fmt: skip
-    """The LLM runner (or an async custom agent): ``concurrency`` episodes in flight."""
-    agent = make_agent(spec)
-    gate = asyncio.Semaphore(max(1, int(spec.config.get("concurrency") or 32)))
-    prompt = getattr(getattr(agent, "templates", None), "sha256", "")
-
-    async def one(job: Job) -> None:
-        async with gate:
-            task, answer = load_pair(job)
-            episode = _episode(job, env, task, record)
-            start = time.perf_counter()
-            outcome = await agent.play(episode)
-            wall_ms = (time.perf_counter() - start) * 1000.0
-            extra = {**outcome.counters(), "prompt_sha256": prompt} if outcome is not None else {}
-            row = episode_row(job, spec, env, task, episode, answer, extra, wall_ms)
-            transcript = outcome.messages if outcome is not None else episode.trace
-            store.save(row, transcript if record else None)
-            progress.update(row)
-
-    await asyncio.gather(*(one(job) for job in jobs))
-
-
-def select_tasks(release: Path, cfg: DictConfig) -> list[str]:
-    """Task files of the release that pass the filters; a filter matching nothing is an error."""
-    meta = pl.read_parquet(release / "metadata.parquet")
-    for column, values in (("domain", cfg.domains), ("hidden_slots", cfg.hidden_slots),
-                           ("decoy_budget", cfg.decoy_budgets)):  # fmt: skip
-        if values:
-            known = sorted(set(meta[column].to_list()))
-            meta = meta.filter(pl.col(column).is_in(list(values)))
-            if not meta.height:
-                raise ValueError(f"{column}={list(values)} matches no task of {release.name} "
-                                 f"(it has {column} in {known})")  # fmt: skip
-    return [f"tasks/{row['domain']}/{row['task_id']}.json" for row in meta.iter_rows(named=True)]
-
-
-def plan(release: Path, cfg: DictConfig, spec: AgentSpec, env: EnvSettings,
-         shard: tuple[int, int] | None) -> list[Job]:  # fmt: skip
-    config = read_manifest(release).get("config", {})
-    share = float(((config.get("generation") or {}).get("min_resistant_share")) or 0.0) \
-        if isinstance(config, dict) else 0.0  # fmt: skip
-    jobs = [Job(str(release), rel, float(rate), trial,
-                episode_id(release.name, rel, spec, float(rate), trial, env), share)
-            for rel in select_tasks(release, cfg) for rate in cfg.failure_rates
-            for trial in range(int(cfg.trials))]  # fmt: skip
-    if shard is not None:  # by episode id: stable, and balanced across tasks and rates
-        jobs = [job for job in jobs if int(job.episode_id, 16) % shard[1] == shard[0]]
-    return jobs
+def request_from(cfg: DictConfig) -> EvalRequest:
+    """The typed request of a configuration; user errors raise ``ValueError`` naming the key."""
+    release = Path(str(cfg.release))
+    read_manifest(release)
+    spec = agent_spec(OmegaConf.to_container(cfg.agent, resolve=True))  # type: ignore[arg-type]
+    env = EnvSettings(**OmegaConf.to_container(cfg.env, resolve=True))  # type: ignore[arg-type]
+    env.validate()
+    return EvalRequest(
+        release=release, spec=spec, env=env,
+        failure_rates=tuple(float(r) for r in cfg.failure_rates), trials=int(cfg.trials),
+        domains=tuple(str(d) for d in cfg.domains), hidden_slots=tuple(int(h) for h in cfg.hidden_slots),
+        decoy_budgets=tuple(int(b) for b in cfg.decoy_budgets), shard=parse_shard(str(cfg.shard or "")),
+        output_root=Path(str(cfg.output_root)), run_name=str(cfg.run_name or ""),
+        workers=int(cfg.workers), traces=bool(cfg.traces), resume=bool(cfg.resume),
+    )  # fmt: skip
 
 
 def evaluate(cfg: DictConfig) -> int:
-    release = Path(str(cfg.release))
-    read_manifest(release)
-    agent_config = OmegaConf.to_container(cfg.agent, resolve=True)
-    spec = agent_spec(agent_config)  # type: ignore[arg-type]
-    env = EnvSettings(**OmegaConf.to_container(cfg.env, resolve=True))  # type: ignore[arg-type]
-    env.validate()
-    shard = parse_shard(str(cfg.shard or ""))
-    store = RunStore(Path(str(cfg.output_root)) / release.name / str(cfg.run_name or
-                                                                       run_label(spec.label, env)),
-                     shard)  # fmt: skip
-    jobs = plan(release, cfg, spec, env, shard)
-    finished = store.finished() if cfg.resume else {}
-    todo = [job for job in jobs if job.episode_id not in finished]
-    progress = Progress(len(todo), f"eval {spec.label}")
-    start = time.perf_counter()
-    try:
-        if spec.is_async:
-            asyncio.run(play_async(todo, spec, env, store, bool(cfg.traces), progress))
-        else:
-            work = [(job, spec, env, bool(cfg.traces)) for job in todo]
-            for row, trace in parallel_imap(play_sync, work, int(cfg.workers), "", ordered=False,
-                                            show=False):  # fmt: skip
-                store.save(row, trace)
-                progress.update(row)
-    except KeyboardInterrupt:
-        progress.close()
-        print(f"interrupted: {progress.done} episodes of this run saved in {store.folder}; run the "
-              "same command again to resume")  # fmt: skip
-        return 130
-    progress.close()
-    frame = store.write_results()
-    _summary(spec, release, store, frame, len(todo), len(jobs), time.perf_counter() - start)
-    return 0
-
-
-def _summary(spec: AgentSpec, release: Path, store: RunStore, frame: pl.DataFrame, new: int,
-             total: int, seconds: float) -> None:  # fmt: skip
-    print(f"{spec.label} on {release.name}: {new} episodes run, {total - new} already done, "
-          f"{seconds:.1f}s -> {store.results}")  # fmt: skip
-    if frame.height:
-        summary = frame.group_by("failure_rate").agg(pl.col("success").mean(), pl.len())
-        for row in summary.sort("failure_rate").iter_rows(named=True):
-            print(f"  failure rate {row['failure_rate']}: success {row['success']:.3f} over "
-                  f"{row['len']}")  # fmt: skip
-    if store.api_errors.exists():
-        errors = len(store.api_errors.read_text().splitlines())
-        print(f"  {errors} episode(s) ended in api_error (see {store.api_errors.name}); they are "
-              "not scored and a rerun retries them")  # fmt: skip
+    return run_evaluation(request_from(cfg))
 
 
 @hydra.main(version_base=None, config_path="../conf/apps", config_name="evaluate")

@@ -15,10 +15,10 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from pipeline.cells import make_tasks
 from pipeline.cli import run_cli
 from pipeline.config import cell_keys, generation_settings, register_configs
-from pipeline.validate import validate_key
+from pipeline.generation.validate import validate_key
+from pipeline.storage.cells import make_tasks
 
 register_configs()
 

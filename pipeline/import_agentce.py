@@ -16,14 +16,14 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig
 
-from pipeline.agentce import convert, read_file
-from pipeline.build import CertifiedTask
-from pipeline.certify import certify
 from pipeline.cli import plain, run_cli
 from pipeline.config import register_configs, solver_settings
-from pipeline.export import check_target, dumps, release_dir, write_release
-from pipeline.measures import measure
+from pipeline.generation.build import CertifiedTask
+from pipeline.generation.certify import certify
+from pipeline.generation.measures import measure
 from pipeline.parallel import parallel_imap
+from pipeline.storage.agentce import convert, read_file
+from pipeline.storage.write import check_target, dumps, release_dir, write_release
 from solvers.milp import crosscheck
 from solvers.results import SolverSettings
 from solvers.task import Answer

@@ -14,7 +14,6 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from pipeline.cells import make_tasks
 from pipeline.cli import plain, run_cli
 from pipeline.config import (
     generation_settings,
@@ -23,8 +22,9 @@ from pipeline.config import (
     release_salt,
     salt_record,
 )
-from pipeline.export import check_target, release_dir, write_release
-from pipeline.validate import validate_key
+from pipeline.generation.validate import validate_key
+from pipeline.storage.cells import make_tasks
+from pipeline.storage.write import check_target, release_dir, write_release
 
 register_configs()
 

@@ -1,93 +1,15 @@
 """`python -m pipeline.show run=RUN_DIR task=TASK_ID [failure_rate=0.1] [trial=0]` (make show):
-print one episode's transcript readably -- the messages of an LLM episode, or the tool calls
-and results of a baseline's.
-"""
+print one episode's transcript readably (``pipeline/evaluation/show.py``)."""
 
 from __future__ import annotations
 
-import json
 import sys
-import textwrap
 from pathlib import Path
-from typing import Any
 
-from pipeline.runs import read_transcript
+from pipeline.evaluation.show import show
 
-WIDTH = 100
-USAGE = "usage: make show ARGS=\"run=outputs/runs/<release>/<run> task=<task_id> [failure_rate=R] [trial=T]\""
-
-
-def _rows(run: Path) -> list[dict[str, Any]]:
-    rows = []
-    for path in sorted(run.glob("episodes*.jsonl")) + sorted(run.glob("api_errors*.jsonl")):
-        for line in path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                continue
-    return rows
-
-
-def find_episode(run: Path, task: str, rate: float | None, trial: int | None) -> dict[str, Any]:
-    """The row of the episode asked for; a clear error when none or several match."""
-    if not run.is_dir():
-        raise ValueError(f"run={run} is not a folder; runs are under outputs/runs/<release>/")
-    rows = [r for r in _rows(run) if r.get("task_id") == task
-            and (rate is None or float(r.get("failure_rate", -1)) == rate)
-            and (trial is None or int(r.get("trial", -1)) == trial)]  # fmt: skip
-    if not rows:
-        raise ValueError(f"no episode of task {task!r} in {run} (check task=, failure_rate=, trial=)")
-    keys = sorted({(r["failure_rate"], r["trial"]) for r in rows})
-    if len(keys) > 1:
-        raise ValueError(f"{len(keys)} episodes of {task} in {run} (failure_rate, trial): {keys}; "
-                         "pick one with failure_rate= and trial=")  # fmt: skip
-    return rows[-1]
-
-
-def _block(label: str, text: str) -> str:
-    body = "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="  ") if len(line) > WIDTH
-                     else line for line in str(text).splitlines())  # fmt: skip
-    return f"[{label}]\n{body}"
-
-
-def render_messages(messages: list[dict[str, Any]]) -> str:
-    out = []
-    for message in messages:
-        role = message.get("role", "?")
-        for key in ("reasoning_content", "reasoning"):
-            if message.get(key):
-                out.append(_block(f"{role} reasoning", message[key]))
-        if message.get("content"):
-            out.append(_block(role if role != "tool" else f"tool result {message.get('tool_call_id', '')}",
-                              message["content"]))  # fmt: skip
-        for call in message.get("tool_calls") or []:
-            function = call.get("function", {})
-            out.append(f"[call {call.get('id', '')}] {function.get('name')}({function.get('arguments')})")
-    return "\n\n".join(out)
-
-
-def render_calls(calls: list[dict[str, Any]]) -> str:
-    lines = []
-    for n, call in enumerate(calls, 1):
-        result = call.get("result", {})
-        arguments = json.dumps(call.get("arguments"), ensure_ascii=False)
-        lines.append(f"{n:5d}. {call.get('tool')}({arguments}) -> {result.get('status')}: "
-                     f"{result.get('message', '')}")  # fmt: skip
-    return "\n".join(lines)
-
-
-def show(run: Path, task: str, rate: float | None = None, trial: int | None = None) -> str:
-    row = find_episode(run, task, rate, trial)
-    path = run / "transcripts" / f"{row['episode_id']}.json.gz"
-    if not path.is_file():
-        raise ValueError(f"episode {row['episode_id']} has no transcript ({path}); it was run "
-                         "with traces=false")  # fmt: skip
-    transcript = read_transcript(path)["transcript"]
-    head = (f"task {task}  run {run.name}  failure rate {row['failure_rate']}  trial {row['trial']}"
-            f"\nsuccess {row['success']}  fraction correct {row['fraction_correct']:.3f}  end "
-            f"{row.get('end_reason')}  steps {row['steps']}  turns {row.get('turns', '-')}\n")  # fmt: skip
-    is_chat = bool(transcript) and "role" in transcript[0]
-    return head + "\n" + (render_messages(transcript) if is_chat else render_calls(transcript))
+USAGE = ('usage: make show ARGS="run=outputs/runs/<release>/<run> task=<task_id> '
+         '[failure_rate=R] [trial=T]"')
 
 
 def main(argv: list[str]) -> int:

@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 
 from pipeline.cli import run_cli
 from pipeline.config import register_configs, solver_settings
-from pipeline.verify_release import VerifyReport, verify_release
+from pipeline.storage.verify import VerifyReport, verify_release
 
 register_configs()
 

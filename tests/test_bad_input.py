@@ -33,7 +33,7 @@ def key(**changes) -> TaskKey:
 )
 def test_bad_keys_are_named(changes, words, monkeypatch):
     calls = []
-    monkeypatch.setattr("pipeline.build.sample_grid", lambda *a: calls.append(a))
+    monkeypatch.setattr("pipeline.generation.build.sample_grid", lambda *a: calls.append(a))
     with pytest.raises(GenerationError) as error:
         generate_task(key(**changes))
     for word in words:

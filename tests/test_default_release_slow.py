@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pipeline.verify_release import verify_release
+from pipeline.storage.verify import verify_release
 from solvers.results import SolverSettings
 from tests.helpers_release import compose_config
 

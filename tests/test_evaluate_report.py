@@ -35,7 +35,7 @@ def test_evaluate_is_resumable_and_report_is_written(release, tmp_path, capsys):
     filtered = _evaluate(release, runs, "greedy_local", "domains=[toy]", "decoy_budgets=[3]")
     rows = pl.read_parquet(filtered / "results.parquet")
     assert set(rows["domain"]) == {"toy"} and set(rows["decoy_budget"]) == {3}
-    from pipeline.runs import read_transcript
+    from pipeline.evaluation.runs import read_transcript
 
     trace = read_transcript(next((out / "transcripts").glob("*.json.gz")))["transcript"]
     assert trace[-1]["tool"] == "done" and trace[-1]["result"]["status"] == "ok"
@@ -54,7 +54,7 @@ def test_evaluate_is_resumable_and_report_is_written(release, tmp_path, capsys):
 
 
 def test_wilson_interval_matches_the_textbook_values():
-    from pipeline.report import wilson
+    from pipeline.evaluation.report import wilson
 
     low, high = wilson(8, 10)
     assert abs(low - 0.4902) < 1e-3 and abs(high - 0.9433) < 1e-3

@@ -126,8 +126,8 @@ def test_a_solver_disagreement_is_recorded_settled_and_redrawn(monkeypatch, tmp_
     """A MILP verdict that contradicts CP-SAT never crashes the build and never ships: the
     enumeration settles it, the event is kept with both solvers' names and versions, the task
     is re-drawn, and the manifest counts the event."""
-    import pipeline.build as build
-    from pipeline.export import write_release
+    import pipeline.generation.build as build
+    from pipeline.storage.write import write_release
 
     real = build.crosscheck_answer
     calls = []
@@ -154,7 +154,7 @@ def test_a_solver_disagreement_is_recorded_settled_and_redrawn(monkeypatch, tmp_
 
 
 def test_settling_by_enumeration_says_when_it_cannot():
-    from pipeline.build import settle
+    from pipeline.generation.build import settle
 
     made = generate_task(small_key("course", hidden_slots=11, decoy_budget=19))
     verdict = settle(made.task, made.answer, limit=10)

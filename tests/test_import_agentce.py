@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.agentce import convert, read_file
-from pipeline.verify_release import verify_release
+from pipeline.storage.agentce import convert, read_file
+from pipeline.storage.verify import verify_release
 from solvers.results import SolverSettings
 from solvers.task import TaskFormatError
 from solvers.task_io import task_from_dict

@@ -16,7 +16,7 @@ import pytest
 
 from agents.llm.loopback import RECOVERABLE, LoopbackServer, Script, ScriptedPolicy
 from pipeline.evaluate import evaluate
-from pipeline.runs import read_transcript
+from pipeline.evaluation.runs import read_transcript
 from tests.helpers_release import build_small, compose_config
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,12 +8,12 @@ from collections import Counter
 from hypothesis import given
 
 from pipeline import GenerationSettings, TaskKey, generate_task
-from pipeline.assemble import build_task, candidate_ids, truth_choice
-from pipeline.build import draw_draft
-from pipeline.constrain import truth_measures
-from pipeline.draft import Draft
-from pipeline.measures import CanonicalSearch, search_space, shallow_decoys
-from pipeline.repair import RepairStats, make_unique
+from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
+from pipeline.generation.build import draw_draft
+from pipeline.generation.constrain import truth_measures
+from pipeline.generation.draft import Draft
+from pipeline.generation.measures import CanonicalSearch, search_space, shallow_decoys
+from pipeline.generation.repair import RepairStats, make_unique
 from solvers.checker import VIOLATED, check_global, locally_valid_candidates
 from solvers.cpsat import CpSatModel
 from solvers.results import FEASIBLE, INFEASIBLE, SolverSettings
@@ -126,7 +126,7 @@ def test_integrity_over_a_sample_of_tasks():
 
 
 def test_a_solver_time_out_is_never_a_proof(monkeypatch):
-    from pipeline.certify import certify
+    from pipeline.generation.certify import certify
     from solvers.results import UNKNOWN, SolveResult
 
     made = generate_task(TaskKey("toy", 3, 3, 4, 6, 5, seed=1))
@@ -141,7 +141,7 @@ def test_a_solver_time_out_is_never_a_proof(monkeypatch):
 def test_surface_shortcuts_stay_near_chance():
     """Deterministic sample (fixed keys): surface policies pick the truth on decoy cells about
     as often as a uniform guess among the candidates that pass the slot rules."""
-    from pipeline.integrity import decoy_cells, policy_scores
+    from pipeline.evaluation.integrity import decoy_cells, policy_scores
 
     cells = []
     for domain in ("course", "meal", "pc_build", "shopping", "travel", "workforce"):

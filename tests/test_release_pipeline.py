@@ -12,8 +12,8 @@ import polars as pl
 import pytest
 from hydra.errors import ConfigCompositionException
 
-from pipeline.export import SCHEMA_DIR, ReleaseError
-from pipeline.verify_release import verify_release
+from pipeline.storage.verify import verify_release
+from pipeline.storage.write import SCHEMA_DIR, ReleaseError
 from solvers.results import SolverSettings
 from tests.helpers_release import (
     build_small,
@@ -167,7 +167,7 @@ def test_same_release_with_one_or_two_workers_is_byte_identical(small, tmp_path)
 def test_existing_version_is_refused_and_failure_leaves_nothing(small, tmp_path, monkeypatch):
     with pytest.raises(ReleaseError, match="already exists"):
         build_small(small.parent)
-    import pipeline.export as export
+    import pipeline.storage.write as export
 
     calls = {"n": 0}
     real = export.metadata_row
@@ -258,8 +258,8 @@ def test_a_salt_variable_that_is_not_set_is_a_clear_error(tmp_path, monkeypatch)
 def test_every_paper_preset_builds_a_few_tasks(grid, picks, tmp_path):
     """A few tasks of each paper preset, certified by CP-SAT and cross-checked by HiGHS;
     the full presets are built in the slow suite."""
-    from pipeline.build import generate_task
     from pipeline.config import generation_settings, release_keys
+    from pipeline.generation.build import generate_task
 
     cfg = compose_config([f"grid={grid}", "release.domains=[shopping,travel]"])
     settings = generation_settings(cfg)

@@ -95,7 +95,7 @@ def test_distance_to_ambiguity_matches_brute_force(task):
 
 @given(small_tasks())
 def test_least_loosening_in_one_solve_matches_the_brute_force_minimum(task):
-    from pipeline.measures import distance_to_ambiguity
+    from pipeline.generation.measures import distance_to_ambiguity
     from solvers.task import Answer, SlotRoles
 
     found = completions(task)

@@ -12,9 +12,9 @@ falls short is re-drawn whole by the caller.
 
 from __future__ import annotations
 
-from pipeline.assemble import build_task, candidate_ids, truth_choice
-from pipeline.draft import Draft
-from pipeline.keys import GenerationSettings
+from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
+from pipeline.generation.draft import Draft
+from pipeline.generation.keys import GenerationSettings
 from solvers.checker import locally_valid_candidates
 from solvers.cpsat import CpSatModel
 from solvers.propagation import decoy_resistance, linear_rows

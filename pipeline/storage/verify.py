@@ -10,9 +10,10 @@ from typing import Any
 
 import jsonschema
 
-from pipeline.certify import certify
-from pipeline.export import RELEASE_FORMAT, SCHEMA_DIR, ReleaseError, sha256
+from pipeline.generation.certify import certify
 from pipeline.parallel import parallel_imap
+from pipeline.storage.read import read_manifest
+from pipeline.storage.write import SCHEMA_DIR, sha256
 from solvers.milp import crosscheck
 from solvers.results import SolverSettings
 from solvers.task import Answer, Task, TaskFormatError
@@ -28,21 +29,6 @@ class VerifyReport:
     @property
     def ok(self) -> bool:
         return not self.failures and not self.file_failures
-
-
-def read_manifest(path: Path) -> dict[str, Any]:
-    manifest_path = path / "manifest.json"
-    if not path.is_dir() or not manifest_path.is_file():
-        raise ReleaseError(f"{path} is not a release (no manifest.json); pass release=PATH to a "
-                           "folder written by `make release`")  # fmt: skip
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except ValueError as error:
-        raise ReleaseError(f"{manifest_path} is not valid JSON: {error}") from None
-    if manifest.get("format") != RELEASE_FORMAT:
-        raise ReleaseError(f"{manifest_path}: release format {manifest.get('format')!r} is not "
-                           f"known; this code reads {RELEASE_FORMAT!r}")  # fmt: skip
-    return manifest
 
 
 def check_files(path: Path, manifest: dict[str, Any], report: VerifyReport) -> None:

@@ -12,7 +12,7 @@ The other rules are one-sided, with the domain's meaning, and a small random sla
 from __future__ import annotations
 
 from domains import GlobalRuleTemplate
-from pipeline.draft import Draft
+from pipeline.generation.draft import Draft
 from solvers.checker import rule_groups, rule_measure
 from solvers.task import GlobalRule
 

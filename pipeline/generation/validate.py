@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from domains import DomainError, get_domain
-from pipeline.keys import GenerationError, GenerationSettings, TaskKey
+from pipeline.generation.keys import GenerationError, GenerationSettings, TaskKey
 
 
 def validate_key(key: TaskKey, settings: GenerationSettings) -> None:

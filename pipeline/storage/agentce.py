@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.keys import TaskKey
+from pipeline.generation.keys import TaskKey
 from solvers.task import Answer, GlobalRule, Slot, SlotRoles, SlotRule, Task, TaskFormatError
 
 # domain -> (id field, slot rules {name: (attribute, op)}, global rules {name: (kind, attribute, extra)})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 from domains import Domain, NumericAttribute
-from pipeline.draft import Draft, Record
+from pipeline.generation.draft import Draft, Record
 from solvers.task import SlotRule
 
 

@@ -30,7 +30,7 @@ from statistics import mean
 from typing import Any
 
 from domains import CategoricalAttribute, NumericAttribute, get_domain
-from pipeline.constrain import SUM_KINDS
+from pipeline.generation.constrain import SUM_KINDS
 from solvers.checker import locally_valid_candidates, rule_groups
 from solvers.task import Answer, GlobalRule, Slot, Task
 

@@ -11,17 +11,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from domains import get_domain
-from pipeline.assemble import build_answer, build_task
-from pipeline.candidates import allocate_decoys, draw_exchangeable, draw_filtered
-from pipeline.certify import certify
-from pipeline.constrain import draw_global_rules
-from pipeline.draft import Draft
-from pipeline.keys import GenerationError, GenerationSettings, TaskKey
-from pipeline.measures import measure
-from pipeline.repair import RepairFailed, RepairStats, make_unique
-from pipeline.resist import loosen_for_resistance
-from pipeline.sample import sample_grid
-from pipeline.validate import decoy_cell_count, validate_key
+from pipeline.generation.assemble import build_answer, build_task
+from pipeline.generation.candidates import allocate_decoys, draw_exchangeable, draw_filtered
+from pipeline.generation.certify import certify
+from pipeline.generation.constrain import draw_global_rules
+from pipeline.generation.draft import Draft
+from pipeline.generation.keys import GenerationError, GenerationSettings, TaskKey
+from pipeline.generation.measures import measure
+from pipeline.generation.repair import RepairFailed, RepairStats, make_unique
+from pipeline.generation.resist import loosen_for_resistance
+from pipeline.generation.sample import sample_grid
+from pipeline.generation.validate import decoy_cell_count, validate_key
 from solvers.checker import enumerate_completions, locally_valid_candidates
 from solvers.cpsat import SOLVER_NAME, SOLVER_VERSION, CpSatModel
 from solvers.milp import crosscheck

@@ -10,8 +10,8 @@ Filtered candidates break at least one slot rule of their cell.
 
 from __future__ import annotations
 
-from pipeline.draft import Cell, Draft
-from pipeline.sample import sample_passing
+from pipeline.generation.draft import Cell, Draft
+from pipeline.generation.sample import sample_passing
 
 
 def allocate_decoys(draft: Draft, budget: int, cell_count: int, per_cell: int) -> dict[Cell, int]:

@@ -20,11 +20,11 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.build import CertifiedTask
-from pipeline.integrity import audit, audit_markdown
+from pipeline.evaluation.integrity import audit, audit_markdown
+from pipeline.generation.build import CertifiedTask
 
 RELEASE_FORMAT = "gridbench-release-1"
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
 PACKAGES = ("gridbench", "ortools", "pulp", "polars", "pyarrow", "hydra-core", "omegaconf")
 INT64_MAX = 2**63 - 1
 

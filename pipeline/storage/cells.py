@@ -9,8 +9,8 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-from pipeline.build import CertifiedTask, generate_task
-from pipeline.keys import GenerationSettings, TaskKey
+from pipeline.generation.build import CertifiedTask, generate_task
+from pipeline.generation.keys import GenerationSettings, TaskKey
 from pipeline.parallel import parallel_imap
 from solvers.task_io import answer_from_dict, task_from_dict
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.assemble import build_task, candidate_ids, truth_choice
-from pipeline.candidates import draw_exchangeable
-from pipeline.constrain import draw_global_rules, truth_measures
-from pipeline.draft import Cell, Draft
-from pipeline.keys import GenerationSettings
-from pipeline.sample import sample_passing
+from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
+from pipeline.generation.candidates import draw_exchangeable
+from pipeline.generation.constrain import draw_global_rules, truth_measures
+from pipeline.generation.draft import Cell, Draft
+from pipeline.generation.keys import GenerationSettings
+from pipeline.generation.sample import sample_passing
 from solvers.checker import rule_groups, rule_measure
 from solvers.cpsat import CpSatModel
 from solvers.results import INFEASIBLE, UNKNOWN, SolverSettings, SolverTimeout

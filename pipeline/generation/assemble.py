@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.draft import Cell, Draft
-from pipeline.instruction import write_instruction
+from pipeline.generation.draft import Cell, Draft
+from pipeline.generation.instruction import write_instruction
 from solvers.task import Answer, Slot, SlotRoles, Task
 
 
