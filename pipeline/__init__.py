@@ -1,10 +1,31 @@
-"""The pipeline stages: sample, constrain, candidates, repair, certify, measure, assemble."""
+"""The pipeline: generation stages (``generation/``), release storage (``storage/``),
+evaluation (``evaluation/``) and the Hydra entry points named after what they do.
 
-from pipeline.generation.build import CertifiedTask, crosscheck_answer, generate_task
-from pipeline.generation.keys import ALLOCATION_POLICIES, GenerationError, GenerationSettings, TaskKey
-from pipeline.generation.validate import decoy_cell_count, validate_key
+The names below are loaded on first use, so that importing one room (writing a release, say)
+does not import the solvers the generator needs.
+"""
 
-__all__ = [
-    "ALLOCATION_POLICIES", "CertifiedTask", "GenerationError", "GenerationSettings", "TaskKey",
-    "crosscheck_answer", "decoy_cell_count", "generate_task", "validate_key",
-]  # fmt: skip
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "CertifiedTask": "pipeline.generation.records",
+    "crosscheck_answer": "pipeline.generation.build",
+    "generate_task": "pipeline.generation.build",
+    "ALLOCATION_POLICIES": "pipeline.generation.keys",
+    "GenerationError": "pipeline.generation.keys",
+    "GenerationSettings": "pipeline.generation.keys",
+    "TaskKey": "pipeline.generation.keys",
+    "decoy_cell_count": "pipeline.generation.validate",
+    "validate_key": "pipeline.generation.validate",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -18,9 +18,9 @@ from omegaconf import DictConfig
 
 from pipeline.cli import plain, run_cli
 from pipeline.config import register_configs, solver_settings
-from pipeline.generation.build import CertifiedTask
 from pipeline.generation.certify import certify
 from pipeline.generation.measures import measure
+from pipeline.generation.records import CertifiedTask
 from pipeline.parallel import parallel_imap
 from pipeline.storage.agentce import convert, read_file
 from pipeline.storage.write import check_target, dumps, release_dir, write_release

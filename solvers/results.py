@@ -28,14 +28,6 @@ class SolveResult:
     solution: dict[Cell, str] | None = None
     objective: int | None = None
 
-    @property
-    def feasible(self) -> bool:
-        return self.status == FEASIBLE
-
-    @property
-    def infeasible(self) -> bool:
-        return self.status == INFEASIBLE
-
 
 class SolverTimeout(RuntimeError):
     """A solver returned UNKNOWN where a proof was needed."""

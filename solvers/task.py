@@ -148,12 +148,6 @@ class Task:
             **self.extra,
         }
 
-    @staticmethod
-    def from_dict(data: dict[str, Any]) -> Task:
-        from solvers.task_io import task_from_dict
-
-        return task_from_dict(data)
-
 
 @dataclass(frozen=True)
 class SlotRoles:

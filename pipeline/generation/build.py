@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from domains import get_domain
@@ -18,6 +17,7 @@ from pipeline.generation.constrain import draw_global_rules
 from pipeline.generation.draft import Draft
 from pipeline.generation.keys import GenerationError, GenerationSettings, TaskKey
 from pipeline.generation.measures import measure
+from pipeline.generation.records import CertifiedTask
 from pipeline.generation.repair import RepairFailed, RepairStats, make_unique
 from pipeline.generation.resist import loosen_for_resistance
 from pipeline.generation.sample import sample_grid
@@ -27,20 +27,6 @@ from solvers.cpsat import SOLVER_NAME, SOLVER_VERSION, CpSatModel
 from solvers.milp import crosscheck
 from solvers.results import SolverSettings
 from solvers.task import Answer, Task
-
-
-@dataclass(frozen=True)
-class CertifiedTask:
-    """A task, its answer (with certificate and measures), build events and volatile timings.
-
-    Timings stay out of the answer file so that files are byte-identical across runs.
-    """
-
-    key: TaskKey
-    task: Task
-    answer: Answer
-    timings: dict[str, float] = field(default_factory=dict)
-    events: tuple[dict[str, Any], ...] = ()
 
 
 def draw_draft(key: TaskKey, settings: GenerationSettings, attempt: int) -> Draft:

@@ -21,7 +21,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.evaluation.integrity import audit, audit_markdown
-from pipeline.generation.build import CertifiedTask
+from pipeline.generation.records import CertifiedTask
 
 RELEASE_FORMAT = "gridbench-release-1"
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
