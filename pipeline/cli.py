@@ -10,7 +10,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from domains import DomainError
 from pipeline.generation.keys import GenerationError
-from pipeline.storage.write import ReleaseError
+from pipeline.storage.safe import ReleaseError
 from solvers.task import TaskFormatError
 
 USER_ERRORS = (GenerationError, DomainError, TaskFormatError, ReleaseError, FileNotFoundError,

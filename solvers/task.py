@@ -23,6 +23,18 @@ class TaskFormatError(ValueError):
     """A task or answer record is malformed; the message names the field."""
 
 
+INT_LIMIT = 2**40  # every integer of a task; far beyond any real value, safe for the solvers
+
+
+def checked_int(value: Any, what: str) -> int:
+    """``value`` as an integer within +-INT_LIMIT, else a :class:`TaskFormatError` naming it."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TaskFormatError(f"{what} must be an integer, got {str(value)[:40]!r}")
+    if abs(value) > INT_LIMIT:
+        raise TaskFormatError(f"{what}={str(value)[:40]} is out of range (|value| <= 2**40)")
+    return value
+
+
 @dataclass(frozen=True)
 class SlotRule:
     """``attribute op value`` on one cell; ``value`` is a tuple for ``in`` / ``not_in``."""
@@ -45,9 +57,7 @@ class SlotRule:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise TaskFormatError(f"slot constraint {op!r} needs a list of strings")
             return SlotRule(str(data["attribute"]), op, tuple(value))
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TaskFormatError(f"slot constraint {op!r} needs an integer value, got {value!r}")
-        return SlotRule(str(data["attribute"]), op, value)
+        return SlotRule(str(data["attribute"]), op, checked_int(value, f"slot constraint {op!r} value"))
 
 
 @dataclass(frozen=True)
@@ -91,8 +101,13 @@ class GlobalRule:
             raise TaskFormatError(f"global rule {data.get('name')!r} ({kind}) needs 'equals'")
         if kind == "count_min_threshold" and data.get("at_least") is None:
             raise TaskFormatError(f"global rule {data.get('name')!r} ({kind}) needs 'at_least'")
-        return GlobalRule(str(data["name"]), kind, str(data["attribute"]), int(data["bound"]),
-                          scope, data.get("equals"), data.get("at_least"))  # fmt: skip
+        name = str(data["name"])[:40]
+        at_least = data.get("at_least")
+        if at_least is not None:
+            at_least = checked_int(at_least, f"rule {name} at_least")
+        return GlobalRule(str(data["name"]), kind, str(data["attribute"]),
+                          checked_int(data.get("bound"), f"rule {name} bound"), scope,
+                          data.get("equals"), at_least)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from solvers.task import (
     SlotRule,
     Task,
     TaskFormatError,
+    checked_int,
 )
 
 _TASK_FIELDS = {"schema_version", "task_id", "domain", "rows", "cols", "hidden_slots",
@@ -39,14 +40,18 @@ def task_from_dict(data: dict[str, Any]) -> Task:
     """Build a :class:`Task` from its JSON record, checking shape and references."""
     where = f"task {data.get('task_id', '?')}"
     _check_version(data, where)
-    rows, cols = int(_require(data, "rows", where)), int(_require(data, "cols", where))
+    rows = checked_int(_require(data, "rows", where), f"{where} rows")
+    cols = checked_int(_require(data, "cols", where), f"{where} cols")
     grid = tuple(tuple(cell for cell in row) for row in _require(data, "grid", where))
     if len(grid) != rows or any(len(row) != cols for row in grid):
         raise TaskFormatError(f"{where}: grid is not {rows} x {cols}")
     items: dict[str, dict[str, Any]] = {}
     for record in _require(data, "items", where):
-        item_id = _require(record, "id", f"{where} item")
-        items[str(item_id)] = dict(record)
+        item_id = str(_require(record, "id", f"{where} item"))
+        for key, value in record.items():
+            if not isinstance(value, str):
+                checked_int(value, f"{where} item {item_id[:40]} {str(key)[:40]}")
+        items[item_id] = dict(record)
     slots = tuple(
         Slot(int(s["row"]), int(s["col"]), tuple(s["candidates"]),
              tuple(SlotRule.from_dict(c) for c in s.get("constraints", [])))  # fmt: skip

@@ -43,12 +43,41 @@ def copy_release(source: Path, target: Path) -> Path:
 
 
 def redigest(release: Path) -> None:
-    """Recompute the manifest digests, so that only the proofs can catch an edit."""
+    """Re-sign the release as a careful attacker would -- the digests in metadata.parquet, then
+    those of the manifest -- so that only the deeper checks and the proofs can catch an edit."""
+    import polars as pl
+
+    def digest(relative: str) -> str | None:
+        path = release / relative
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+    meta_path = release / "metadata.parquet"
+    if meta_path.is_file():
+        meta = pl.read_parquet(meta_path)
+        meta = meta.with_columns(
+            pl.Series("task_sha256", [digest(f"tasks/{d}/{t}.json") for d, t in
+                                      zip(meta["domain"], meta["task_id"], strict=True)]),
+            pl.Series("answer_sha256", [digest(f"answers/{d}/{t}.json") for d, t in
+                                        zip(meta["domain"], meta["task_id"], strict=True)]))
+        meta.write_parquet(meta_path)
     manifest_path = release / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     for relative in manifest["files"]:
-        manifest["files"][relative] = hashlib.sha256((release / relative).read_bytes()).hexdigest()
+        manifest["files"][relative] = digest(relative) or manifest["files"][relative]
     manifest_path.write_text(json.dumps(manifest))
+
+
+def rerender(task: dict) -> dict:
+    """The task's instruction rendered again from its (edited) rules."""
+    from domains import get_domain
+    from pipeline.generation.instruction import write_instruction
+    from solvers.task_io import task_from_dict
+
+    parsed = task_from_dict({**task, "instruction": ""})
+    task["instruction"] = write_instruction(get_domain(parsed.domain), parsed.rows, parsed.cols,
+                                            list(parsed.global_constraints),
+                                            {(s.row, s.col): list(s.constraints) for s in parsed.slots})
+    return task
 
 
 def task_with_decoys(release: Path) -> tuple[Path, Path]:

@@ -12,14 +12,16 @@ import polars as pl
 import pytest
 from hydra.errors import ConfigCompositionException
 
+from pipeline.storage.safe import ReleaseError
 from pipeline.storage.verify import verify_release
-from pipeline.storage.write import SCHEMA_DIR, ReleaseError
+from pipeline.storage.write import SCHEMA_DIR
 from solvers.results import SolverSettings
 from tests.helpers_release import (
     build_small,
     compose_config,
     copy_release,
     redigest,
+    rerender,
     task_with_decoys,
 )
 
@@ -129,7 +131,7 @@ def test_decoy_turned_feasible_by_loosened_bounds_is_caught(small, tmp_path):
     for rule in task["global_constraints"]:
         upper = rule["kind"] in ("sum_max", "repeat_max", "count_max")
         rule["bound"] = 10**6 if upper else 0
-    task_path.write_text(json.dumps(task))
+    task_path.write_text(json.dumps(rerender(task)))
     redigest(copy)
     report = verify_release(copy, SolverSettings(), milp=None, workers=1)
     assert any("is not refuted" in r for r in report.failures[task["task_id"]])

@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from domains import get_domain
+from pipeline.generation.instruction import write_instruction
 from pipeline.generation.keys import TaskKey
 from solvers.task import Answer, GlobalRule, Slot, SlotRoles, SlotRule, Task, TaskFormatError
 
@@ -142,9 +144,12 @@ def convert(domain: str, instance: dict[str, Any], index: int,
         items[item_id] = {"id": item_id, "name": str(record.pop("name", item_id)), **record}
     rows, cols = len(grid), len(grid[0]) if grid else 0
     budget, per_slot = int(meta.get("branch_budget", 0)), int(meta.get("candidates_per_slot", 0))
+    instruction = write_instruction(get_domain(domain), rows, cols, rules,
+                                    {(s.row, s.col): list(s.constraints) for s in slots})  # fmt: skip
     task = Task(str(instance["instance_id"]), domain, rows, cols, budget, grid, items,
-                tuple(slots), tuple(rules), str(instance.get("task_instruction", "")), per_slot,
-                {"origin": origin})  # fmt: skip
+                tuple(slots), tuple(rules), instruction, per_slot,
+                {"origin": origin,
+                 "source_instruction": str(instance.get("task_instruction", ""))})  # fmt: skip
     answer = Answer(task.task_id, tuple(tuple(row) for row in instance["truth_solution"]),
                     tuple(roles))  # fmt: skip
     key = TaskKey(domain, rows, cols, len(slots), budget, per_slot, 0, index)

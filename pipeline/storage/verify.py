@@ -1,18 +1,34 @@
-"""Re-prove a shipped release from its files alone: digests, schemas, then every proof."""
+"""Re-prove a shipped release from its files alone. The release is untrusted input:
+
+1. Files: every listed path is relative and inside the release and names a regular file; no
+   symlink or special file anywhere; every file matches its digest; nothing unlisted.
+2. Release: the manifest's counts match the files; each task lives in the folder of its
+   domain under its own id, once; `metadata.parquet` describes exactly these files.
+3. Each task: the JSON Schemas; the answer belongs to the task; candidates are unique and of
+   the promised number; the instruction is exactly what the task data renders to; then the
+   proofs (CP-SAT, and the MILP cross-check when asked).
+
+Every failure is one line naming the file or the task and the reason; nothing raises.
+"""
 
 from __future__ import annotations
 
+import io
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import polars as pl
 
+from domains import DomainError, get_domain
 from pipeline.generation.certify import certify
+from pipeline.generation.instruction import write_instruction
 from pipeline.parallel import parallel_imap
 from pipeline.storage.read import read_manifest
+from pipeline.storage.safe import ReleaseError, read_bytes, read_json, walk
 from pipeline.storage.write import SCHEMA_DIR, sha256
 from solvers.milp import crosscheck
 from solvers.results import SolverSettings
@@ -31,17 +47,79 @@ class VerifyReport:
         return not self.failures and not self.file_failures
 
 
-def check_files(path: Path, manifest: dict[str, Any], report: VerifyReport) -> None:
-    listed = manifest.get("files", {})
-    for relative, digest in sorted(listed.items()):
-        file = path / relative
-        if not file.is_file():
-            report.file_failures.append(f"{relative}: listed in the manifest but missing")
-        elif sha256(file.read_bytes()) != digest:
+def check_files(path: Path, manifest: dict[str, Any], report: VerifyReport) -> set[str]:
+    """Digests, unlisted files, symlinks and special files; returns the files that are sound."""
+    present, problems = walk(path)
+    report.file_failures += problems
+    sound = set()
+    for relative, digest in sorted(manifest["files"].items()):
+        try:
+            data = read_bytes(path, relative)
+        except ReleaseError as error:
+            report.file_failures.append(str(error) + (" (listed in the manifest)" if "missing" in
+                                                      str(error) else ""))  # fmt: skip
+            continue
+        if sha256(data) != digest:
             report.file_failures.append(f"{relative}: digest mismatch (file changed)")
-    present = {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()}
-    for extra in sorted(present - set(listed) - {"manifest.json"}):
+        else:
+            sound.add(relative)
+    for extra in sorted(present - set(manifest["files"]) - {"manifest.json"}):
         report.file_failures.append(f"{extra}: not listed in the manifest")
+    return sound
+
+
+def check_release(path: Path, manifest: dict[str, Any], report: VerifyReport) -> list[str]:
+    """Counts, folders and metadata against the files; returns the task files to prove."""
+    listed = manifest["files"]
+    tasks = sorted(name for name in listed if name.startswith("tasks/"))
+    answers = {name for name in listed if name.startswith("answers/")}
+    failures = report.file_failures
+    counts = manifest["counts"]
+    if counts["tasks"] != len(tasks):
+        failures.append(f"manifest.json: counts.tasks={counts['tasks']} but {len(tasks)} task files "
+                        "are listed")  # fmt: skip
+    if not tasks:
+        failures.append("manifest.json: the release lists no task")
+    per_domain = Counter(name.split("/")[1] for name in tasks if name.count("/") == 2)
+    if isinstance(counts.get("per_domain"), dict) and counts["per_domain"] != dict(per_domain):
+        failures.append(f"manifest.json: counts.per_domain={counts['per_domain']} but the task files "
+                        f"give {dict(sorted(per_domain.items()))}")  # fmt: skip
+    for name in tasks:
+        if name.count("/") != 2 or not name.endswith(".json"):
+            failures.append(f"{name}: task files live at tasks/<domain>/<task_id>.json")
+        elif "answers/" + name[len("tasks/"):] not in answers:
+            failures.append(f"{name}: its answer file is not listed")
+    for name in sorted(answers):
+        if "tasks/" + name[len("answers/"):] not in listed:
+            failures.append(f"{name}: an answer without a task file")
+    _check_metadata(path, listed, tasks, failures)
+    return [name for name in tasks if name.count("/") == 2]
+
+
+def _check_metadata(path: Path, listed: dict[str, str], tasks: list[str], failures: list[str]) -> None:
+    if "metadata.parquet" not in listed:
+        failures.append("manifest.json: metadata.parquet is not listed")
+        return
+    try:
+        meta = pl.read_parquet(io.BytesIO(read_bytes(path, "metadata.parquet")))
+    except ReleaseError as error:
+        failures.append(str(error))
+        return
+    except Exception as error:  # polars raises several kinds for a damaged file
+        failures.append(f"metadata.parquet: unreadable ({type(error).__name__})")
+        return
+    expected = {name.rsplit("/", 1)[-1][:-len(".json")]: name for name in tasks}
+    if "task_id" not in meta.columns or sorted(meta["task_id"].to_list()) != sorted(expected):
+        failures.append(f"metadata.parquet: its rows ({meta.height}) are not the {len(tasks)} tasks listed")
+        return
+    for row in meta.iter_rows(named=True):
+        name = expected[row["task_id"]]
+        answer = "answers/" + name[len("tasks/"):]
+        if row.get("task_sha256") != listed.get(name) or row.get("answer_sha256") != listed.get(answer):
+            failures.append(f"metadata.parquet: the digests of {row['task_id']} differ from its files")
+        if row.get("domain") != name.split("/")[1]:
+            failures.append(f"metadata.parquet: {row['task_id']} is in domain {row.get('domain')!r} "
+                            f"but its file is under {name.split('/')[1]}/")  # fmt: skip
 
 
 def _validators() -> dict[str, jsonschema.Draft202012Validator]:
@@ -73,30 +151,57 @@ def consistency(task: Task, answer: Answer) -> list[str]:
     return problems
 
 
+def task_shape(task: Task, task_rel: str) -> list[str]:
+    """Folder, candidates and instruction: what the schema cannot say."""
+    problems = []
+    domain, file_id = task_rel.split("/")[1], task_rel.rsplit("/", 1)[-1][:-len(".json")]
+    if task.domain != domain or task.task_id != file_id:
+        problems.append(f"file {task_rel} holds task {task.task_id} of domain {task.domain}")
+    for slot in task.slots:
+        if len(set(slot.candidates)) != len(slot.candidates):
+            problems.append(f"cell ({slot.row},{slot.col}) lists a candidate twice")
+        if task.candidates_per_slot and len(slot.candidates) != task.candidates_per_slot:
+            problems.append(f"cell ({slot.row},{slot.col}) has {len(slot.candidates)} candidates, "
+                            f"not candidates_per_slot={task.candidates_per_slot}")  # fmt: skip
+    try:
+        rendered = write_instruction(get_domain(task.domain), task.rows, task.cols,
+                                     list(task.global_constraints),
+                                     {(s.row, s.col): list(s.constraints) for s in task.slots})  # fmt: skip
+    except DomainError as error:
+        return [*problems, str(error)]
+    if task.instruction != rendered:
+        problems.append("the instruction is not what the task's rules render to (edited?)")
+    return problems
+
+
 def prove_one(args: tuple[str, str, str, SolverSettings, str | None]) -> tuple[str, str, list[str]]:
     """Load one task/answer pair and return (task_id, domain, failure reasons). ``milp`` names
     the cross-check solver (``highs`` or ``cbc``), or None for CP-SAT alone."""
     root, task_rel, answer_rel, solver, milp = args
+    try:
+        return _prove(Path(root), task_rel, answer_rel, solver, milp)
+    except ReleaseError as error:
+        return task_rel, "?", [str(error)]
+    except (TaskFormatError, KeyError, TypeError, ValueError, OverflowError) as error:
+        return task_rel, "?", [f"malformed: {str(error)[:200]}"]
+
+
+def _prove(root: Path, task_rel: str, answer_rel: str, solver: SolverSettings,
+           milp: str | None) -> tuple[str, str, list[str]]:  # fmt: skip
+    task_data, answer_data = read_json(root, task_rel), read_json(root, answer_rel)
     validators = _validators()
     reasons: list[str] = []
-    try:
-        task_data = json.loads((Path(root) / task_rel).read_text())
-        answer_data = json.loads((Path(root) / answer_rel).read_text())
-    except (OSError, ValueError) as error:
-        return task_rel, "?", [f"unreadable: {error}"]
     for kind, data in (("task", task_data), ("answer", answer_data)):
         for problem in validators[kind].iter_errors(data):
-            reasons.append(f"schema error in {kind} file at {list(problem.path)}: {problem.message}")
-    task_id, domain = str(task_data.get("task_id", task_rel)), str(task_data.get("domain", "?"))
+            reasons.append(f"schema error in {kind} file at {list(problem.path)[:6]}: "
+                           f"{problem.message[:160]}")  # fmt: skip
     if reasons:
-        return task_id, domain, reasons
-    try:
-        task, answer = task_from_dict(task_data), answer_from_dict(answer_data)
-    except (TaskFormatError, KeyError, TypeError, ValueError) as error:
-        return task_id, domain, [f"malformed: {error}"]
-    reasons += consistency(task, answer)
+        named = task_data.get("task_id") if isinstance(task_data, dict) else None
+        return (named if isinstance(named, str) and len(named) < 100 else task_rel), "?", reasons[:5]
+    task, answer = task_from_dict(task_data), answer_from_dict(answer_data)
+    reasons += task_shape(task, task_rel) + consistency(task, answer)
     if reasons:
-        return task_id, domain, reasons
+        return task.task_id, task.domain, reasons
     reasons += certify(task, answer, solver)["failures"]
     if milp:
         decoys = {(r.row, r.col): list(r.decoys) for r in answer.roles}
@@ -105,18 +210,30 @@ def prove_one(args: tuple[str, str, str, SolverSettings, str | None]) -> tuple[s
             reasons.append(f"{record['solver']} disagrees: {record['statuses']}"
                            + (f", second solution {record['counterexample']}"
                               if "counterexample" in record else ""))  # fmt: skip
-    return task_id, domain, reasons
+    return task.task_id, task.domain, reasons
 
 
 def verify_release(path: Path, solver: SolverSettings, milp: str | None,
                    workers: int) -> VerifyReport:  # fmt: skip
-    manifest = read_manifest(path)
+    """Every check on the release at ``path``. A folder without a manifest raises
+    :class:`ReleaseError` (not a release); anything wrong inside one is a failure."""
     report = VerifyReport()
-    check_files(path, manifest, report)
-    pairs = sorted(name for name in manifest.get("files", {}) if name.startswith("tasks/"))
-    jobs = [(str(path), rel, "answers/" + rel[len("tasks/"):], solver, milp) for rel in pairs]
-    results = list(parallel_imap(prove_one, jobs, workers, f"verify {path.name}"))
-    for task_id, domain, reasons in results:
+    try:
+        manifest = read_manifest(path)
+    except ReleaseError as error:
+        if not (path / "manifest.json").exists():
+            raise
+        report.file_failures.append(str(error))
+        return report
+    sound = check_files(path, manifest, report)
+    tasks = [name for name in check_release(path, manifest, report)
+             if name in sound and "answers/" + name[len("tasks/"):] in sound]  # fmt: skip
+    jobs = [(str(path), rel, "answers/" + rel[len("tasks/"):], solver, milp) for rel in tasks]
+    seen: dict[str, str] = {}
+    for task_id, domain, reasons in parallel_imap(prove_one, jobs, workers, f"verify {path.name}"):
+        if task_id in seen and not reasons:
+            reasons = [f"the task id appears twice ({seen[task_id]} and again)"]
+        seen.setdefault(task_id, domain)
         report.tasks[task_id] = domain
         if reasons:
             report.failures[task_id].extend(reasons)

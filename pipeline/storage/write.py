@@ -22,15 +22,12 @@ import polars as pl
 
 from pipeline.evaluation.integrity import audit, audit_markdown
 from pipeline.generation.records import CertifiedTask
+from pipeline.storage.safe import ReleaseError
 
 RELEASE_FORMAT = "gridbench-release-1"
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
 PACKAGES = ("gridbench", "ortools", "pulp", "polars", "pyarrow", "hydra-core", "omegaconf")
 INT64_MAX = 2**63 - 1
-
-
-class ReleaseError(RuntimeError):
-    """A release cannot be written or read; the message names the path and the fix."""
 
 
 def release_dir(output_root: str | Path, name: str, version: str) -> Path:

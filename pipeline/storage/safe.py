@@ -1,0 +1,124 @@
+"""Reading files that came from elsewhere: a release is hostile input until verified.
+
+Paths listed by a manifest must be relative, stay inside the release and name regular files
+(never a symlink, a FIFO or a device); files are read with a size limit and JSON is parsed
+with a nesting limit, so that no file can hang, exhaust or crash the reader. Every refusal
+is a :class:`ReleaseError` whose message names the file and the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_JSON_DEPTH = 64
+
+
+class ReleaseError(RuntimeError):
+    """A release cannot be written or read; the message names the path and the fix."""
+
+
+def checked_relative(relative: Any) -> str:
+    """A manifest path: a relative POSIX path without ``..``, empty or special parts."""
+    if not isinstance(relative, str) or not relative or len(relative) > 512:
+        raise ReleaseError(f"{str(relative)[:80]!r}: a listed path must be a short relative string")
+    parts = relative.split("/")
+    if relative.startswith(("/", "\\")) or ":" in parts[0] or "\\" in relative:
+        raise ReleaseError(f"{relative}: absolute paths are refused")
+    if any(part in ("", ".", "..") for part in parts) or "\0" in relative:
+        raise ReleaseError(f"{relative}: the path leaves the release or is not normal")
+    return relative
+
+
+def regular_file(root: Path, relative: str) -> Path:
+    """``root/relative`` when every part of it is a plain folder or file (no symlink)."""
+    path = root
+    for part in checked_relative(relative).split("/"):
+        path = path / part
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            raise ReleaseError(f"{relative}: missing") from None
+        if stat.S_ISLNK(mode):
+            raise ReleaseError(f"{relative}: is or passes through a symlink, which is refused")
+    if not stat.S_ISREG(mode):
+        raise ReleaseError(f"{relative}: not a regular file (a FIFO, device or folder)")
+    return path
+
+
+def read_bytes(root: Path, relative: str, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file inside ``root``, at most ``limit`` of them."""
+    path = regular_file(root, relative)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    descriptor = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # swapped after the check
+            raise ReleaseError(f"{relative}: not a regular file")
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            data = handle.read(limit + 1)
+    finally:
+        os.close(descriptor)
+    if len(data) > limit:
+        raise ReleaseError(f"{relative}: larger than {limit} bytes, which is refused")
+    return data
+
+
+def json_depth(data: bytes) -> int:
+    """The deepest nesting of arrays and objects (strings skipped), without recursion."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
+def load_json(data: bytes, where: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse JSON that is no deeper than ``max_depth``; errors name ``where``."""
+    if json_depth(data) > max_depth:
+        raise ReleaseError(f"{where}: JSON nested deeper than {max_depth} levels, which is refused")
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as error:
+        raise ReleaseError(f"{where}: not valid JSON ({str(error)[:120]})") from None
+
+
+def read_json(root: Path, relative: str) -> Any:
+    return load_json(read_bytes(root, relative), relative)
+
+
+def walk(root: Path) -> tuple[set[str], list[str]]:
+    """(regular files, problems) under ``root``: symlinks and special files are problems and
+    are never entered or read."""
+    files: set[str] = set()
+    problems: list[str] = []
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        base = Path(folder)
+        for name in [*dirs, *names]:
+            path = base / name
+            relative = path.relative_to(root).as_posix()
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                problems.append(f"{relative}: a symlink, which a release may not hold")
+            elif stat.S_ISREG(mode):
+                files.add(relative)
+            elif not stat.S_ISDIR(mode):
+                problems.append(f"{relative}: a special file (FIFO, socket or device)")
+        dirs[:] = [d for d in dirs if not os.path.islink(base / d)]
+    return files, problems
