@@ -19,8 +19,17 @@ Job = TypeVar("Job")
 LOG_EVERY_S = 10.0
 
 
-def _ignore_interrupts() -> None:
+def _worker_setup() -> None:
+    """Ctrl-C is the parent's to handle; and a worker dies with its parent, even when the
+    parent is killed outright (Linux ``PR_SET_PDEATHSIG``), so no worker is left behind."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
 
 
 class Progress:
@@ -66,7 +75,7 @@ def parallel_imap(function: Callable[[Job], Any], jobs: Sequence[Job], workers: 
                 if progress:
                     progress.update()
             return
-        with get_context("spawn").Pool(min(workers, len(jobs)), initializer=_ignore_interrupts) as pool:
+        with get_context("spawn").Pool(min(workers, len(jobs)), initializer=_worker_setup) as pool:
             mapper = pool.imap if ordered else pool.imap_unordered
             for result in mapper(function, jobs, chunksize=2):
                 yield result
