@@ -8,6 +8,7 @@ from statistics import median
 
 from agents.base import call, discover, hidden_cells, passes_slot, slot_passing
 from env import Episode
+from gridbench.errors import UserError
 
 
 class RandomAgent:
@@ -113,5 +114,5 @@ AGENTS = {
 
 def make_agent(name: str):  # type: ignore[no-untyped-def]
     if name not in AGENTS:
-        raise ValueError(f"unknown agent {name!r}; agents: {sorted(AGENTS)}")
+        raise UserError(f"unknown agent {name!r}; agents: {sorted(AGENTS)}")
     return AGENTS[name]()

@@ -20,6 +20,7 @@ from typing import Any
 
 from agents.baselines import AGENTS
 from agents.budget_aware import BudgetAwareAgent
+from gridbench.errors import UserError
 
 BASELINES: dict[str, Any] = {**AGENTS, "budget_aware": BudgetAwareAgent}
 
@@ -49,10 +50,10 @@ def agent_spec(config: dict[str, Any]) -> AgentSpec:
                          config)  # fmt: skip
     if name == "llm":
         if not config.get("model"):
-            raise ValueError("agent=llm needs agent.model=<model name>")
+            raise UserError("agent=llm needs agent.model=<model name>")
         return AgentSpec(name, _label(f"llm-{config['model']}"), True, config)
     if name not in BASELINES:
-        raise ValueError(f"unknown agent {name!r}; agents: {sorted([*BASELINES, 'llm'])}, or "
+        raise UserError(f"unknown agent {name!r}; agents: {sorted([*BASELINES, 'llm'])}, or "
                          "agent._target_=package.Class for your own")  # fmt: skip
     return AgentSpec(name, name, False, config)
 
@@ -63,7 +64,7 @@ def _target(path: str) -> Any:
     try:
         return get_class(path)
     except Exception as error:  # hydra raises several kinds for a bad path
-        raise ValueError(f"agent._target_={path!r} cannot be imported: {error}") from None
+        raise UserError(f"agent._target_={path!r} cannot be imported: {error}") from None
 
 
 def make_agent(spec: AgentSpec) -> Any:

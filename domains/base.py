@@ -11,6 +11,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gridbench.errors import UserError
+
 Value = int | str
 
 SLOT_OPS = ("<=", ">=")
@@ -25,7 +27,7 @@ GLOBAL_KINDS = (
 SCOPES = ("grid", "row", "col")
 
 
-class DomainError(ValueError):
+class DomainError(UserError):
     """A domain definition is inconsistent (raised when the domain is registered)."""
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gridbench.errors import UserError
+
 UNLIMITED = -1
 
 
@@ -22,9 +24,14 @@ class EnvSettings:
         for name in ("query_budget", "check_budget"):
             value = getattr(self, name)
             if not (value in ("unlimited", "paper") or (isinstance(value, int) and value >= 0)):
-                raise ValueError(f"{name}={value!r}: use 'unlimited', 'paper' or an integer >= 0")
+                raise UserError(f"{name}={value!r}: use 'unlimited', 'paper' or an integer >= 0")
         if not 0.0 <= self.failure_rate < 1.0:
-            raise ValueError(f"failure_rate={self.failure_rate} must be in [0, 1)")
+            raise UserError(f"failure_rate={self.failure_rate} must be in [0, 1)")
+        if self.check_alpha < 0 or self.query_extra < 0:
+            raise UserError(f"check_alpha={self.check_alpha} and query_extra={self.query_extra} "
+                            "must be >= 0")  # fmt: skip
+        if self.max_steps < 1:
+            raise UserError(f"max_steps={self.max_steps} must be >= 1")
 
     def queries_for(self, cell_rules: int, hidden: int) -> int:
         if self.query_budget == "unlimited":

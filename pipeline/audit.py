@@ -9,10 +9,9 @@ import json
 import time
 from pathlib import Path
 
-import hydra
 from omegaconf import DictConfig
 
-from pipeline.cli import run_cli
+from pipeline.cli import command
 from pipeline.config import register_configs
 from pipeline.evaluation.integrity import audit, audit_markdown
 from pipeline.storage.read import release_pairs
@@ -35,9 +34,7 @@ def run_audit(cfg: DictConfig) -> int:
     return 0
 
 
-@hydra.main(version_base=None, config_path="../conf/apps", config_name="audit")
-def main(cfg: DictConfig) -> None:
-    run_cli(run_audit, cfg)
+main = command("audit")(run_audit)
 
 
 if __name__ == "__main__":

@@ -1,20 +1,86 @@
-"""Shared helpers of the Hydra entry points: one-line errors and config conversion."""
+"""One way to build a command: ``@command(config_name)`` turns a body ``(cfg) -> exit code``
+into a Hydra entry point with the same behaviour everywhere:
+
+- the command line is composed once before Hydra runs, so that a misspelt key, an unknown
+  option or a value of the wrong type is one ``error: ...`` line and exit code 2, like every
+  other user error (:class:`gridbench.errors.UserError`, solver time-outs included);
+- Ctrl-C prints one line and exits 130; a worker pool is stopped with it;
+- anything else is a bug: it keeps its traceback and exits 1.
+"""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from domains import DomainError
-from pipeline.generation.keys import GenerationError
-from pipeline.storage.safe import ReleaseError
-from solvers.task import TaskFormatError
+from gridbench.errors import SolverTimeout, UserError
 
-USER_ERRORS = (GenerationError, DomainError, TaskFormatError, ReleaseError, FileNotFoundError,
-               ValueError)  # fmt: skip
+CONF = Path(__file__).resolve().parent.parent / "conf"
+USER_ERRORS: tuple[type[BaseException], ...] = (UserError, FileNotFoundError, SolverTimeout)
+
+
+def fail(message: str, code: int = 2) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def _first_line(error: BaseException) -> str:
+    cause = error.__cause__ or error
+    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+    head = lines[0] if lines else type(cause).__name__
+    where = next((line for line in lines[1:] if line.startswith("full_key:")), "")
+    return f"{head} ({where})" if where and where.split(":", 1)[1].strip() not in head else head
+
+
+def precheck(folder: str, name: str, argv: list[str]) -> None:
+    """Compose the command line's overrides once, outside Hydra, so that Hydra's own errors
+    become one line and exit 2. Multirun sweeps and Hydra's flags are left to Hydra."""
+    if any(arg in ("-m", "--multirun") or arg.startswith("--") for arg in argv):
+        return
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from pipeline.config import register_configs
+
+    register_configs()
+    overrides = [arg for arg in argv if not arg.startswith("-")]
+    try:
+        with initialize_config_dir(config_dir=str(CONF / folder), version_base=None):
+            compose(config_name=name, overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as error:
+        fail(f"{_first_line(error)}; see `make help` and conf/ for the keys and their values")
+
+
+def command(config_name: str, folder: str = "apps") -> Callable[[Callable[[DictConfig], int | None]],
+                                                                  Callable[[], None]]:  # fmt: skip
+    """Make ``body`` a command over ``conf/<folder>/<config_name>.yaml``."""
+
+    def decorate(body: Callable[[DictConfig], int | None]) -> Callable[[], None]:
+        path = str(CONF / "apps") if folder == "apps" else str(CONF)
+
+        @hydra.main(version_base=None, config_path=path, config_name=config_name)
+        def task(cfg: DictConfig) -> None:
+            run_cli(body, cfg)
+
+        def main() -> None:
+            try:
+                precheck(folder if folder == "apps" else "", config_name, sys.argv[1:])
+                task()
+            except KeyboardInterrupt:
+                print("interrupted (Ctrl-C); nothing half-written is kept, run the command again",
+                      file=sys.stderr)  # fmt: skip
+                sys.exit(130)
+
+        main.__doc__ = body.__doc__
+        return main
+
+    return decorate
 
 
 def run_cli(body: Callable[[DictConfig], int | None], cfg: DictConfig) -> None:
@@ -22,8 +88,8 @@ def run_cli(body: Callable[[DictConfig], int | None], cfg: DictConfig) -> None:
     try:
         code = body(cfg)
     except USER_ERRORS as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
+        hint = "; raise solver.time_limit_s" if isinstance(error, SolverTimeout) else ""
+        fail(f"{error}{hint}")
     if code:
         sys.exit(code)
 
@@ -31,5 +97,5 @@ def run_cli(body: Callable[[DictConfig], int | None], cfg: DictConfig) -> None:
 def plain(cfg: DictConfig) -> dict[str, Any]:
     container = OmegaConf.to_container(cfg, resolve=True)
     if not isinstance(container, dict):
-        raise ValueError("configuration must be a mapping")
+        raise UserError("configuration must be a mapping")
     return {str(k): v for k, v in container.items() if k != "hydra"}

@@ -12,6 +12,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from domains import PAPER_DOMAINS
+from gridbench.errors import UserError
 from pipeline.generation.keys import GenerationSettings, TaskKey
 from solvers.results import SolverSettings
 
@@ -187,7 +188,7 @@ def register_configs() -> None:
 def generation_settings(cfg: DictConfig) -> GenerationSettings:
     values = OmegaConf.to_container(cfg.generation, resolve=True)
     if not isinstance(values, dict):
-        raise ValueError("generation settings must be a mapping")
+        raise UserError("generation settings must be a mapping")
     return GenerationSettings(**{str(k): v for k, v in values.items()},
                               time_limit_s=float(cfg.solver.time_limit_s),
                               solver_workers=int(cfg.solver.workers),
@@ -211,7 +212,7 @@ def release_salt(cfg: DictConfig) -> str:
         return ""
     value = os.environ.get(name, "")
     if not value:
-        raise ValueError(f"release.salt_env={name}: the environment variable {name} is not set "
+        raise UserError(f"release.salt_env={name}: the environment variable {name} is not set "
                          f"or empty; export {name}=<secret> or drop release.salt_env")  # fmt: skip
     return value
 
@@ -235,3 +236,63 @@ def release_keys(cfg: DictConfig) -> list[TaskKey]:
     return [key for domain in cfg.release.domains for hidden in cfg.grid.hidden_slots
             for budget in cfg.grid.decoy_budgets
             for key in cell_keys(cfg, str(domain), int(hidden), int(budget))]  # fmt: skip
+
+
+# Validation at the edge ---------------------------------------------------------------------
+
+MAX_SIDE = 30  # rows and columns of a grid
+MAX_CANDIDATES = 200  # candidates per hidden cell
+SEED_MAX = 2**63 - 1
+
+
+def _int(value: Any, key: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UserError(f"{key}={value!r} must be a whole number between {low} and {high}")
+    if not low <= value <= high:
+        raise UserError(f"{key}={value} is out of range: use {low}..{high}")
+    return value
+
+
+def _int_list(values: Any, key: str, low: int, high: int) -> list[int]:
+    values = list(values) if values is not None else []
+    if not values:
+        raise UserError(f"{key}=[] is empty; give at least one value, e.g. {key}=[{low}]")
+    checked = [_int(v, f"{key} item", low, high) for v in values]
+    duplicated = sorted({v for v in checked if checked.count(v) > 1})
+    if duplicated:
+        raise UserError(f"{key} repeats {duplicated}; list each value once")
+    return checked
+
+
+def check_generation_config(cfg: DictConfig) -> None:
+    """Every range of a release or generate configuration, before any work; raises
+    :class:`UserError` naming the key, the value and what is allowed."""
+    from domains import domain_names
+
+    grid, release = cfg.grid, cfg.release
+    rows = _int(grid.rows, "grid.rows", 1, MAX_SIDE)
+    cols = _int(grid.cols, "grid.cols", 1, MAX_SIDE)
+    _int_list(grid.hidden_slots, "grid.hidden_slots", 1, rows * cols)
+    _int_list(grid.decoy_budgets, "grid.decoy_budgets", 0, rows * cols * (MAX_CANDIDATES - 1))
+    _int(grid.candidates_per_slot, "grid.candidates_per_slot", 2, MAX_CANDIDATES)
+    _int(grid.room_over_budget, "grid.room_over_budget", 0, MAX_CANDIDATES)
+    domains = list(release.domains) if release.domains is not None else []
+    if not domains:
+        raise UserError("release.domains=[] is empty; name at least one, e.g. release.domains=[course]")
+    for name in domains:
+        if name not in domain_names():
+            raise UserError(f"release.domains: unknown domain {name!r}; known: {domain_names()}")
+    if len(set(domains)) != len(domains):
+        raise UserError(f"release.domains={domains} names a domain twice")
+    _int(release.tasks_per_cell, "release.tasks_per_cell", 1, 100_000)
+    _int(release.seed, "release.seed", 0, SEED_MAX)
+    _int(release.workers, "release.workers", 1, 256)
+    _int(release.audit_splits, "release.audit_splits", 0, 1000)
+    _int(cfg.solver.workers, "solver.workers", 1, 64)
+    if not 0 < float(cfg.solver.time_limit_s) <= 3600:
+        raise UserError(f"solver.time_limit_s={cfg.solver.time_limit_s} must be in (0, 3600]")
+    for key in ("hidden_slots", "decoy_budget"):
+        value = cfg.task.get(key)
+        if value is not None:
+            _int(value, f"task.{key}", 0 if key == "decoy_budget" else 1, rows * cols * MAX_CANDIDATES)
+    generation_settings(cfg).validate()

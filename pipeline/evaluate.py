@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from agents.registry import agent_spec
 from env import EnvSettings
-from pipeline.cli import run_cli
+from gridbench.errors import UserError
+from pipeline.cli import command
 from pipeline.config import register_configs
 from pipeline.evaluation.episodes import EvalRequest, run_evaluation
 from pipeline.evaluation.runs import parse_shard
@@ -33,6 +33,12 @@ def request_from(cfg: DictConfig) -> EvalRequest:
     spec = agent_spec(OmegaConf.to_container(cfg.agent, resolve=True))  # type: ignore[arg-type]
     env = EnvSettings(**OmegaConf.to_container(cfg.env, resolve=True))  # type: ignore[arg-type]
     env.validate()
+    rates = [float(rate) for rate in cfg.failure_rates]
+    if not rates or not all(0.0 <= rate < 1.0 for rate in rates) or len(set(rates)) != len(rates):
+        raise UserError(f"failure_rates={rates}: give distinct rates in [0, 1), e.g. [0.0,0.1,0.3]")
+    for key, low, high in (("trials", 1, 10_000), ("workers", 1, 256)):
+        if not low <= int(cfg[key]) <= high:
+            raise UserError(f"{key}={cfg[key]} is out of range: use {low}..{high}")
     return EvalRequest(
         release=release, spec=spec, env=env,
         failure_rates=tuple(float(r) for r in cfg.failure_rates), trials=int(cfg.trials),
@@ -47,9 +53,7 @@ def evaluate(cfg: DictConfig) -> int:
     return run_evaluation(request_from(cfg))
 
 
-@hydra.main(version_base=None, config_path="../conf/apps", config_name="evaluate")
-def main(cfg: DictConfig) -> None:
-    run_cli(evaluate, cfg)
+main = command("evaluate")(evaluate)
 
 
 if __name__ == "__main__":

@@ -12,11 +12,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import hydra
 from omegaconf import DictConfig
 
-from pipeline.cli import run_cli
-from pipeline.config import cell_keys, generation_settings, register_configs
+from pipeline.cli import command
+from pipeline.config import cell_keys, check_generation_config, generation_settings, register_configs
 from pipeline.generation.validate import validate_key
 from pipeline.storage.cells import make_tasks
 
@@ -24,6 +23,7 @@ register_configs()
 
 
 def generate(cfg: DictConfig) -> int:
+    check_generation_config(cfg)
     hidden = [cfg.task.hidden_slots] if cfg.task.hidden_slots is not None else cfg.grid.hidden_slots
     budgets = [cfg.task.decoy_budget] if cfg.task.decoy_budget is not None else cfg.grid.decoy_budgets
     settings = generation_settings(cfg)
@@ -39,9 +39,7 @@ def generate(cfg: DictConfig) -> int:
     return 0
 
 
-@hydra.main(version_base=None, config_path="../conf", config_name="config")
-def main(cfg: DictConfig) -> None:
-    run_cli(generate, cfg)
+main = command("config", folder="root")(generate)
 
 
 if __name__ == "__main__":

@@ -13,10 +13,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import hydra
 from omegaconf import DictConfig
 
-from pipeline.cli import plain, run_cli
+from pipeline.cli import command, plain
 from pipeline.config import register_configs, solver_settings
 from pipeline.generation.certify import certify
 from pipeline.generation.measures import measure
@@ -104,9 +103,7 @@ def print_summary(report: list[dict[str, Any]], target: Path, seconds: float) ->
             print(f"  not certified: {status['task_id']}: {'; '.join(status['failures'][:2])}")
 
 
-@hydra.main(version_base=None, config_path="../conf/apps", config_name="import_agentce")
-def main(cfg: DictConfig) -> None:
-    run_cli(run_import, cfg)
+main = command("import_agentce")(run_import)
 
 
 if __name__ == "__main__":

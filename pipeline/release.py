@@ -11,11 +11,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import hydra
 from omegaconf import DictConfig
 
-from pipeline.cli import plain, run_cli
+from pipeline.cli import command, plain
 from pipeline.config import (
+    check_generation_config,
     generation_settings,
     register_configs,
     release_keys,
@@ -30,6 +30,7 @@ register_configs()
 
 
 def build(cfg: DictConfig) -> int:
+    check_generation_config(cfg)
     release = cfg.release
     target = release_dir(release.output_root, release.name, release.version)
     check_target(target, bool(release.overwrite))
@@ -58,9 +59,7 @@ def build(cfg: DictConfig) -> int:
     return 0
 
 
-@hydra.main(version_base=None, config_path="../conf", config_name="config")
-def main(cfg: DictConfig) -> None:
-    run_cli(build, cfg)
+main = command("config", folder="root")(build)
 
 
 if __name__ == "__main__":

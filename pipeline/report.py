@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import hydra
 from omegaconf import DictConfig
 
-from pipeline.cli import run_cli
+from gridbench.errors import UserError
+from pipeline.cli import command
 from pipeline.config import register_configs
 from pipeline.evaluation.report import make_report
 
@@ -19,13 +19,11 @@ register_configs()
 def report(cfg: DictConfig) -> int:
     roots = [cfg.runs_root] if isinstance(cfg.runs_root, str) else list(cfg.runs_root)
     if not roots:
-        raise ValueError("runs_root=[] names no folder; give runs_root=outputs/runs/<release>")
+        raise UserError("runs_root=[] names no folder; give runs_root=outputs/runs/<release>")
     return make_report([Path(str(root)) for root in roots], Path(str(cfg.output)))
 
 
-@hydra.main(version_base=None, config_path="../conf/apps", config_name="report")
-def main(cfg: DictConfig) -> None:
-    run_cli(report, cfg)
+main = command("report")(report)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import hydra
 from omegaconf import DictConfig
 
-from pipeline.cli import run_cli
+from pipeline.cli import command
 from pipeline.config import register_configs, solver_settings
 from pipeline.storage.verify import VerifyReport, verify_release
 
@@ -51,9 +50,7 @@ def verify(cfg: DictConfig) -> int:
     return 1
 
 
-@hydra.main(version_base=None, config_path="../conf/apps", config_name="verify")
-def main(cfg: DictConfig) -> None:
-    run_cli(verify, cfg)
+main = command("verify")(verify)
 
 
 if __name__ == "__main__":

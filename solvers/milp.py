@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pulp
 
+from gridbench.errors import UserError
 from solvers.checker import rule_groups
 from solvers.results import FEASIBLE, INFEASIBLE, UNKNOWN, Cell, SolveResult, SolverSettings
 from solvers.task import Task
@@ -79,7 +80,7 @@ class MilpModel:
     def __init__(self, task: Task, settings: SolverSettings | None = None,
                  solver: str = "highs") -> None:  # fmt: skip
         if solver not in MILP_SOLVERS:
-            raise ValueError(f"MILP solver {solver!r} is unknown; use one of {MILP_SOLVERS}")
+            raise UserError(f"MILP solver {solver!r} is unknown; use one of {MILP_SOLVERS}")
         self.task = task
         self.settings = settings or SolverSettings()
         self.solver = solver

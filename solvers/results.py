@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gridbench.errors import SolverTimeout
+
+__all__ = ["FEASIBLE", "INFEASIBLE", "UNKNOWN", "SolveResult", "SolverSettings", "SolverTimeout"]
+
 Cell = tuple[int, int]
 
 FEASIBLE, INFEASIBLE, UNKNOWN = "FEASIBLE", "INFEASIBLE", "UNKNOWN"
@@ -28,6 +32,3 @@ class SolveResult:
     solution: dict[Cell, str] | None = None
     objective: int | None = None
 
-
-class SolverTimeout(RuntimeError):
-    """A solver returned UNKNOWN where a proof was needed."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gridbench.errors import UserError
+
 SCHEMA_VERSION = "1"
 Value = int | str
 Grid = tuple[tuple[str | None, ...], ...]
@@ -19,7 +21,7 @@ UPPER_BOUND_KINDS = ("sum_max", "repeat_max", "count_max")
 SCOPES = ("grid", "row", "col")
 
 
-class TaskFormatError(ValueError):
+class TaskFormatError(UserError):
     """A task or answer record is malformed; the message names the field."""
 
 

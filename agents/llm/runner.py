@@ -27,6 +27,7 @@ import openai
 from agents.llm.prompt import PromptTemplates, render
 from agents.llm.toolcalls import ToolCall, structured_calls, text_calls
 from env import Episode, openai_schemas
+from gridbench.errors import UserError
 
 END_REASONS = ("done", "max_steps", "no_tool_call", "context_length", "api_error")
 CONTEXT_MARKERS = ("context_length_exceeded", "context length", "maximum context", "too many tokens",
@@ -107,7 +108,7 @@ def api_key(settings: LLMSettings) -> str:
     the OpenAI endpoint needs a real one (a clear error otherwise)."""
     key = os.environ.get(settings.api_key_env, "")
     if not key and not settings.base_url:
-        raise ValueError(f"no API key: set the environment variable {settings.api_key_env} (or "
+        raise UserError(f"no API key: set the environment variable {settings.api_key_env} (or "
                          "agent.api_key_env=NAME), or point agent.base_url at a local server")  # fmt: skip
     return key or "EMPTY"
 

@@ -24,6 +24,7 @@ import polars as pl
 
 from agents.registry import AgentSpec, make_agent
 from env import EnvSettings, Episode, score
+from gridbench.errors import UserError
 from pipeline.evaluation.runs import RunStore, call_columns
 from pipeline.parallel import Progress, parallel_imap
 from pipeline.storage.read import read_manifest
@@ -93,7 +94,7 @@ def load_pair(job: Job) -> tuple[Task, Answer]:
     task = task_from_dict(json.loads((root / job.task_rel).read_text()))
     answer = answer_from_dict(json.loads((root / "answers" / job.task_rel[len("tasks/"):]).read_text()))
     if answer.task_id != task.task_id:
-        raise ValueError(f"{job.task_rel}: its answer file is for task {answer.task_id}, not "
+        raise UserError(f"{job.task_rel}: its answer file is for task {answer.task_id}, not "
                          f"{task.task_id}; the release is damaged (run make verify)")  # fmt: skip
     return task, answer
 
@@ -166,7 +167,7 @@ def select_tasks(request: EvalRequest) -> list[str]:
             known = sorted(set(meta[column].to_list()))
             meta = meta.filter(pl.col(column).is_in(list(values)))
             if not meta.height:
-                raise ValueError(f"{column}={list(values)} matches no task of {release.name} "
+                raise UserError(f"{column}={list(values)} matches no task of {release.name} "
                                  f"(it has {column} in {known})")  # fmt: skip
     return [f"tasks/{row['domain']}/{row['task_id']}.json" for row in meta.iter_rows(named=True)]
 

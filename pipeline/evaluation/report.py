@@ -19,6 +19,8 @@ from pathlib import Path
 
 import matplotlib
 
+from gridbench.errors import UserError
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
@@ -37,7 +39,7 @@ def load_runs(roots: list[Path]) -> pl.DataFrame:
         try:
             frames.append(pl.read_parquet(path))
         except Exception as error:  # polars raises several kinds for a damaged file
-            raise ValueError(f"{path} cannot be read ({type(error).__name__}); delete it and "
+            raise UserError(f"{path} cannot be read ({type(error).__name__}); delete it and "
                              "rerun `make eval` (finished episodes are kept in episodes.jsonl)") from None
     frame = pl.concat([f for f in frames if f.height], how="diagonal_relaxed")
     if "release" not in frame.columns:

@@ -21,6 +21,8 @@ from typing import Any
 
 import polars as pl
 
+from gridbench.errors import UserError
+
 CALL_KINDS = ("set_slot", "get_current_grid_state", "get_slot_id", "get_hidden_slot_query_budget",
               "get_global_check_budget", "done", "query_candidate_from_attribute",
               "get_item_info", "get_item_attributes", "check_slot_constraints",
@@ -44,9 +46,9 @@ def parse_shard(text: str) -> tuple[int, int] | None:
     try:
         index, count = (int(part) for part in str(text).split("/"))
     except ValueError:
-        raise ValueError(f"shard={text!r}: write shard=I/N with 0 <= I < N, e.g. shard=0/2") from None
+        raise UserError(f"shard={text!r}: write shard=I/N with 0 <= I < N, e.g. shard=0/2") from None
     if not 0 <= index < count:
-        raise ValueError(f"shard={text!r}: need 0 <= I < N, e.g. shard=0/2 and shard=1/2")
+        raise UserError(f"shard={text!r}: need 0 <= I < N, e.g. shard=0/2 and shard=1/2")
     return index, count
 
 

@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from gridbench.errors import UserError
 from pipeline.evaluation.runs import read_transcript
 
 WIDTH = 100
@@ -27,15 +28,15 @@ def _rows(run: Path) -> list[dict[str, Any]]:
 def find_episode(run: Path, task: str, rate: float | None, trial: int | None) -> dict[str, Any]:
     """The row of the episode asked for; a clear error when none or several match."""
     if not run.is_dir():
-        raise ValueError(f"run={run} is not a folder; runs are under outputs/runs/<release>/")
+        raise UserError(f"run={run} is not a folder; runs are under outputs/runs/<release>/")
     rows = [r for r in _rows(run) if r.get("task_id") == task
             and (rate is None or float(r.get("failure_rate", -1)) == rate)
             and (trial is None or int(r.get("trial", -1)) == trial)]  # fmt: skip
     if not rows:
-        raise ValueError(f"no episode of task {task!r} in {run} (check task=, failure_rate=, trial=)")
+        raise UserError(f"no episode of task {task!r} in {run} (check task=, failure_rate=, trial=)")
     keys = sorted({(r["failure_rate"], r["trial"]) for r in rows})
     if len(keys) > 1:
-        raise ValueError(f"{len(keys)} episodes of {task} in {run} (failure_rate, trial): {keys}; "
+        raise UserError(f"{len(keys)} episodes of {task} in {run} (failure_rate, trial): {keys}; "
                          "pick one with failure_rate= and trial=")  # fmt: skip
     return rows[-1]
 
@@ -76,7 +77,7 @@ def show(run: Path, task: str, rate: float | None = None, trial: int | None = No
     row = find_episode(run, task, rate, trial)
     path = run / "transcripts" / f"{row['episode_id']}.json.gz"
     if not path.is_file():
-        raise ValueError(f"episode {row['episode_id']} has no transcript ({path}); it was run "
+        raise UserError(f"episode {row['episode_id']} has no transcript ({path}); it was run "
                          "with traces=false")  # fmt: skip
     transcript = read_transcript(path)["transcript"]
     head = (f"task {task}  run {run.name}  failure rate {row['failure_rate']}  trial {row['trial']}"

@@ -25,7 +25,7 @@ from pipeline.generation.validate import decoy_cell_count, validate_key
 from solvers.checker import enumerate_completions, locally_valid_candidates
 from solvers.cpsat import SOLVER_NAME, SOLVER_VERSION, CpSatModel
 from solvers.milp import crosscheck
-from solvers.results import SolverSettings
+from solvers.results import SolverSettings, SolverTimeout
 from solvers.task import Answer, Task
 
 
@@ -60,10 +60,10 @@ def generate_task(key: TaskKey, settings: GenerationSettings | None = None) -> C
                 continue
             if settings.min_margin > 1:
                 make_unique(draft, key.task_id, settings, solver, stats)
-        except RepairFailed as error:
-            reason = str(error)
+            made = _finish(draft, key, settings, solver, stats, attempt, start)
+        except (RepairFailed, SolverTimeout) as error:  # a time-out is never a proof: re-draw
+            reason = f"{type(error).__name__}: {error}"
             continue
-        made = _finish(draft, key, settings, solver, stats, attempt, start)
         if isinstance(made, CertifiedTask):
             return CertifiedTask(made.key, made.task, made.answer, made.timings, tuple(events))
         events.append(made)  # the two solvers disagreed on this draft: re-draw
@@ -72,7 +72,7 @@ def generate_task(key: TaskKey, settings: GenerationSettings | None = None) -> C
         f"task {key.task_id} ({key.domain} {key.rows}x{key.cols} H={key.hidden_slots} "
         f"B={key.decoy_budget}): no certified task after {settings.attempts} draws "
         f"(last reason: {reason}); lower decoy_budget or min_resistant_share, or raise "
-        "max_attempts / resistance_attempts"
+        "max_attempts / resistance_attempts (solver.time_limit_s for time-outs)"
     )
 
 
@@ -87,6 +87,8 @@ def _finish(draft: Draft, key: TaskKey, settings: GenerationSettings, solver: So
     generate_ms = (time.perf_counter() - start) * 1000.0
     model = CpSatModel(task, solver, answer.truth_choice())
     certificate = certify(task, answer, solver, model)
+    if any("UNKNOWN" in failure for failure in certificate["failures"]):
+        raise SolverTimeout(f"the final certificate hit the time limit: {certificate['failures'][:2]}")
     if not certificate["ok"]:
         raise GenerationError(f"task {key.task_id}: final certificate failed: "
                               f"{certificate['failures']}")  # fmt: skip

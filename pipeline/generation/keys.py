@@ -6,11 +6,13 @@ import hashlib
 import random
 from dataclasses import dataclass, field, fields
 
+from gridbench.errors import UserError
+
 ALLOCATION_POLICIES = ("paper", "spread", "concentrated")
 CROSSCHECK_SOLVERS = ("highs", "cbc")
 
 
-class GenerationError(ValueError):
+class GenerationError(UserError):
     """A task key or a generation setting cannot work; the message names it and the limit."""
 
 
@@ -94,8 +96,13 @@ class GenerationSettings:
         for name in ("window_slack_share", "sum_slack_share", "count_slack_probability",
                      "min_resistant_share"):  # fmt: skip
             value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise GenerationError(f"{name}={value} must be between 0 and 1")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+                raise GenerationError(f"{name}={value!r} must be a number between 0 and 1")
+        for name in ("max_repair_rounds", "max_attempts", "resistance_attempts", "dfs_node_limit",
+                     "settle_limit", "min_margin", "max_slot_rules", "solver_workers"):  # fmt: skip
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10**9:
+                raise GenerationError(f"{name}={value!r} must be a whole number in 0..10**9")
         if self.crosscheck_solver not in CROSSCHECK_SOLVERS:
             raise GenerationError(f"crosscheck_solver={self.crosscheck_solver!r} is unknown; "
                                   f"use one of {CROSSCHECK_SOLVERS}")  # fmt: skip

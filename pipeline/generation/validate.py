@@ -28,6 +28,11 @@ def validate_key(key: TaskKey, settings: GenerationSettings) -> None:
 
 def _validate_candidates(key: TaskKey, settings: GenerationSettings) -> None:
     per_cell = key.candidates_per_slot - 1  # room for decoys next to the truth
+    if key.candidates_per_slot > 200:
+        raise GenerationError(
+            f"candidates_per_slot={key.candidates_per_slot} (from decoy_budget={key.decoy_budget}) "
+            "is more than 200; lower the decoy budget or spread it over more hidden cells"
+        )
     if key.candidates_per_slot < 2:
         raise GenerationError(
             f"candidates_per_slot={key.candidates_per_slot} must be >= 2 (the truth and at "

@@ -14,11 +14,13 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from gridbench.errors import UserError
+
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_JSON_DEPTH = 64
 
 
-class ReleaseError(RuntimeError):
+class ReleaseError(UserError):
     """A release cannot be written or read; the message names the path and the fix."""
 
 

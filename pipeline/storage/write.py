@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 from collections import Counter
 from collections.abc import Iterator
@@ -30,15 +31,48 @@ PACKAGES = ("gridbench", "ortools", "pulp", "polars", "pyarrow", "hydra-core", "
 INT64_MAX = 2**63 - 1
 
 
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+VERSION = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]{1,32})?$")
+
+
 def release_dir(output_root: str | Path, name: str, version: str) -> Path:
-    return Path(output_root) / f"{name}-v{version}"
+    """``<output_root>/<name>-v<version>``, with the name and version checked so that the
+    folder can only be a direct child of ``output_root``."""
+    if not NAME.match(str(name)) or ".." in str(name):
+        raise ReleaseError(f"release.name={str(name)[:80]!r}: use letters, digits, '.', '_' and '-' "
+                           "(no '/', no '..'), for example release.name=gridbench")  # fmt: skip
+    if not VERSION.match(str(version)):
+        raise ReleaseError(f"release.version={str(version)[:80]!r}: use a semantic version, for "
+                           "example release.version=1.0.0")  # fmt: skip
+    root = Path(output_root).resolve()
+    target = root / f"{name}-v{version}"
+    if target.parent != root:
+        raise ReleaseError(f"release {target} would not lie inside release.output_root={root}")
+    return target
+
+
+def is_release(path: Path) -> bool:
+    """True for a folder holding a manifest of this format (what ``overwrite`` may replace)."""
+    from pipeline.storage.safe import read_json
+
+    try:
+        manifest = read_json(path, "manifest.json")
+    except ReleaseError:
+        return False
+    return isinstance(manifest, dict) and manifest.get("format") == RELEASE_FORMAT
 
 
 def check_target(target: Path, overwrite: bool) -> None:
-    """Refuse to build over an existing version unless asked (before any work)."""
+    """Refuse to build over an existing version unless asked, and never over something that
+    is not a release (checked before any work, and again under the build lock)."""
+    if target.is_symlink():
+        raise ReleaseError(f"{target} is a symlink; a release is never written through one")
     if target.exists() and not overwrite:
         raise ReleaseError(f"release {target} already exists; bump release.version or pass "
                            "release.overwrite=true")  # fmt: skip
+    if target.exists() and not is_release(target):
+        raise ReleaseError(f"{target} exists and is not a release (no manifest.json of this "
+                           "format); release.overwrite=true replaces only a release")  # fmt: skip
 
 
 def dumps(record: dict[str, Any]) -> bytes:
@@ -59,24 +93,79 @@ def software_versions() -> dict[str, str]:
     return versions
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextmanager
+def _build_lock(target: Path) -> Iterator[None]:
+    """One build of a version at a time: ``.<name>.lock`` holds the builder's pid; a lock whose
+    process is gone (a killed build) is taken over."""
+    lock = target.parent / f".{target.name}.lock"
+    for _ in range(2):
+        try:
+            descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            owner = lock.read_text().strip() if lock.is_file() else ""
+            if owner.isdigit() and _alive(int(owner)) and int(owner) != os.getpid():
+                raise ReleaseError(f"another build of {target.name} is running (pid {owner}); "
+                                   "wait for it, or build another release.version") from None
+            lock.unlink(missing_ok=True)
+            continue
+        os.write(descriptor, str(os.getpid()).encode())
+        os.close(descriptor)
+        break
+    else:
+        raise ReleaseError(f"cannot take the build lock {lock}; remove it if no build is running")
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def clean_stale_partials(target: Path) -> list[Path]:
+    """Remove the temporary folders of killed builds of ``target`` (their pid is gone)."""
+    removed = []
+    for stale in target.parent.glob(f".{target.name}.partial-*"):
+        pid = stale.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)) and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+            removed.append(stale)
+    if removed:
+        print(f"removed {len(removed)} unfinished build folder(s) of killed runs: "
+              f"{', '.join(p.name for p in removed)}")  # fmt: skip
+    return removed
+
+
 @contextmanager
 def atomic_folder(target: Path, overwrite: bool) -> Iterator[Path]:
-    """Yield a temporary folder; on success it replaces ``target``, on failure it vanishes."""
-    check_target(target, overwrite)
+    """Yield a temporary folder; on success it replaces ``target``, on failure it vanishes.
+    The existence check and the rename happen under the build lock, so two concurrent builds
+    cannot both succeed; a kill leaves only a ``.partial`` folder, cleaned by the next build."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.parent / f".{target.name}.partial-{os.getpid()}"
-    shutil.rmtree(temporary, ignore_errors=True)
-    temporary.mkdir()
-    try:
-        yield temporary
-    except BaseException:
+    with _build_lock(target):
+        check_target(target, overwrite)
+        clean_stale_partials(target)
+        temporary = target.parent / f".{target.name}.partial-{os.getpid()}"
         shutil.rmtree(temporary, ignore_errors=True)
-        raise
-    old = target.parent / f".{target.name}.old-{os.getpid()}"
-    if target.exists():
-        target.rename(old)
-    temporary.rename(target)
-    shutil.rmtree(old, ignore_errors=True)
+        temporary.mkdir()
+        try:
+            yield temporary
+        except BaseException:
+            shutil.rmtree(temporary, ignore_errors=True)
+            raise
+        check_target(target, overwrite)
+        old = target.parent / f".{target.name}.old-{os.getpid()}"
+        if target.exists():
+            target.rename(old)
+        temporary.rename(target)
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def metadata_row(made: CertifiedTask, task_bytes: bytes, answer_bytes: bytes) -> dict[str, Any]:

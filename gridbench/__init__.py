@@ -1,0 +1,1 @@
+"""gridbench: certified, controllable grid-planning benchmarks for agents."""
