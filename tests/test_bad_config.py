@@ -1,0 +1,150 @@
+"""Bad configurations and unsafe writes: every one is refused before any work with one line
+naming the key, and nothing is written outside (or inside) the output root."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gridbench.errors import UserError
+from tests.helpers_release import build_small, compose_config, small_release_overrides
+
+ROOT = Path(__file__).resolve().parent.parent
+
+BAD_RELEASE = [
+    (["release.name=../x"], "release.name="),
+    (["release.name=/abs"], "release.name="),
+    (["release.version=../../etc"], "release.version="),
+    (["release.version=one"], "release.version="),
+    (["grid.decoy_budgets=[1000000]"], "grid.decoy_budgets"),
+    (["release.domains=[]"], "release.domains=[] is empty"),
+    (["release.domains=[toy,toy]"], "names a domain twice"),
+    (["release.domains=[chess]"], "unknown domain 'chess'"),
+    (["release.tasks_per_cell=0"], "release.tasks_per_cell=0"),
+    (["grid.hidden_slots=[]"], "grid.hidden_slots=[] is empty"),
+    (["grid.decoy_budgets=[]"], "grid.decoy_budgets=[] is empty"),
+    (["grid.hidden_slots=[2,2]"], "repeats [2]"),
+    (["release.seed=9223372036854775808"], "release.seed="),
+    (["grid.rows=50"], "grid.rows=50"),
+    (["generation.sum_slack_share=-1"], "sum_slack_share="),
+    (["generation.window_slack_share=5"], "window_slack_share="),
+    (["generation.min_resistant_share=1.5"], "min_resistant_share="),
+    (["generation.max_attempts=0"], "max_attempts"),
+    (["generation.allocation=everywhere"], "allocation="),
+    (["generation.crosscheck_solver=gurobi"], "crosscheck_solver="),
+    (["solver.time_limit_s=0"], "solver.time_limit_s"),
+    (["release.workers=0"], "release.workers=0"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("overrides", "message"), BAD_RELEASE,
+                         ids=[o[0][0] for o in BAD_RELEASE])  # fmt: skip
+def test_a_bad_release_setting_is_refused_before_any_work(overrides, message, tmp_path, capsys):
+    from pipeline.release import build
+
+    base = [o for o in small_release_overrides(tmp_path / "out") if not any(
+        o.split("=")[0] == x.split("=")[0] for x in overrides)]  # fmt: skip
+    cfg = compose_config(base + overrides)
+    with pytest.raises(UserError) as error:
+        build(cfg)
+    assert message in str(error.value) and "\n" not in str(error.value)
+    assert not (tmp_path / "out").exists() and sorted(os.listdir(tmp_path)) == ["out"] or \
+        not any(tmp_path.iterdir())  # fmt: skip
+
+
+def test_a_fractional_decoy_budget_is_not_truncated(tmp_path):
+    from pipeline.generate import generate
+
+    cfg = compose_config(["domain=toy", "task.decoy_budget=1.5", "task.hidden_slots=2",
+                          f"release.cells_root={tmp_path}/cells"])  # fmt: skip
+    with pytest.raises(UserError, match=r"task.decoy_budget=1.5 must be a whole number"):
+        generate(cfg)
+    assert not (tmp_path / "cells").exists()
+
+
+BAD_EVAL = [
+    (["failure_rates=[]"], "failure_rates=[]"),
+    (["failure_rates=[1.5]"], "failure_rates="),
+    (["trials=0"], "trials=0"),
+    (["env.check_alpha=-1"], "check_alpha=-1"),
+    (["env.query_budget=lots"], "query_budget="),
+    (["env.max_steps=0"], "max_steps=0"),
+    (["shard=3"], "shard="),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> Path:
+    return build_small(tmp_path_factory.mktemp("badcfg"), "badcfg")
+
+
+@pytest.mark.parametrize(("overrides", "message"), BAD_EVAL, ids=[o[0][0] for o in BAD_EVAL])
+def test_a_bad_evaluation_setting_is_refused(overrides, message, small, tmp_path):
+    from pipeline.evaluate import evaluate
+
+    cfg = compose_config([f"release={small}", f"output_root={tmp_path}/runs", *overrides],
+                         "evaluate", "apps")  # fmt: skip
+    with pytest.raises(UserError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        evaluate(cfg)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_overwrite_replaces_only_a_release(small, tmp_path):
+    from pipeline.release import build
+
+    target = tmp_path / "out" / "precious-v1.0.0"
+    target.mkdir(parents=True)
+    (target / "thesis.txt").write_text("not a release")
+    cfg = compose_config(small_release_overrides(tmp_path / "out", "precious") +
+                         ["release.overwrite=true"])  # fmt: skip
+    with pytest.raises(UserError, match="is not a release"):
+        build(cfg)
+    assert (target / "thesis.txt").read_text() == "not a release"
+
+
+def test_stale_partial_folders_of_killed_builds_are_cleaned(tmp_path, capsys):
+    out = tmp_path / "out"
+    stale = out / ".stale-v1.0.0.partial-999999999"
+    stale.mkdir(parents=True)
+    (stale / "tasks").mkdir()
+    build_small(out, "stale")
+    assert not stale.exists() and (out / "stale-v1.0.0" / "manifest.json").is_file()
+    assert "unfinished build folder" in capsys.readouterr().out
+
+
+def _command(tmp_path: Path, name: str) -> list[str]:
+    return [sys.executable, "-m", "pipeline.release", *small_release_overrides(tmp_path, name),
+            f"hydra.run.dir={tmp_path}/hydra-{time.time_ns()}"]  # fmt: skip
+
+
+def test_two_concurrent_builds_of_one_version_cannot_both_succeed(tmp_path):
+    processes = [subprocess.Popen(_command(tmp_path, "race"), cwd=ROOT, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]  # fmt: skip
+    outcomes = [(p.wait(180), p.stderr.read()) for p in processes]  # type: ignore[union-attr]
+    codes = sorted(code for code, _ in outcomes)
+    assert codes == [0, 2], outcomes
+    loser = next(err for code, err in outcomes if code == 2)
+    assert "already exists" in loser or "another build" in loser
+    assert (tmp_path / "race-v1.0.0" / "manifest.json").is_file()
+    assert not list(tmp_path.glob(".race-v1.0.0.partial-*"))
+
+
+def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
+    command = [sys.executable, "-m", "pipeline.release", "release.name=interrupted",
+               f"release.output_root={tmp_path}", f"release.cells_root={tmp_path}/cells",
+               "release.tasks_per_cell=3", f"hydra.run.dir={tmp_path}/hydra"]  # the whole grid
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)  # fmt: skip
+    time.sleep(5)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "Traceback" not in err, err
+    assert len([line for line in err.splitlines() if line.strip()]) <= 2
+    assert not (tmp_path / "interrupted-v1.0.0").exists()
+    assert not list(tmp_path.glob(".interrupted-v1.0.0.partial-*"))
