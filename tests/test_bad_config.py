@@ -141,7 +141,7 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
                "release.tasks_per_cell=3", f"hydra.run.dir={tmp_path}/hydra"]  # the whole grid
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)  # fmt: skip
-    time.sleep(5)
+    time.sleep(2.5)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130 and "Traceback" not in err, err
