@@ -19,6 +19,7 @@ from typing import Any
 
 from agents.base import call, hidden_cells, passes_slot
 from env import Episode
+from gridbench.vocabulary import RuleKind
 from solvers.cpsat import CpSatModel
 from solvers.results import FEASIBLE
 from solvers.task import GlobalRule, Slot, Task
@@ -32,7 +33,7 @@ def _field_order(task: Task) -> list[str]:
     relative to the bounds, then other sums, then counted and repeated categories."""
     windows: dict[str, list[int]] = {}
     for rule in task.global_constraints:
-        if rule.kind in ("sum_max", "sum_min") and rule.scope == "grid":
+        if rule.kind in (RuleKind.SUM_MAX, RuleKind.SUM_MIN) and rule.scope == "grid":
             windows.setdefault(rule.attribute, []).append(rule.bound)
 
     def key(attribute: str) -> tuple[int, float]:
@@ -40,7 +41,7 @@ def _field_order(task: Task) -> list[str]:
         if bounds and len(bounds) == 2:
             return 0, (max(bounds) - min(bounds)) / max(max(bounds), 1)
         kinds = {r.kind for r in task.global_constraints if r.attribute == attribute}
-        return (1 if kinds & {"sum_max", "sum_min", "count_min_threshold"} else 2), 0.0
+        return (1 if kinds & {RuleKind.SUM_MAX, RuleKind.SUM_MIN, RuleKind.COUNT_MIN_THRESHOLD} else 2), 0.0
     return sorted({r.attribute for r in task.global_constraints}, key=lambda a: (key(a), a))
 
 
@@ -111,9 +112,9 @@ class BudgetAwareAgent:
                       {i for row in task.grid for i in row if i is not None})  # fmt: skip
         for rule in task.global_constraints:
             if rule.attribute == field and rule.scope == "grid":
-                if rule.kind == "sum_max":
+                if rule.kind == RuleKind.SUM_MAX:
                     high = min(high, rule.bound - visible)
-                elif rule.kind == "sum_min":
+                elif rule.kind == RuleKind.SUM_MIN:
                     low = max(low, rule.bound - visible)
         return low, high
 

@@ -12,19 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gridbench.errors import UserError
+from gridbench.vocabulary import NUMERIC_SLOT_OPS, RuleKind, Scope
 
 Value = int | str
 
-SLOT_OPS = ("<=", ">=")
-GLOBAL_KINDS = (
-    "sum_max",
-    "sum_min",
-    "repeat_max",
-    "count_min",
-    "count_max",
-    "count_min_threshold",
-)
-SCOPES = ("grid", "row", "col")
+SLOT_OPS = NUMERIC_SLOT_OPS  # the slot rules a domain draws: <= and >= on numbers
+GLOBAL_KINDS = tuple(RuleKind)
+SCOPES = tuple(Scope)
 
 
 class DomainError(UserError):
@@ -153,15 +147,15 @@ class Domain:
             if rule.scope not in SCOPES:
                 raise DomainError(f"{where}: unknown scope {rule.scope!r}; known: {SCOPES}")
             attribute = self.attribute(rule.attribute)
-            numeric_kinds = ("sum_max", "sum_min", "count_min_threshold")
+            numeric_kinds = (RuleKind.SUM_MAX, RuleKind.SUM_MIN, RuleKind.COUNT_MIN_THRESHOLD)
             if rule.kind in numeric_kinds and not isinstance(attribute, NumericAttribute):
                 raise DomainError(f"{where}: {rule.kind} needs a numeric attribute")
-            if rule.kind in ("count_min", "count_max"):
+            if rule.kind in (RuleKind.COUNT_MIN, RuleKind.COUNT_MAX):
                 if not isinstance(attribute, CategoricalAttribute):
                     raise DomainError(f"{where}: {rule.kind} needs a categorical attribute")
                 if rule.equals not in attribute.values:
                     raise DomainError(f"{where}: equals={rule.equals!r} is not a value")
-            if rule.kind == "repeat_max" and not isinstance(attribute, CategoricalAttribute):
+            if rule.kind == RuleKind.REPEAT_MAX and not isinstance(attribute, CategoricalAttribute):
                 raise DomainError(f"{where}: repeat_max needs a categorical attribute")
-            if rule.kind == "count_min_threshold" and rule.at_least is None:
+            if rule.kind == RuleKind.COUNT_MIN_THRESHOLD and rule.at_least is None:
                 raise DomainError(f"{where}: count_min_threshold needs at_least")

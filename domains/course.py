@@ -6,6 +6,7 @@ from domains.base import GlobalRuleTemplate as G
 from domains.base import NumericAttribute as Num
 from domains.base import SlotRuleTemplate as S
 from domains.registry import register
+from gridbench.vocabulary import RuleKind
 
 TEACHERS = (
     "Ada Brooks", "Ben Carter", "Chloe Diaz", "Dan Evans", "Eva Fischer", "Finn Garcia",
@@ -38,12 +39,12 @@ def course() -> Domain:
             S("max_price", "price", "<="),
         ),
         global_rules=(
-            G("total_credits_min", "sum_min", "credits"),
-            G("total_price_max", "sum_max", "price"),
-            G("same_teacher_max", "repeat_max", "teacher"),
-            G("same_category_max", "repeat_max", "category"),
-            G("total_workload_max", "sum_max", "workload"),
-            G("same_teacher_per_day_max", "repeat_max", "teacher", scope="row"),
+            G("total_credits_min", RuleKind.SUM_MIN, "credits"),
+            G("total_price_max", RuleKind.SUM_MAX, "price"),
+            G("same_teacher_max", RuleKind.REPEAT_MAX, "teacher"),
+            G("same_category_max", RuleKind.REPEAT_MAX, "category"),
+            G("total_workload_max", RuleKind.SUM_MAX, "workload"),
+            G("same_teacher_per_day_max", RuleKind.REPEAT_MAX, "teacher", scope="row"),
         ),
         name_words=(
             "Algebra", "Databases", "Ethics", "Workshop", "Analysis", "Perspectives",

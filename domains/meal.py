@@ -6,6 +6,7 @@ from domains.base import GlobalRuleTemplate as G
 from domains.base import NumericAttribute as Num
 from domains.base import SlotRuleTemplate as S
 from domains.registry import register
+from gridbench.vocabulary import RuleKind
 
 CHEFS = ("Chef Ames", "Chef Bell", "Chef Cruz", "Chef Dunn", "Chef Ellis", "Chef Ford",
          "Chef Gray", "Chef Hart")  # fmt: skip
@@ -35,13 +36,13 @@ def meal() -> Domain:
             S("max_price", "price", "<="),
         ),
         global_rules=(
-            G("weekly_calories_max", "sum_max", "calories"),
-            G("weekly_protein_min", "sum_min", "protein"),
-            G("same_cuisine_max", "repeat_max", "cuisine"),
-            G("same_chef_max", "repeat_max", "chef"),
-            G("weekly_price_max", "sum_max", "price"),
-            G("weekly_spiciness_max", "sum_max", "spiciness"),
-            G("same_cuisine_per_day_max", "repeat_max", "cuisine", scope="row"),
+            G("weekly_calories_max", RuleKind.SUM_MAX, "calories"),
+            G("weekly_protein_min", RuleKind.SUM_MIN, "protein"),
+            G("same_cuisine_max", RuleKind.REPEAT_MAX, "cuisine"),
+            G("same_chef_max", RuleKind.REPEAT_MAX, "chef"),
+            G("weekly_price_max", RuleKind.SUM_MAX, "price"),
+            G("weekly_spiciness_max", RuleKind.SUM_MAX, "spiciness"),
+            G("same_cuisine_per_day_max", RuleKind.REPEAT_MAX, "cuisine", scope="row"),
         ),
         name_words=(
             "Power Bowl", "Noodle Soup", "Grain Salad", "Taco Plate", "Risotto", "Curry",

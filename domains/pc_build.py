@@ -6,6 +6,7 @@ from domains.base import GlobalRuleTemplate as G
 from domains.base import NumericAttribute as Num
 from domains.base import SlotRuleTemplate as S
 from domains.registry import register
+from gridbench.vocabulary import RuleKind
 
 BRANDS = ("NovaTech", "Corelink", "Voltix", "Quantis", "Arcwave", "Heliox", "Pyron", "Zentra")
 
@@ -34,13 +35,13 @@ def pc_build() -> Domain:
             S("max_power", "power", "<="),
         ),
         global_rules=(
-            G("total_budget_max", "sum_max", "price"),
-            G("total_power_max", "sum_max", "power"),
-            G("same_brand_max", "repeat_max", "brand"),
-            G("same_category_max", "repeat_max", "category"),
-            G("high_performance_min", "count_min_threshold", "performance", at_least=75),
-            G("total_compatibility_min", "sum_min", "compatibility"),
-            G("build_power_max", "sum_max", "power", scope="row"),
+            G("total_budget_max", RuleKind.SUM_MAX, "price"),
+            G("total_power_max", RuleKind.SUM_MAX, "power"),
+            G("same_brand_max", RuleKind.REPEAT_MAX, "brand"),
+            G("same_category_max", RuleKind.REPEAT_MAX, "category"),
+            G("high_performance_min", RuleKind.COUNT_MIN_THRESHOLD, "performance", at_least=75),
+            G("total_compatibility_min", RuleKind.SUM_MIN, "compatibility"),
+            G("build_power_max", RuleKind.SUM_MAX, "power", scope="row"),
         ),
         name_words=(
             "Compact Board", "Tower Cooler", "Gaming Card", "Fast Drive", "Dual Kit",

@@ -6,6 +6,7 @@ from domains.base import GlobalRuleTemplate as G
 from domains.base import NumericAttribute as Num
 from domains.base import SlotRuleTemplate as S
 from domains.registry import register
+from gridbench.vocabulary import RuleKind
 
 BRANDS = ("DailyChoice", "GreenField", "FarmFresh", "UrbanPantry", "SunHarvest", "PureLeaf",
           "HomeBasics", "NorthMill")  # fmt: skip
@@ -35,13 +36,13 @@ def shopping() -> Domain:
             S("min_protein", "protein", ">="),
         ),
         global_rules=(
-            G("weekly_budget_max", "sum_max", "price"),
-            G("weekly_calories_min", "sum_min", "calories"),
-            G("weekly_protein_min", "sum_min", "protein"),
-            G("same_brand_max", "repeat_max", "brand"),
-            G("weekly_weight_max", "sum_max", "weight"),
-            G("same_category_max", "repeat_max", "category"),
-            G("daily_budget_max", "sum_max", "price", scope="row"),
+            G("weekly_budget_max", RuleKind.SUM_MAX, "price"),
+            G("weekly_calories_min", RuleKind.SUM_MIN, "calories"),
+            G("weekly_protein_min", RuleKind.SUM_MIN, "protein"),
+            G("same_brand_max", RuleKind.REPEAT_MAX, "brand"),
+            G("weekly_weight_max", RuleKind.SUM_MAX, "weight"),
+            G("same_category_max", RuleKind.REPEAT_MAX, "category"),
+            G("daily_budget_max", RuleKind.SUM_MAX, "price", scope="row"),
         ),
         name_words=(
             "Cream", "Oat Mix", "Apples", "Yogurt", "Rice", "Lentils", "Juice", "Crackers",

@@ -6,6 +6,7 @@ from domains.base import GlobalRuleTemplate as G
 from domains.base import NumericAttribute as Num
 from domains.base import SlotRuleTemplate as S
 from domains.registry import register
+from gridbench.vocabulary import RuleKind
 
 
 @register
@@ -29,14 +30,14 @@ def toy() -> Domain:
             S("min_weight", "weight", ">="),
         ),
         global_rules=(
-            G("total_cost_max", "sum_max", "cost"),
-            G("total_weight_min", "sum_min", "weight"),
-            G("same_shape_max", "repeat_max", "shape"),
-            G("red_min", "count_min", "color", equals="red"),
-            G("blue_max", "count_max", "color", equals="blue"),
-            G("heavy_min", "count_min_threshold", "weight", at_least=7),
-            G("row_cost_max", "sum_max", "cost", scope="row"),
-            G("same_color_per_col_max", "repeat_max", "color", scope="col"),
+            G("total_cost_max", RuleKind.SUM_MAX, "cost"),
+            G("total_weight_min", RuleKind.SUM_MIN, "weight"),
+            G("same_shape_max", RuleKind.REPEAT_MAX, "shape"),
+            G("red_min", RuleKind.COUNT_MIN, "color", equals="red"),
+            G("blue_max", RuleKind.COUNT_MAX, "color", equals="blue"),
+            G("heavy_min", RuleKind.COUNT_MIN_THRESHOLD, "weight", at_least=7),
+            G("row_cost_max", RuleKind.SUM_MAX, "cost", scope="row"),
+            G("same_color_per_col_max", RuleKind.REPEAT_MAX, "color", scope="col"),
         ),
         name_words=("Pebble", "Bead", "Chip", "Marble", "Button"),
     )

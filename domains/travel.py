@@ -6,6 +6,7 @@ from domains.base import GlobalRuleTemplate as G
 from domains.base import NumericAttribute as Num
 from domains.base import SlotRuleTemplate as S
 from domains.registry import register
+from gridbench.vocabulary import RuleKind
 
 DISTRICTS = ("Old Town", "Harbor", "Hill District", "Riverside", "Market Quarter", "Arts Mile",
              "Garden Ward", "Station Row")  # fmt: skip
@@ -35,12 +36,12 @@ def travel() -> Domain:
             S("max_crowd", "crowd_level", "<="),
         ),
         global_rules=(
-            G("total_budget_max", "sum_max", "cost"),
-            G("museum_min", "count_min", "category", equals="museum"),
-            G("outdoor_min", "count_min", "category", equals="outdoor"),
-            G("location_repeat_max", "repeat_max", "location"),
-            G("daily_duration_max", "sum_max", "duration", scope="row"),
-            G("rating_total_min", "sum_min", "rating"),
+            G("total_budget_max", RuleKind.SUM_MAX, "cost"),
+            G("museum_min", RuleKind.COUNT_MIN, "category", equals="museum"),
+            G("outdoor_min", RuleKind.COUNT_MIN, "category", equals="outdoor"),
+            G("location_repeat_max", RuleKind.REPEAT_MAX, "location"),
+            G("daily_duration_max", RuleKind.SUM_MAX, "duration", scope="row"),
+            G("rating_total_min", RuleKind.SUM_MIN, "rating"),
         ),
         name_words=(
             "Gallery Tour", "Harbor Walk", "Food Crawl", "Night Show", "Tower Visit",

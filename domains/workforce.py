@@ -6,6 +6,7 @@ from domains.base import GlobalRuleTemplate as G
 from domains.base import NumericAttribute as Num
 from domains.base import SlotRuleTemplate as S
 from domains.registry import register
+from gridbench.vocabulary import RuleKind
 
 
 @register
@@ -33,13 +34,13 @@ def workforce() -> Domain:
             S("min_experience", "experience", ">="),
         ),
         global_rules=(
-            G("total_cost_max", "sum_max", "hourly_cost"),
-            G("total_skill_min", "sum_min", "skill"),
-            G("senior_shift_min", "count_min_threshold", "experience", at_least=12),
-            G("same_department_max", "repeat_max", "department"),
-            G("total_reliability_min", "sum_min", "reliability"),
-            G("total_overtime_min", "sum_min", "overtime_capacity"),
-            G("same_department_per_day_max", "repeat_max", "department", scope="row"),
+            G("total_cost_max", RuleKind.SUM_MAX, "hourly_cost"),
+            G("total_skill_min", RuleKind.SUM_MIN, "skill"),
+            G("senior_shift_min", RuleKind.COUNT_MIN_THRESHOLD, "experience", at_least=12),
+            G("same_department_max", RuleKind.REPEAT_MAX, "department"),
+            G("total_reliability_min", RuleKind.SUM_MIN, "reliability"),
+            G("total_overtime_min", RuleKind.SUM_MIN, "overtime_capacity"),
+            G("same_department_per_day_max", RuleKind.REPEAT_MAX, "department", scope="row"),
         ),
         name_words=(
             "Alex", "Blair", "Casey", "Devon", "Emery", "Frankie", "Jordan", "Kai", "Logan",

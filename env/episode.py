@@ -14,12 +14,13 @@ from typing import Any
 
 from env.budgets import UNLIMITED, EnvSettings
 from env.tools import MESSAGE_LIMIT, ArgumentError, Tool, clip, tools_for
+from gridbench.vocabulary import CATEGORY_QUERY_OPS, NUMERIC_QUERY_OPS
 from solvers.checker import check_global, slot_rule_holds
 from solvers.task import Task
 
 Cell = tuple[int, int]
-NUMERIC_OPS = (">", ">=", "=", "<", "<=")
-CATEGORY_OPS = ("=", "in", "not_in")
+NUMERIC_OPS = NUMERIC_QUERY_OPS
+CATEGORY_OPS = CATEGORY_QUERY_OPS
 
 
 def _result(status: str, message: str, data: Any = None) -> dict[str, Any]:

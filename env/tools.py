@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from gridbench.vocabulary import QueryOp
+
 ECHO_LIMIT = 120  # characters of an agent's input repeated back in an error message
 MESSAGE_LIMIT = 1000
 
@@ -25,10 +27,13 @@ class Param:
     name: str
     kind: str  # integer | string | id_or_null | id_list | value
     description: str
+    choices: tuple[str, ...] = ()  # the allowed values of a string (a JSON Schema enum)
 
     def schema(self) -> dict[str, Any]:
         if self.kind == "integer":
             return {"type": "integer", "minimum": 0, "description": self.description}
+        if self.kind == "string" and self.choices:
+            return {"type": "string", "enum": list(self.choices), "description": self.description}
         if self.kind == "string":
             return {"type": "string", "description": self.description}
         if self.kind == "id_or_null":
@@ -121,9 +126,21 @@ ROW = Param("row", "integer", "0-based row of the cell")
 COL = Param("col", "integer", "0-based column of the cell")
 
 
+def _fields(domain: str) -> tuple[str, ...]:
+    try:
+        from domains import get_domain
+
+        return tuple(sorted(a.name for a in get_domain(domain).attributes))
+    except ValueError:  # a domain this code does not know: fields are not listed
+        return ()
+
+
 def tools_for(domain: str) -> dict[str, Tool]:
-    """The paper's tools, with the domain tools named after ``domain``."""
+    """The paper's tools, with the domain tools named after ``domain``; the attribute and
+    operator parameters list their allowed values."""
     d = domain
+    fields = _fields(domain)
+    operators = tuple(QueryOp)
     tools = [
         Tool("set_slot", "Put a candidate id into an empty (hidden) cell, or clear it with id "
              "null. Only a candidate of that cell is accepted.",
@@ -139,14 +156,15 @@ def tools_for(domain: str) -> dict[str, Tool]:
              "Find the candidates of a hidden cell whose attribute matches a condition; returns "
              "their ids with that attribute's value. Uses one query of that cell's budget. "
              "Operators: >, >=, =, <, <= for numbers; =, in, not_in (with a list) for categories.",
-             (ROW, COL, Param("field", "string", "attribute name, e.g. price"),
-              Param("operator", "string", "one of >, >=, =, <, <=, in, not_in"),
+             (ROW, COL, Param("field", "string", "attribute name", fields),
+              Param("operator", "string", ">, >=, =, <, <= on numbers; =, in, not_in on "
+                    "categories", operators),
               Param("value", "value", "a number, a category, or a list of categories"))),
         Tool(f"get_{d}_item_info", "All attributes of a fixed (visible) item.",
              (Param("id", "string", "id of an item fixed in the grid"),)),
         Tool(f"get_{d}_item_attributes", "One attribute of several fixed (visible) items.",
              (Param("ids", "id_list", "ids of items fixed in the grid"),
-              Param("field", "string", "attribute name"))),
+              Param("field", "string", "attribute name", fields))),
         Tool(f"check_{d}_slot_constraints", "Check the item placed in a hidden cell against that "
              "cell's own slot constraints.", (ROW, COL)),
         Tool(f"check_{d}_global_constraints", "Check every global constraint on the grid as it "

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from gridbench.vocabulary import RuleKind
 from solvers.task import GlobalRule, Slot, SlotRule, Task
 
 SATISFIED, VIOLATED, PENDING = "satisfied", "violated", "pending"
@@ -66,14 +67,14 @@ def rule_measure(rule: GlobalRule, records: Sequence[Record]) -> int:
     count_min_threshold: items whose attribute is >= ``at_least``.
     """
     attribute = rule.attribute
-    if rule.kind in ("sum_max", "sum_min"):
+    if rule.kind in (RuleKind.SUM_MAX, RuleKind.SUM_MIN):
         return sum(int(record[attribute]) for record in records)
-    if rule.kind == "repeat_max":
+    if rule.kind == RuleKind.REPEAT_MAX:
         counts = Counter(record[attribute] for record in records)
         return max(counts.values(), default=0)
-    if rule.kind in ("count_min", "count_max"):
+    if rule.kind in (RuleKind.COUNT_MIN, RuleKind.COUNT_MAX):
         return sum(1 for record in records if record[attribute] == rule.equals)
-    if rule.kind == "count_min_threshold":
+    if rule.kind == RuleKind.COUNT_MIN_THRESHOLD:
         return sum(1 for record in records if int(record[attribute]) >= int(rule.at_least or 0))
     raise ValueError(f"unknown rule kind {rule.kind!r}")
 

@@ -14,6 +14,7 @@ from typing import Any
 import ortools
 from ortools.sat.python import cp_model
 
+from gridbench.vocabulary import RuleKind
 from solvers.checker import locally_valid_candidates, rule_groups
 from solvers.results import (
     FEASIBLE,
@@ -81,7 +82,7 @@ class CpSatModel:
                     self.model.add(expression >= rule.bound - constant)
 
     def _largest_value(self, rule: GlobalRule) -> int:
-        if rule.kind not in ("sum_max", "sum_min"):
+        if rule.kind not in (RuleKind.SUM_MAX, RuleKind.SUM_MIN):
             return 1
         return max((abs(int(item[rule.attribute])) for item in self.task.items.values()),
                    default=1)  # fmt: skip
@@ -89,7 +90,7 @@ class CpSatModel:
     def _group_expressions(self, rule: GlobalRule,
                            group: list[Cell]) -> list[tuple[int, list[tuple[Literal, int]]]]:  # fmt: skip
         """(constant, [(literal, coefficient)]) per linear row of one rule group."""
-        if rule.kind == "repeat_max":
+        if rule.kind == RuleKind.REPEAT_MAX:
             values = {self._value(cell, item_id, rule) for cell in group
                       for item_id in self._options(cell)}  # fmt: skip
             return [self._contribution(group, lambda v, x=value: int(v == x), rule)
@@ -192,11 +193,11 @@ class CpSatModel:
 
 
 def _weight(rule: GlobalRule, value: object) -> int:
-    if rule.kind in ("sum_max", "sum_min"):
+    if rule.kind in (RuleKind.SUM_MAX, RuleKind.SUM_MIN):
         return int(value)  # type: ignore[call-overload]
-    if rule.kind in ("count_min", "count_max"):
+    if rule.kind in (RuleKind.COUNT_MIN, RuleKind.COUNT_MAX):
         return int(value == rule.equals)
-    if rule.kind == "count_min_threshold":
+    if rule.kind == RuleKind.COUNT_MIN_THRESHOLD:
         return int(int(value) >= int(rule.at_least or 0))  # type: ignore[call-overload]
     raise ValueError(f"unknown rule kind {rule.kind!r}")
 

@@ -26,6 +26,7 @@ import numpy as np
 import pulp
 
 from gridbench.errors import UserError
+from gridbench.vocabulary import RuleKind
 from solvers.checker import rule_groups
 from solvers.results import FEASIBLE, INFEASIBLE, UNKNOWN, Cell, SolveResult, SolverSettings
 from solvers.task import Task
@@ -93,14 +94,14 @@ class MilpModel:
         self.rows = [Row(f"one_{r}_{c}", tuple((self.column[((r, c), i)], 1) for i in ids), "==", 1)
                      for (r, c), ids in self.options.items()]  # fmt: skip
         for number, rule in enumerate(task.global_constraints):
-            sense = "<=" if rule.kind in ("sum_max", "repeat_max", "count_max") else ">="
+            sense = "<=" if rule.kind in (RuleKind.SUM_MAX, RuleKind.REPEAT_MAX, RuleKind.COUNT_MAX) else ">="
             for name, constant, terms in self._rule_rows(rule):
                 self.rows.append(Row(f"g{number}_{name}", terms, sense, rule.bound - constant))
 
     def _rule_rows(self, rule: Any) -> list[tuple[str, int, tuple[tuple[int, int], ...]]]:
         out = []
         for number, cells in enumerate(rule_groups(rule, self.task.rows, self.task.cols)):
-            if rule.kind == "repeat_max":
+            if rule.kind == RuleKind.REPEAT_MAX:
                 values = sorted({str(self.task.items[i][rule.attribute])
                                  for cell in cells for i in self._ids(cell)})  # fmt: skip
                 for k, value in enumerate(values):
@@ -215,9 +216,9 @@ def _solve_cbc(columns: int, rows: list[Row], objective: dict[int, int], maximiz
 
 def _coefficient(rule: Any, record: Mapping[str, Any]) -> int:
     value = record[rule.attribute]
-    if rule.kind in ("sum_max", "sum_min"):
+    if rule.kind in (RuleKind.SUM_MAX, RuleKind.SUM_MIN):
         return int(value)
-    if rule.kind in ("count_min", "count_max"):
+    if rule.kind in (RuleKind.COUNT_MIN, RuleKind.COUNT_MAX):
         return 1 if value == rule.equals else 0
     return 1 if int(value) >= int(rule.at_least) else 0
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gridbench.vocabulary import RuleKind
 from solvers.checker import locally_valid_candidates, rule_groups
 from solvers.task import GlobalRule, Task
 
@@ -34,9 +35,9 @@ class LinearRow:
 
 
 def _weight(rule: GlobalRule, value: object, equals: object) -> int:
-    if rule.kind in ("sum_max", "sum_min"):
+    if rule.kind in (RuleKind.SUM_MAX, RuleKind.SUM_MIN):
         return int(value)  # type: ignore[call-overload]
-    if rule.kind == "count_min_threshold":
+    if rule.kind == RuleKind.COUNT_MIN_THRESHOLD:
         return int(int(value) >= int(rule.at_least or 0))  # type: ignore[call-overload]
     return int(value == equals)  # counts, and repeat_max per value
 
@@ -51,7 +52,7 @@ def linear_rows(task: Task, options: Mapping[Cell, list[str]]) -> list[LinearRow
                 continue
             fixed = [task.items[str(task.grid[r][c])] for r, c in group if (r, c) not in options]
             values: list[object] = [rule.equals]
-            if rule.kind == "repeat_max":
+            if rule.kind == RuleKind.REPEAT_MAX:
                 seen = {record[rule.attribute] for record in fixed}
                 seen |= {task.items[i][rule.attribute] for cell in hidden for i in options[cell]}
                 values = sorted(seen, key=str)

@@ -10,15 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gridbench.errors import UserError
+from gridbench.vocabulary import UPPER_BOUND_KINDS, RuleKind, Scope, SlotOp
 
 SCHEMA_VERSION = "1"
 Value = int | str
 Grid = tuple[tuple[str | None, ...], ...]
 
-SLOT_OPS = ("<=", ">=", "in", "not_in")
-RULE_KINDS = ("sum_max", "sum_min", "repeat_max", "count_min", "count_max", "count_min_threshold")
-UPPER_BOUND_KINDS = ("sum_max", "repeat_max", "count_max")
-SCOPES = ("grid", "row", "col")
+SLOT_OPS = tuple(SlotOp)
+RULE_KINDS = tuple(RuleKind)
+SCOPES = tuple(Scope)
 
 
 class TaskFormatError(UserError):
@@ -99,9 +99,9 @@ class GlobalRule:
         scope = data.get("scope", "grid")
         if scope not in SCOPES:
             raise TaskFormatError(f"global rule scope {scope!r} is unknown; known: {SCOPES}")
-        if kind in ("count_min", "count_max") and data.get("equals") is None:
+        if kind in (RuleKind.COUNT_MIN, RuleKind.COUNT_MAX) and data.get("equals") is None:
             raise TaskFormatError(f"global rule {data.get('name')!r} ({kind}) needs 'equals'")
-        if kind == "count_min_threshold" and data.get("at_least") is None:
+        if kind == RuleKind.COUNT_MIN_THRESHOLD and data.get("at_least") is None:
             raise TaskFormatError(f"global rule {data.get('name')!r} ({kind}) needs 'at_least'")
         name = str(data["name"])[:40]
         at_least = data.get("at_least")

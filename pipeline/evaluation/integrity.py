@@ -30,7 +30,7 @@ from statistics import mean
 from typing import Any
 
 from domains import CategoricalAttribute, NumericAttribute, get_domain
-from pipeline.generation.constrain import SUM_KINDS
+from gridbench.vocabulary import SUM_KINDS, RuleKind
 from solvers.checker import locally_valid_candidates, rule_groups
 from solvers.task import Answer, GlobalRule, Slot, Task
 
@@ -82,7 +82,7 @@ def sum_directions(domain_name: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for template in get_domain(domain_name).global_rules:
         if template.kind in SUM_KINDS:
-            out.setdefault(template.attribute, -1 if template.kind == "sum_max" else +1)
+            out.setdefault(template.attribute, -1 if template.kind == RuleKind.SUM_MAX else +1)
     return out
 
 
@@ -179,7 +179,7 @@ def _residual_features(rows: list[Features], rule: GlobalRule, name: str, values
     gaps = [abs(v - residual) for v in values]
     ranks = _ranks([float(g) for g in gaps])
     for k, value in enumerate(values):
-        slack = (highest - value) if rule.kind == "sum_max" else (value - lowest)
+        slack = (highest - value) if rule.kind == RuleKind.SUM_MAX else (value - lowest)
         rows[k].update({f"{name}.residual_gap": (value - residual) / span,
                         f"{name}.abs_residual_gap": gaps[k] / span,
                         f"{name}.abs_residual_rank": ranks[k],
@@ -195,10 +195,10 @@ def _rule_features(rule: GlobalRule, name: str, record: dict[str, Any], visible:
         need = (rule.bound - sum(int(v[attribute]) for v in visible)) / open_cells
         gap = (int(record[attribute]) - need) / span
         return {f"{name}.gap_to_share": gap, f"{name}.abs_gap_to_share": abs(gap)}
-    if rule.kind == "repeat_max":
+    if rule.kind == RuleKind.REPEAT_MAX:
         used = sum(1 for v in visible if v[attribute] == record[attribute])
         return {f"{name}.room": float(rule.bound - used)}
-    if rule.kind == "count_min_threshold":
+    if rule.kind == RuleKind.COUNT_MIN_THRESHOLD:
         meets = int(record[attribute]) >= int(rule.at_least or 0)
         have = sum(1 for v in visible if int(v[attribute]) >= int(rule.at_least or 0))
         return {f"{name}.meets_x_need": float(meets) * (rule.bound - have) / open_cells}

@@ -12,11 +12,10 @@ The other rules are one-sided, with the domain's meaning, and a small random sla
 from __future__ import annotations
 
 from domains import GlobalRuleTemplate
+from gridbench.vocabulary import SUM_KINDS, RuleKind, Scope
 from pipeline.generation.draft import Draft
 from solvers.checker import rule_groups, rule_measure
 from solvers.task import GlobalRule
-
-SUM_KINDS = ("sum_max", "sum_min")
 
 
 def truth_measures(draft: Draft, rule: GlobalRule) -> list[int]:
@@ -37,13 +36,13 @@ def partner_name(name: str) -> str:
 def rule_templates(templates: tuple[GlobalRuleTemplate, ...]) -> list[GlobalRuleTemplate]:
     """The domain's rules, each grid-scope sum followed by its window partner (unless the
     domain already bounds that attribute from the other side)."""
-    sides = {(t.attribute, t.kind) for t in templates if t.kind in SUM_KINDS and t.scope == "grid"}
+    sides = {(t.attribute, t.kind) for t in templates if t.kind in SUM_KINDS and t.scope == Scope.GRID}
     out = []
     for template in templates:
         out.append(template)
-        if template.kind not in SUM_KINDS or template.scope != "grid":
+        if template.kind not in SUM_KINDS or template.scope != Scope.GRID:
             continue
-        other = "sum_min" if template.kind == "sum_max" else "sum_max"
+        other = RuleKind.SUM_MIN if template.kind == RuleKind.SUM_MAX else RuleKind.SUM_MAX
         if (template.attribute, other) not in sides:
             out.append(GlobalRuleTemplate(partner_name(template.name), other, template.attribute))
     return out
@@ -66,7 +65,7 @@ def draw_global_rules(draft: Draft, window_slack_share: float, sum_slack_share: 
         rule = GlobalRule(template.name, template.kind, template.attribute, 0, template.scope,
                           template.equals, template.at_least)  # fmt: skip
         measures = truth_measures(draft, rule)
-        window = template.kind in SUM_KINDS and template.scope == "grid"
+        window = template.kind in SUM_KINDS and template.scope == Scope.GRID
         share = window_slack_share if window else sum_slack_share
         slack = _slack(draft, template, share, count_slack_p)
         if rule.is_upper_bound:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from domains import Domain
+from gridbench.vocabulary import RuleKind
 from solvers.task import GlobalRule, SlotRule
 
 _SCOPE = {"grid": "in the whole grid", "row": "in each {row}", "col": "in each {col}"}
@@ -15,15 +16,15 @@ def _words(name: str) -> str:
 def describe_rule(rule: GlobalRule, domain: Domain) -> str:
     scope = _SCOPE[rule.scope].format(row=domain.row_noun, col=domain.col_noun)
     attribute, plural = _words(rule.attribute), domain.item_plural
-    if rule.kind == "sum_max":
+    if rule.kind == RuleKind.SUM_MAX:
         return f"the total {attribute} of all {plural} {scope} must be at most {rule.bound}"
-    if rule.kind == "sum_min":
+    if rule.kind == RuleKind.SUM_MIN:
         return f"the total {attribute} of all {plural} {scope} must be at least {rule.bound}"
-    if rule.kind == "repeat_max":
+    if rule.kind == RuleKind.REPEAT_MAX:
         return f"the same {attribute} can appear at most {rule.bound} times {scope}"
-    if rule.kind == "count_min":
+    if rule.kind == RuleKind.COUNT_MIN:
         return f"at least {rule.bound} {plural} {scope} must have {attribute} {rule.equals}"
-    if rule.kind == "count_max":
+    if rule.kind == RuleKind.COUNT_MAX:
         return f"at most {rule.bound} {plural} {scope} may have {attribute} {rule.equals}"
     return (f"at least {rule.bound} {plural} {scope} must have {attribute} of at least "
             f"{rule.at_least}")  # fmt: skip

@@ -17,6 +17,7 @@ import math
 import time
 from typing import Any
 
+from gridbench.vocabulary import RuleKind
 from solvers.checker import (
     VIOLATED,
     fill,
@@ -90,9 +91,9 @@ class CanonicalSearch:
 
     def _key(self, rule: Any, item_id: str) -> tuple[object, int]:
         value = self.task.items[item_id][rule.attribute]
-        if rule.kind == "sum_max":
+        if rule.kind == RuleKind.SUM_MAX:
             return "sum", int(value)
-        if rule.kind == "repeat_max":
+        if rule.kind == RuleKind.REPEAT_MAX:
             return value, 1
         return "count", int(value == rule.equals)  # count_max
 
