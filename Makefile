@@ -27,6 +27,7 @@ test-slow: $(STAMP) ## Run the slow tests too
 
 lint: $(STAMP) ## ruff and mypy on the packages
 	$(PY) -m ruff check domains solvers pipeline env agents gridbench tests bench
+	$(PY) -m ruff format --check domains solvers pipeline env agents gridbench tests bench
 	$(PY) -m mypy domains solvers pipeline env agents gridbench
 
 bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)

@@ -33,19 +33,24 @@ def call(episode: Episode, tool: str, **arguments: Any) -> dict[str, Any]:
 
 def hidden_cells(episode: Episode) -> list[tuple[int, int]]:
     """Hidden cells in row-major order, read from the public grid."""
-    return [(r, c) for r, row in enumerate(episode.task.grid) for c, cell in enumerate(row)
-            if cell is None]  # fmt: skip
+    return [(r, c) for r, row in enumerate(episode.task.grid) for c, cell in enumerate(row) if cell is None]
 
 
 def discover(episode: Episode, cell: tuple[int, int], field: str | None = None) -> list[dict]:
     """Every candidate of a cell with one attribute (a condition that every value meets)."""
     d = episode.task.domain
     fields = episode.attributes
-    field = field or next((f for f, kind in sorted(fields.items()) if kind == "number"),
-                          sorted(fields)[0])  # fmt: skip
+    field = field or next((f for f, kind in sorted(fields.items()) if kind == "number"), sorted(fields)[0])
     operator, value = (">=", 0) if fields[field] == "number" else ("not_in", [])
-    result = call(episode, f"query_{d}_candidate_from_attribute", row=cell[0], col=cell[1],
-                  field=field, operator=operator, value=value)  # fmt: skip
+    result = call(
+        episode,
+        f"query_{d}_candidate_from_attribute",
+        row=cell[0],
+        col=cell[1],
+        field=field,
+        operator=operator,
+        value=value,
+    )
     return list(result["data"]["candidates"]) if result["status"] == "ok" else []
 
 

@@ -96,10 +96,13 @@ class ShortcutAgent:
                         values[candidate["id"]][field] = int(candidate[field])
         fields = sorted({f for v in values.values() for f in v})
         centre = {f: median(values[i].get(f, 0) for i in options) for f in fields}
-        spread = {f: (max(values[i].get(f, 0) for i in options)
-                      - min(values[i].get(f, 0) for i in options)) or 1 for f in fields}  # fmt: skip
-        return min(options, key=lambda i: (sum(abs(values[i].get(f, 0) - centre[f]) / spread[f]
-                                               for f in fields), i))  # fmt: skip
+        spread = {
+            f: (max(values[i].get(f, 0) for i in options) - min(values[i].get(f, 0) for i in options)) or 1
+            for f in fields
+        }
+        return min(
+            options, key=lambda i: (sum(abs(values[i].get(f, 0) - centre[f]) / spread[f] for f in fields), i)
+        )
 
 
 AGENTS = {

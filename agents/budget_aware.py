@@ -42,6 +42,7 @@ def _field_order(task: Task) -> list[str]:
             return 0, (max(bounds) - min(bounds)) / max(max(bounds), 1)
         kinds = {r.kind for r in task.global_constraints if r.attribute == attribute}
         return (1 if kinds & {RuleKind.SUM_MAX, RuleKind.SUM_MIN, RuleKind.COUNT_MIN_THRESHOLD} else 2), 0.0
+
     return sorted({r.attribute for r in task.global_constraints}, key=lambda a: (key(a), a))
 
 
@@ -76,8 +77,11 @@ class BudgetAwareAgent:
 
     def _budget(self, cell: Cell) -> int | None:
         result = call(self.episode, "get_hidden_slot_query_budget", row=cell[0], col=cell[1])
-        return None if result["status"] != "ok" or result["data"]["unlimited"] else \
-            int(result["data"]["remaining"])  # fmt: skip
+        return (
+            None
+            if result["status"] != "ok" or result["data"]["unlimited"]
+            else int(result["data"]["remaining"])
+        )
 
     def _read_cell(self, cell: Cell, fields: list[str], single: bool) -> list[str]:
         """Query the cell's fields within its budget; returns the ids still possible."""
@@ -85,8 +89,15 @@ class BudgetAwareAgent:
         known: set[str] | None = None
         for field in fields[: budget if budget is not None else len(fields)]:
             operator, value, interval = self._condition(cell, field, single)
-            result = call(self.episode, f"query_{self.episode.task.domain}_candidate_from_attribute",
-                          row=cell[0], col=cell[1], field=field, operator=operator, value=value)
+            result = call(
+                self.episode,
+                f"query_{self.episode.task.domain}_candidate_from_attribute",
+                row=cell[0],
+                col=cell[1],
+                field=field,
+                operator=operator,
+                value=value,
+            )
             if result["status"] != "ok":
                 break
             matched = set()
@@ -108,8 +119,11 @@ class BudgetAwareAgent:
 
     def _single_cell_interval(self, cell: Cell, field: str) -> tuple[int, int]:
         task, low, high = self.episode.task, 0, 10**12
-        visible = sum(int(v[field]) for v in self.items.values() if field in v and v["id"] in
-                      {i for row in task.grid for i in row if i is not None})  # fmt: skip
+        visible = sum(
+            int(v[field])
+            for v in self.items.values()
+            if field in v and v["id"] in {i for row in task.grid for i in row if i is not None}
+        )
         for rule in task.global_constraints:
             if rule.attribute == field and rule.scope == "grid":
                 if rule.kind == RuleKind.SUM_MAX:
@@ -123,8 +137,11 @@ class BudgetAwareAgent:
     def _known_rules(self, options: dict[Cell, list[str]]) -> list[GlobalRule]:
         ids = [i for row in self.episode.task.grid for i in row if i is not None]
         ids += [i for found in options.values() for i in found]
-        return [rule for rule in self.episode.task.global_constraints
-                if all(rule.attribute in self.items.get(i, {}) for i in ids)]  # fmt: skip
+        return [
+            rule
+            for rule in self.episode.task.global_constraints
+            if all(rule.attribute in self.items.get(i, {}) for i in ids)
+        ]
 
     def _solve(self, task: Task, options: dict[Cell, list[str]]) -> None:
         if any(not found for found in options.values()):
@@ -132,10 +149,17 @@ class BudgetAwareAgent:
         rules = self._known_rules(options)
         used = {i for found in options.values() for i in found}
         used |= {i for row in task.grid for i in row if i is not None}
-        known = Task(task.task_id, task.domain, task.rows, task.cols, 0, task.grid,
-                     {i: self.items[i] for i in used},
-                     tuple(Slot(r, c, tuple(options[(r, c)]), ()) for r, c in options),
-                     tuple(rules))  # fmt: skip
+        known = Task(
+            task.task_id,
+            task.domain,
+            task.rows,
+            task.cols,
+            0,
+            task.grid,
+            {i: self.items[i] for i in used},
+            tuple(Slot(r, c, tuple(options[(r, c)]), ()) for r, c in options),
+            tuple(rules),
+        )
         model = CpSatModel(known)
         tried: list[dict[Cell, str]] = []
         check = f"check_{task.domain}_global_constraints"
@@ -155,7 +179,8 @@ class BudgetAwareAgent:
         literals: list[Any] = []
         for solution in tried:
             differs = model.model.new_bool_var(f"differs_{len(literals)}")
-            model.model.add_bool_or([model.choice[c][i].Not() for c, i in solution.items()]) \
-                .only_enforce_if(differs)  # fmt: skip
+            model.model.add_bool_or([model.choice[c][i].Not() for c, i in solution.items()]).only_enforce_if(
+                differs
+            )
             literals.append(differs)
         return literals

@@ -45,16 +45,21 @@ def agent_spec(config: dict[str, Any]) -> AgentSpec:
     target = str(config.get("_target_") or "")
     name = str(config.get("name") or "")
     if target:
-        return AgentSpec(name or target, _label(target.rsplit(".", 1)[-1]),
-                         inspect.iscoroutinefunction(getattr(_target(target), "play", None)),
-                         config)  # fmt: skip
+        return AgentSpec(
+            name or target,
+            _label(target.rsplit(".", 1)[-1]),
+            inspect.iscoroutinefunction(getattr(_target(target), "play", None)),
+            config,
+        )
     if name == "llm":
         if not config.get("model"):
             raise UserError("agent=llm needs agent.model=<model name>")
         return AgentSpec(name, _label(f"llm-{config['model']}"), True, config)
     if name not in BASELINES:
-        raise UserError(f"unknown agent {name!r}; agents: {sorted([*BASELINES, 'llm'])}, or "
-                         "agent._target_=package.Class for your own")  # fmt: skip
+        raise UserError(
+            f"unknown agent {name!r}; agents: {sorted([*BASELINES, 'llm'])}, or "
+            "agent._target_=package.Class for your own"
+        )
     return AgentSpec(name, name, False, config)
 
 

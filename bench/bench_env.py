@@ -34,12 +34,20 @@ def tool_mix(calls: int = 100_000) -> None:
         slot = rng.choice(slots)
         draw = rng.random()
         if draw < 0.4:
-            plan.append(("query_course_candidate_from_attribute",
-                         {"row": slot.row, "col": slot.col, "field": "price", "operator": "<=",
-                          "value": rng.randint(100, 500)}))  # fmt: skip
+            plan.append(
+                (
+                    "query_course_candidate_from_attribute",
+                    {
+                        "row": slot.row,
+                        "col": slot.col,
+                        "field": "price",
+                        "operator": "<=",
+                        "value": rng.randint(100, 500),
+                    },
+                )
+            )
         elif draw < 0.7:
-            plan.append(("set_slot", {"row": slot.row, "col": slot.col,
-                                      "id": rng.choice(slot.candidates)}))  # fmt: skip
+            plan.append(("set_slot", {"row": slot.row, "col": slot.col, "id": rng.choice(slot.candidates)}))
         elif draw < 0.9:
             plan.append(("check_course_slot_constraints", {"row": slot.row, "col": slot.col}))
         else:
@@ -50,8 +58,10 @@ def tool_mix(calls: int = 100_000) -> None:
         kinds[name] += 1
         episode.call(name, arguments)
     seconds = time.perf_counter() - start
-    print(f"tool calls: {calls} in {seconds:.2f}s = {calls / seconds:,.0f} calls/s in one process "
-          f"(40% queries, 30% set_slot, 20% slot checks, 10% global checks; 5x7, H=21, K=27)")
+    print(
+        f"tool calls: {calls} in {seconds:.2f}s = {calls / seconds:,.0f} calls/s in one process "
+        f"(40% queries, 30% set_slot, 20% slot checks, 10% global checks; 5x7, H=21, K=27)"
+    )
     for name in sorted(kinds):
         episode = Episode(task, EnvSettings())
         subset = [p for p in plan if p[0] == name][:20_000]
@@ -72,26 +82,40 @@ def search_episodes() -> None:
         steps += episode.steps
         solved += episode.grid == [list(r) for r in made.answer.truth]
     seconds = time.perf_counter() - start
-    print(f"search agent: {len(tasks)} episodes of the default release in {seconds:.2f}s = "
-          f"{len(tasks) / seconds:.1f} episodes/s, {steps / seconds:,.0f} tool calls/s, "
-          f"solved {solved}/{len(tasks)} (one process)")
+    print(
+        f"search agent: {len(tasks)} episodes of the default release in {seconds:.2f}s = "
+        f"{len(tasks) / seconds:.1f} episodes/s, {steps / seconds:,.0f} tool calls/s, "
+        f"solved {solved}/{len(tasks)} (one process)"
+    )
 
 
 def evaluation_memory() -> None:
     release = ROOT / "outputs" / "releases" / "gridbench-v1.0.0"
     python = sys.executable
     if not (release / "manifest.json").exists():
-        subprocess.run([python, "-m", "pipeline.release"], cwd=ROOT, check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run([python, "-m", "pipeline.release"], cwd=ROOT, check=True, capture_output=True)
     runs = ROOT / "outputs" / "bench" / "runs"
     start = time.perf_counter()
-    subprocess.run([python, "-m", "pipeline.evaluate", "agent=search", f"output_root={runs}",
-                    "resume=false", "failure_rates=[0.0]"], cwd=ROOT, check=True,
-                   capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            python,
+            "-m",
+            "pipeline.evaluate",
+            "agent=search",
+            f"output_root={runs}",
+            "resume=false",
+            "failure_rates=[0.0]",
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
     seconds = time.perf_counter() - start
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(f"evaluation of the default release (search, 324 episodes, 2 worker processes): "
-          f"{seconds:.1f}s wall, peak RSS of the largest process {peak_mb:.0f} MB")
+    print(
+        f"evaluation of the default release (search, 324 episodes, 2 worker processes): "
+        f"{seconds:.1f}s wall, peak RSS of the largest process {peak_mb:.0f} MB"
+    )
 
 
 if __name__ == "__main__":

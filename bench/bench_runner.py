@@ -36,10 +36,18 @@ def _release(folder: Path, tasks: int) -> Path:
     from tests.helpers_release import compose_config
 
     per_cell = max(1, -(-tasks // 8))
-    cfg = compose_config(["release.domains=[course,travel]", "grid.hidden_slots=[11,21]",
-                          "grid.decoy_budgets=[15,25]", f"release.tasks_per_cell={per_cell}",
-                          f"release.output_root={folder}", f"release.cells_root={folder}/cells",
-                          "release.name=bench", "release.crosscheck=false"])  # fmt: skip
+    cfg = compose_config(
+        [
+            "release.domains=[course,travel]",
+            "grid.hidden_slots=[11,21]",
+            "grid.decoy_budgets=[15,25]",
+            f"release.tasks_per_cell={per_cell}",
+            f"release.output_root={folder}",
+            f"release.cells_root={folder}/cells",
+            "release.name=bench",
+            "release.crosscheck=false",
+        ]
+    )
     build(cfg)
     return folder / "bench-v1.0.0"
 
@@ -50,8 +58,7 @@ async def _play(release: Path, url: str, episodes: int, concurrency: int) -> lis
     from solvers.task_io import task_from_dict
 
     tasks = [task_from_dict(json.loads(p.read_text())) for p in sorted((release / "tasks").rglob("*.json"))]
-    agent = LLMAgent(LLMSettings(model="scripted", base_url=url, concurrency=concurrency),
-                     load_templates())  # fmt: skip
+    agent = LLMAgent(LLMSettings(model="scripted", base_url=url, concurrency=concurrency), load_templates())
     gate = asyncio.Semaphore(concurrency)
 
     async def one(n: int):
@@ -80,14 +87,20 @@ def main() -> None:
     latency = [x for o in outcomes for x in o.latencies_ms]
     sizes = [len(gzip.compress(json.dumps(o.messages, separators=(",", ":")).encode())) for o in outcomes]
     raw = [len(json.dumps(o.messages, separators=(",", ":")).encode()) for o in outcomes]
-    print(f"LLM runner, loopback server: {args.episodes} episodes, {args.concurrency} in flight, "
-          f"{turns} turns ({turns / len(outcomes):.1f} per episode), all done: "
-          f"{all(o.end_reason == 'done' for o in outcomes)}")
-    print(f"  {turns / wall:.0f} turns/s wall; client CPU {1000 * cpu / turns:.2f} ms/turn "
-          f"(= {turns / cpu:.0f} turns/s on one core); request latency median "
-          f"{statistics.median(latency):.1f} ms")
-    print(f"  transcript per episode: {statistics.mean(raw) / 1024:.1f} KiB JSON, "
-          f"{statistics.mean(sizes) / 1024:.1f} KiB gzip")
+    print(
+        f"LLM runner, loopback server: {args.episodes} episodes, {args.concurrency} in flight, "
+        f"{turns} turns ({turns / len(outcomes):.1f} per episode), all done: "
+        f"{all(o.end_reason == 'done' for o in outcomes)}"
+    )
+    print(
+        f"  {turns / wall:.0f} turns/s wall; client CPU {1000 * cpu / turns:.2f} ms/turn "
+        f"(= {turns / cpu:.0f} turns/s on one core); request latency median "
+        f"{statistics.median(latency):.1f} ms"
+    )
+    print(
+        f"  transcript per episode: {statistics.mean(raw) / 1024:.1f} KiB JSON, "
+        f"{statistics.mean(sizes) / 1024:.1f} KiB gzip"
+    )
 
 
 if __name__ == "__main__":

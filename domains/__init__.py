@@ -17,7 +17,17 @@ from domains.registry import domain_names, get_domain, register
 PAPER_DOMAINS = ("course", "meal", "pc_build", "shopping", "travel", "workforce")
 
 __all__ = [
-    "GLOBAL_KINDS", "PAPER_DOMAINS", "SCOPES", "SLOT_OPS", "CategoricalAttribute", "Domain",
-    "DomainError", "GlobalRuleTemplate", "NumericAttribute", "SlotRuleTemplate",
-    "domain_names", "get_domain", "register",
-]  # fmt: skip
+    "GLOBAL_KINDS",
+    "PAPER_DOMAINS",
+    "SCOPES",
+    "SLOT_OPS",
+    "CategoricalAttribute",
+    "Domain",
+    "DomainError",
+    "GlobalRuleTemplate",
+    "NumericAttribute",
+    "SlotRuleTemplate",
+    "domain_names",
+    "get_domain",
+    "register",
+]

@@ -9,10 +9,23 @@ from domains.registry import register
 from gridbench.vocabulary import RuleKind
 
 TEACHERS = (
-    "Ada Brooks", "Ben Carter", "Chloe Diaz", "Dan Evans", "Eva Fischer", "Finn Garcia",
-    "Gina Hall", "Hugo Ito", "Iris Jones", "Jack Kim", "Kara Lopez", "Liam Moore",
-    "Maya Novak", "Noah Ortiz", "Olga Patel", "Paul Quinn",
-)  # fmt: skip
+    "Ada Brooks",
+    "Ben Carter",
+    "Chloe Diaz",
+    "Dan Evans",
+    "Eva Fischer",
+    "Finn Garcia",
+    "Gina Hall",
+    "Hugo Ito",
+    "Iris Jones",
+    "Jack Kim",
+    "Kara Lopez",
+    "Liam Moore",
+    "Maya Novak",
+    "Noah Ortiz",
+    "Olga Patel",
+    "Paul Quinn",
+)
 
 
 @register
@@ -47,7 +60,17 @@ def course() -> Domain:
             G("same_teacher_per_day_max", RuleKind.REPEAT_MAX, "teacher", scope="row"),
         ),
         name_words=(
-            "Algebra", "Databases", "Ethics", "Workshop", "Analysis", "Perspectives",
-            "Statistics", "Networks", "Writing", "Chemistry", "Design", "History",
-        ),  # fmt: skip
+            "Algebra",
+            "Databases",
+            "Ethics",
+            "Workshop",
+            "Analysis",
+            "Perspectives",
+            "Statistics",
+            "Networks",
+            "Writing",
+            "Chemistry",
+            "Design",
+            "History",
+        ),
     )

@@ -8,8 +8,16 @@ from domains.base import SlotRuleTemplate as S
 from domains.registry import register
 from gridbench.vocabulary import RuleKind
 
-CHEFS = ("Chef Ames", "Chef Bell", "Chef Cruz", "Chef Dunn", "Chef Ellis", "Chef Ford",
-         "Chef Gray", "Chef Hart")  # fmt: skip
+CHEFS = (
+    "Chef Ames",
+    "Chef Bell",
+    "Chef Cruz",
+    "Chef Dunn",
+    "Chef Ellis",
+    "Chef Ford",
+    "Chef Gray",
+    "Chef Hart",
+)
 
 
 @register
@@ -45,7 +53,17 @@ def meal() -> Domain:
             G("same_cuisine_per_day_max", RuleKind.REPEAT_MAX, "cuisine", scope="row"),
         ),
         name_words=(
-            "Power Bowl", "Noodle Soup", "Grain Salad", "Taco Plate", "Risotto", "Curry",
-            "Flatbread", "Stir Fry", "Stew", "Wrap", "Poke", "Frittata",
-        ),  # fmt: skip
+            "Power Bowl",
+            "Noodle Soup",
+            "Grain Salad",
+            "Taco Plate",
+            "Risotto",
+            "Curry",
+            "Flatbread",
+            "Stir Fry",
+            "Stew",
+            "Wrap",
+            "Poke",
+            "Frittata",
+        ),
     )

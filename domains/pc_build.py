@@ -44,7 +44,15 @@ def pc_build() -> Domain:
             G("build_power_max", RuleKind.SUM_MAX, "power", scope="row"),
         ),
         name_words=(
-            "Compact Board", "Tower Cooler", "Gaming Card", "Fast Drive", "Dual Kit",
-            "Octa Core", "Silent Fan", "Pro Board", "Turbo Card", "Cache Drive",
-        ),  # fmt: skip
+            "Compact Board",
+            "Tower Cooler",
+            "Gaming Card",
+            "Fast Drive",
+            "Dual Kit",
+            "Octa Core",
+            "Silent Fan",
+            "Pro Board",
+            "Turbo Card",
+            "Cache Drive",
+        ),
     )

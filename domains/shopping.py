@@ -8,8 +8,16 @@ from domains.base import SlotRuleTemplate as S
 from domains.registry import register
 from gridbench.vocabulary import RuleKind
 
-BRANDS = ("DailyChoice", "GreenField", "FarmFresh", "UrbanPantry", "SunHarvest", "PureLeaf",
-          "HomeBasics", "NorthMill")  # fmt: skip
+BRANDS = (
+    "DailyChoice",
+    "GreenField",
+    "FarmFresh",
+    "UrbanPantry",
+    "SunHarvest",
+    "PureLeaf",
+    "HomeBasics",
+    "NorthMill",
+)
 
 
 @register
@@ -45,7 +53,17 @@ def shopping() -> Domain:
             G("daily_budget_max", RuleKind.SUM_MAX, "price", scope="row"),
         ),
         name_words=(
-            "Cream", "Oat Mix", "Apples", "Yogurt", "Rice", "Lentils", "Juice", "Crackers",
-            "Cheese", "Spinach", "Tofu", "Granola",
-        ),  # fmt: skip
+            "Cream",
+            "Oat Mix",
+            "Apples",
+            "Yogurt",
+            "Rice",
+            "Lentils",
+            "Juice",
+            "Crackers",
+            "Cheese",
+            "Spinach",
+            "Tofu",
+            "Granola",
+        ),
     )

@@ -8,8 +8,16 @@ from domains.base import SlotRuleTemplate as S
 from domains.registry import register
 from gridbench.vocabulary import RuleKind
 
-DISTRICTS = ("Old Town", "Harbor", "Hill District", "Riverside", "Market Quarter", "Arts Mile",
-             "Garden Ward", "Station Row")  # fmt: skip
+DISTRICTS = (
+    "Old Town",
+    "Harbor",
+    "Hill District",
+    "Riverside",
+    "Market Quarter",
+    "Arts Mile",
+    "Garden Ward",
+    "Station Row",
+)
 
 
 @register
@@ -44,7 +52,15 @@ def travel() -> Domain:
             G("rating_total_min", RuleKind.SUM_MIN, "rating"),
         ),
         name_words=(
-            "Gallery Tour", "Harbor Walk", "Food Crawl", "Night Show", "Tower Visit",
-            "Flea Market", "Boat Trip", "Park Hike", "Cooking Class", "Castle Visit",
-        ),  # fmt: skip
+            "Gallery Tour",
+            "Harbor Walk",
+            "Food Crawl",
+            "Night Show",
+            "Tower Visit",
+            "Flea Market",
+            "Boat Trip",
+            "Park Hike",
+            "Cooking Class",
+            "Castle Visit",
+        ),
     )

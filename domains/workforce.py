@@ -23,8 +23,7 @@ def workforce() -> Domain:
             Num("skill", 1, 5),
             Num("hourly_cost", 20, 100),
             Num("experience", 1, 20),
-            Cat("department", ("support", "sales", "operations", "security", "logistics",
-                               "maintenance")),  # fmt: skip
+            Cat("department", ("support", "sales", "operations", "security", "logistics", "maintenance")),
             Num("reliability", 1, 5),
             Num("overtime_capacity", 0, 10),
         ),
@@ -43,7 +42,19 @@ def workforce() -> Domain:
             G("same_department_per_day_max", RuleKind.REPEAT_MAX, "department", scope="row"),
         ),
         name_words=(
-            "Alex", "Blair", "Casey", "Devon", "Emery", "Frankie", "Jordan", "Kai", "Logan",
-            "Morgan", "Quinn", "Riley", "Sam", "Taylor",
-        ),  # fmt: skip
+            "Alex",
+            "Blair",
+            "Casey",
+            "Devon",
+            "Emery",
+            "Frankie",
+            "Jordan",
+            "Kai",
+            "Logan",
+            "Morgan",
+            "Quinn",
+            "Riley",
+            "Sam",
+            "Taylor",
+        ),
     )

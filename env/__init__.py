@@ -5,5 +5,13 @@ from env.episode import Episode
 from env.scoring import score
 from env.tools import ArgumentError, Tool, openai_schemas, tools_for
 
-__all__ = ["UNLIMITED", "ArgumentError", "EnvSettings", "Episode", "Tool", "openai_schemas",
-           "score", "tools_for"]  # fmt: skip
+__all__ = [
+    "UNLIMITED",
+    "ArgumentError",
+    "EnvSettings",
+    "Episode",
+    "Tool",
+    "openai_schemas",
+    "score",
+    "tools_for",
+]

@@ -28,8 +28,7 @@ class EnvSettings:
         if not 0.0 <= self.failure_rate < 1.0:
             raise UserError(f"failure_rate={self.failure_rate} must be in [0, 1)")
         if self.check_alpha < 0 or self.query_extra < 0:
-            raise UserError(f"check_alpha={self.check_alpha} and query_extra={self.query_extra} "
-                            "must be >= 0")  # fmt: skip
+            raise UserError(f"check_alpha={self.check_alpha} and query_extra={self.query_extra} must be >= 0")
         if self.max_steps < 1:
             raise UserError(f"max_steps={self.max_steps} must be >= 1")
 

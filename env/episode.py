@@ -30,28 +30,32 @@ def _result(status: str, message: str, data: Any = None) -> dict[str, Any]:
 class Episode:
     """The environment of one task. Build many at once: episodes share nothing mutable."""
 
-    def __init__(self, task: Task, settings: EnvSettings | None = None, seed: int = 0,
-                 record: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self, task: Task, settings: EnvSettings | None = None, seed: int = 0, record: bool = False
+    ) -> None:
         self.task = task
         self.trace: list[dict[str, Any]] | None = [] if record else None
         self.settings = settings or EnvSettings()
         self.settings.validate()
         self.tools: dict[str, Tool] = tools_for(task.domain)
         d = task.domain
-        domain_tools = {f"query_{d}_candidate_from_attribute": "query_d_candidate_from_attribute",
-                        f"get_{d}_item_info": "get_d_item_info",
-                        f"get_{d}_item_attributes": "get_d_item_attributes",
-                        f"check_{d}_slot_constraints": "check_d_slot_constraints",
-                        f"check_{d}_global_constraints": "check_d_global_constraints"}  # fmt: skip
-        self.handlers = {name: getattr(self, "_" + domain_tools.get(name, name))
-                         for name in self.tools}  # fmt: skip
+        domain_tools = {
+            f"query_{d}_candidate_from_attribute": "query_d_candidate_from_attribute",
+            f"get_{d}_item_info": "get_d_item_info",
+            f"get_{d}_item_attributes": "get_d_item_attributes",
+            f"check_{d}_slot_constraints": "check_d_slot_constraints",
+            f"check_{d}_global_constraints": "check_d_global_constraints",
+        }
+        self.handlers = {name: getattr(self, "_" + domain_tools.get(name, name)) for name in self.tools}
         self.slots = {(s.row, s.col): s for s in task.slots}
         self.grid: list[list[str | None]] = [list(row) for row in task.grid]
         self.visible = {item for row in task.grid for item in row if item is not None}
         self.attributes = self._attribute_kinds()
         hidden = len(task.slots)
-        self.queries_left = {cell: self.settings.queries_for(len(slot.constraints), hidden)
-                             for cell, slot in self.slots.items()}  # fmt: skip
+        self.queries_left = {
+            cell: self.settings.queries_for(len(slot.constraints), hidden)
+            for cell, slot in self.slots.items()
+        }
         self.checks_left = self.settings.checks_for(hidden)
         digest = hashlib.sha256(f"{task.task_id}|{self.settings.seed}|{seed}".encode()).digest()
         self.rng = random.Random(int.from_bytes(digest[:8], "big"))
@@ -77,12 +81,17 @@ class Episode:
             result = self._call(name, arguments)
         except Exception as error:  # the environment must survive anything an agent sends
             self.invalid += 1
-            result = _result("error", f"internal error handled: {type(error).__name__}: "
-                             f"{clip(str(error))}")  # fmt: skip
+            result = _result("error", f"internal error handled: {type(error).__name__}: {clip(str(error))}")
         if self.trace is not None:
-            self.trace.append({"tool": name if isinstance(name, str) else clip(repr(name)),
-                               "arguments": arguments if isinstance(arguments, dict | str | None)
-                               else clip(repr(arguments)), "result": result})  # fmt: skip
+            self.trace.append(
+                {
+                    "tool": name if isinstance(name, str) else clip(repr(name)),
+                    "arguments": arguments
+                    if isinstance(arguments, dict | str | None)
+                    else clip(repr(arguments)),
+                    "result": result,
+                }
+            )
         return result
 
     def _call(self, name: Any, arguments: Any) -> dict[str, Any]:
@@ -91,8 +100,10 @@ class Episode:
         if self.steps > self.settings.max_steps:
             self.invalid += 1
             self.finished = self.truncated = True
-            return _result("error", f"the step limit of {self.settings.max_steps} tool calls is "
-                           "reached; the episode is over")  # fmt: skip
+            return _result(
+                "error",
+                f"the step limit of {self.settings.max_steps} tool calls is reached; the episode is over",
+            )
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             self.invalid += 1
@@ -109,8 +120,11 @@ class Episode:
         exhausted = self._exhausted(tool.name, args)
         if exhausted:
             return _result("budget_exhausted", exhausted)
-        if tool.name != "done" and self.settings.failure_rate and \
-                self.rng.random() < self.settings.failure_rate:  # fmt: skip
+        if (
+            tool.name != "done"
+            and self.settings.failure_rate
+            and self.rng.random() < self.settings.failure_rate
+        ):
             self.failures += 1
             return _result("failed", "the tool failed this time; nothing changed, try again")
         return self.handlers[tool.name](**args)
@@ -120,28 +134,37 @@ class Episode:
         if "row" in args:
             row, col = args["row"], args["col"]
             if not (0 <= row < self.task.rows and 0 <= col < self.task.cols):
-                raise ArgumentError(f"cell ({row}, {col}) is outside the {self.task.rows}x"
-                                    f"{self.task.cols} grid (rows 0..{self.task.rows - 1}, "
-                                    f"cols 0..{self.task.cols - 1})")  # fmt: skip
+                raise ArgumentError(
+                    f"cell ({row}, {col}) is outside the {self.task.rows}x"
+                    f"{self.task.cols} grid (rows 0..{self.task.rows - 1}, "
+                    f"cols 0..{self.task.cols - 1})"
+                )
             if name != "get_slot_id" and (row, col) not in self.slots:
-                raise ArgumentError(f"cell ({row}, {col}) is fixed, not hidden; hidden cells: "
-                                    f"{sorted(self.slots)}")  # fmt: skip
+                raise ArgumentError(
+                    f"cell ({row}, {col}) is fixed, not hidden; hidden cells: {sorted(self.slots)}"
+                )
         d = self.task.domain
-        if name == "set_slot" and args["id"] is not None and \
-                args["id"] not in self.slots[(args["row"], args["col"])].candidates:  # fmt: skip
-            raise ArgumentError(f"{clip(repr(args['id']))} is not a candidate of cell "
-                                f"({args['row']}, {args['col']}); find candidates with "
-                                f"query_{d}_candidate_from_attribute")  # fmt: skip
+        if (
+            name == "set_slot"
+            and args["id"] is not None
+            and args["id"] not in self.slots[(args["row"], args["col"])].candidates
+        ):
+            raise ArgumentError(
+                f"{clip(repr(args['id']))} is not a candidate of cell "
+                f"({args['row']}, {args['col']}); find candidates with "
+                f"query_{d}_candidate_from_attribute"
+            )
         if name == f"check_{d}_slot_constraints" and self.grid[args["row"]][args["col"]] is None:
             raise ArgumentError(f"cell ({args['row']}, {args['col']}) is empty; set_slot first")
         if "field" in args:
             self._known_field(args["field"])
         if name == f"query_{d}_candidate_from_attribute":
-            args = {**args, "value": self._query_value(args["field"], args["operator"],
-                                                       args["value"])}  # fmt: skip
+            args = {**args, "value": self._query_value(args["field"], args["operator"], args["value"])}
         if name == f"get_{d}_item_info" and args["id"] not in self.visible:
-            raise ArgumentError(f"{clip(repr(args['id']))} is not an item fixed in the grid; "
-                                f"candidates are read with query_{d}_candidate_from_attribute")
+            raise ArgumentError(
+                f"{clip(repr(args['id']))} is not an item fixed in the grid; "
+                f"candidates are read with query_{d}_candidate_from_attribute"
+            )
         if name == f"get_{d}_item_attributes":
             unknown = [i for i in args["ids"] if i not in self.visible]
             if unknown:
@@ -150,14 +173,15 @@ class Episode:
 
     def _known_field(self, field: str) -> None:
         if field not in self.attributes:
-            raise ArgumentError(f"unknown field {clip(repr(field))}; fields: "
-                                f"{sorted(self.attributes)}")  # fmt: skip
+            raise ArgumentError(f"unknown field {clip(repr(field))}; fields: {sorted(self.attributes)}")
 
     def _exhausted(self, name: str, args: dict[str, Any]) -> str:
         """Why the call cannot run for lack of budget ("" when it can)."""
         d = self.task.domain
-        if name == f"query_{d}_candidate_from_attribute" and \
-                self.queries_left[(args["row"], args["col"])] == 0:  # fmt: skip
+        if (
+            name == f"query_{d}_candidate_from_attribute"
+            and self.queries_left[(args["row"], args["col"])] == 0
+        ):
             return f"no queries left for cell ({args['row']}, {args['col']})"
         if name == f"check_{d}_global_constraints" and self.checks_left == 0:
             return "no global checks left"
@@ -167,26 +191,34 @@ class Episode:
 
     def _set_slot(self, row: int, col: int, id: str | None) -> dict[str, Any]:  # noqa: A002
         self.grid[row][col] = id
-        return _result("ok", f"cell ({row}, {col}) {'cleared' if id is None else 'set to ' + id}",
-                       {"row": row, "col": col, "id": id})  # fmt: skip
+        return _result(
+            "ok",
+            f"cell ({row}, {col}) {'cleared' if id is None else 'set to ' + id}",
+            {"row": row, "col": col, "id": id},
+        )
 
     def _get_current_grid_state(self) -> dict[str, Any]:
         empty = [list(c) for c in sorted(self.slots) if self.grid[c[0]][c[1]] is None]
-        return _result("ok", f"{len(empty)} hidden cells still empty",
-                       {"grid": [list(row) for row in self.grid], "empty_cells": empty})
+        return _result(
+            "ok",
+            f"{len(empty)} hidden cells still empty",
+            {"grid": [list(row) for row in self.grid], "empty_cells": empty},
+        )
 
     def _get_slot_id(self, row: int, col: int) -> dict[str, Any]:
         return _result("ok", "", {"row": row, "col": col, "id": self.grid[row][col]})
 
     def _get_hidden_slot_query_budget(self, row: int, col: int) -> dict[str, Any]:
         left = self.queries_left[(row, col)]
-        return _result("ok", "", {"remaining": None if left == UNLIMITED else left,
-                                  "unlimited": left == UNLIMITED})  # fmt: skip
+        return _result(
+            "ok", "", {"remaining": None if left == UNLIMITED else left, "unlimited": left == UNLIMITED}
+        )
 
     def _get_global_check_budget(self) -> dict[str, Any]:
         left = self.checks_left
-        return _result("ok", "", {"remaining": None if left == UNLIMITED else left,
-                                  "unlimited": left == UNLIMITED})  # fmt: skip
+        return _result(
+            "ok", "", {"remaining": None if left == UNLIMITED else left, "unlimited": left == UNLIMITED}
+        )
 
     def _done(self) -> dict[str, Any]:
         self.finished = True
@@ -195,15 +227,18 @@ class Episode:
 
     # Domain tools -----------------------------------------------------------------------
 
-    def _query_d_candidate_from_attribute(self, row: int, col: int, field: str, operator: str,
-                                          value: Any) -> dict[str, Any]:  # fmt: skip
+    def _query_d_candidate_from_attribute(
+        self, row: int, col: int, field: str, operator: str, value: Any
+    ) -> dict[str, Any]:
         left = self.queries_left[(row, col)]
         if left != UNLIMITED:
             self.queries_left[(row, col)] = left - 1
         self.queries_used += 1
-        matches = [{"id": i, field: self.task.items[i][field]}
-                   for i in self.slots[(row, col)].candidates
-                   if _matches(self.task.items[i][field], operator, value)]  # fmt: skip
+        matches = [
+            {"id": i, field: self.task.items[i][field]}
+            for i in self.slots[(row, col)].candidates
+            if _matches(self.task.items[i][field], operator, value)
+        ]
         return _result("ok", f"{len(matches)} candidates match", {"candidates": matches})
 
     def _query_value(self, field: str, operator: str, value: Any) -> Any:
@@ -211,20 +246,22 @@ class Episode:
         kind = self.attributes[field]
         allowed = NUMERIC_OPS if kind == "number" else CATEGORY_OPS
         if operator not in allowed:
-            raise ArgumentError(f"operator {clip(repr(operator))} is not allowed on {kind} field "
-                                f"{field!r}; allowed: {list(allowed)}")  # fmt: skip
+            raise ArgumentError(
+                f"operator {clip(repr(operator))} is not allowed on {kind} field "
+                f"{field!r}; allowed: {list(allowed)}"
+            )
         if kind == "number":
             if isinstance(value, str) and value.strip().lstrip("-").isdigit():
                 value = int(value)
             if not isinstance(value, int) or isinstance(value, bool):
-                raise ArgumentError(f"value must be an integer for a number field, got "
-                                    f"{clip(repr(value))}")  # fmt: skip
+                raise ArgumentError(f"value must be an integer for a number field, got {clip(repr(value))}")
             return value
         if operator in ("in", "not_in"):
             value = [value] if isinstance(value, str) else value
             if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-                raise ArgumentError(f"operator {operator!r} needs a list of categories, got "
-                                    f"{clip(repr(value))}")  # fmt: skip
+                raise ArgumentError(
+                    f"operator {operator!r} needs a list of categories, got {clip(repr(value))}"
+                )
             return value
         if not isinstance(value, str):
             raise ArgumentError(f"value must be a category string, got {clip(repr(value))}")
@@ -238,11 +275,16 @@ class Episode:
 
     def _check_d_slot_constraints(self, row: int, col: int) -> dict[str, Any]:
         item = self.task.items[str(self.grid[row][col])]
-        results = [{**rule.to_dict(), "satisfied": slot_rule_holds(rule, item)}
-                   for rule in self.slots[(row, col)].constraints]  # fmt: skip
+        results = [
+            {**rule.to_dict(), "satisfied": slot_rule_holds(rule, item)}
+            for rule in self.slots[(row, col)].constraints
+        ]
         ok = all(r["satisfied"] for r in results)
-        return _result("ok", "all slot constraints hold" if ok else "a slot constraint fails",
-                       {"satisfied": ok, "constraints": results})  # fmt: skip
+        return _result(
+            "ok",
+            "all slot constraints hold" if ok else "a slot constraint fails",
+            {"satisfied": ok, "constraints": results},
+        )
 
     def _check_d_global_constraints(self) -> dict[str, Any]:
         if self.checks_left != UNLIMITED:
@@ -251,9 +293,16 @@ class Episode:
         statuses = check_global(self.task, self.grid)
         violated = sorted(name for name, s in statuses.items() if s == "violated")
         complete = all(self.grid[r][c] is not None for r, c in self.slots)
-        return _result("ok", f"{len(violated)} violated" if violated else "no rule violated",
-                       {"rules": statuses, "violated": violated, "complete": complete,
-                        "all_satisfied": complete and not violated})  # fmt: skip
+        return _result(
+            "ok",
+            f"{len(violated)} violated" if violated else "no rule violated",
+            {
+                "rules": statuses,
+                "violated": violated,
+                "complete": complete,
+                "all_satisfied": complete and not violated,
+            },
+        )
 
 
 def _matches(actual: Any, operator: str, value: Any) -> bool:
@@ -265,5 +314,4 @@ def _matches(actual: Any, operator: str, value: Any) -> bool:
         return actual == value
     if isinstance(actual, str):
         return False
-    return {">": actual > value, ">=": actual >= value, "<": actual < value,
-            "<=": actual <= value}[operator]  # fmt: skip
+    return {">": actual > value, ">=": actual >= value, "<": actual < value, "<=": actual <= value}[operator]

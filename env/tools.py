@@ -40,9 +40,14 @@ class Param:
             return {"type": ["string", "null"], "description": self.description}
         if self.kind == "id_list":
             return {"type": "array", "items": {"type": "string"}, "description": self.description}
-        return {"anyOf": [{"type": "integer"}, {"type": "string"},
-                          {"type": "array", "items": {"type": "string"}}],
-                "description": self.description}  # fmt: skip
+        return {
+            "anyOf": [
+                {"type": "integer"},
+                {"type": "string"},
+                {"type": "array", "items": {"type": "string"}},
+            ],
+            "description": self.description,
+        }
 
     def coerce(self, value: Any) -> Any:
         """Accept what agents commonly send (numbers as strings, lists as JSON strings)."""
@@ -61,8 +66,7 @@ class Param:
                 return value.strip()
             raise ArgumentError(f"'{self.name}' must be a non-empty string, got {clip(repr(value))}")
         if self.kind == "id_or_null":
-            if value is None or (isinstance(value, str) and value.strip().lower() in ("", "null",
-                                                                                     "none")):
+            if value is None or (isinstance(value, str) and value.strip().lower() in ("", "null", "none")):
                 return None
             if isinstance(value, str):
                 return value.strip()
@@ -73,8 +77,9 @@ class Param:
                 value = [value]
             if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
                 return [v.strip() for v in value]
-            raise ArgumentError(f"'{self.name}' must be a non-empty list of item ids, got "
-                                f"{clip(repr(value))}")  # fmt: skip
+            raise ArgumentError(
+                f"'{self.name}' must be a non-empty list of item ids, got {clip(repr(value))}"
+            )
         value = _maybe_json(value)
         if isinstance(value, bool) or value is None or isinstance(value, dict):
             raise ArgumentError(f"'{self.name}' must be a number, a string or a list of strings")
@@ -99,12 +104,19 @@ class Tool:
     params: tuple[Param, ...] = ()
 
     def openai_schema(self) -> dict[str, Any]:
-        return {"type": "function", "function": {
-            "name": self.name, "description": self.description,
-            "parameters": {"type": "object",
-                           "properties": {p.name: p.schema() for p in self.params},
-                           "required": [p.name for p in self.params],
-                           "additionalProperties": False}}}  # fmt: skip
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": {
+                    "type": "object",
+                    "properties": {p.name: p.schema() for p in self.params},
+                    "required": [p.name for p in self.params],
+                    "additionalProperties": False,
+                },
+            },
+        }
 
     def parse(self, arguments: Any) -> dict[str, Any]:
         """Check and coerce the arguments; raises :class:`ArgumentError` naming the problem."""
@@ -114,8 +126,9 @@ class Tool:
         allowed = [p.name for p in self.params]
         extra = sorted(set(arguments) - set(allowed))
         if extra:
-            raise ArgumentError(f"unknown argument(s) {clip(repr(extra))}; {self.name} takes "
-                                f"{allowed or 'none'}")  # fmt: skip
+            raise ArgumentError(
+                f"unknown argument(s) {clip(repr(extra))}; {self.name} takes {allowed or 'none'}"
+            )
         missing = [name for name in allowed if name not in arguments]
         if missing:
             raise ArgumentError(f"missing argument(s) {missing}; {self.name} takes {allowed}")
@@ -142,35 +155,64 @@ def tools_for(domain: str) -> dict[str, Tool]:
     fields = _fields(domain)
     operators = tuple(QueryOp)
     tools = [
-        Tool("set_slot", "Put a candidate id into an empty (hidden) cell, or clear it with id "
-             "null. Only a candidate of that cell is accepted.",
-             (ROW, COL, Param("id", "id_or_null", "a candidate id of the cell, or null to clear"))),
-        Tool("get_current_grid_state", "The grid as it is now: fixed ids, your placements, and "
-             "null for cells still empty."),
+        Tool(
+            "set_slot",
+            "Put a candidate id into an empty (hidden) cell, or clear it with id "
+            "null. Only a candidate of that cell is accepted.",
+            (ROW, COL, Param("id", "id_or_null", "a candidate id of the cell, or null to clear")),
+        ),
+        Tool(
+            "get_current_grid_state",
+            "The grid as it is now: fixed ids, your placements, and null for cells still empty.",
+        ),
         Tool("get_slot_id", "The id in one cell (fixed or placed by you), or null.", (ROW, COL)),
-        Tool("get_hidden_slot_query_budget", "How many attribute queries are left for one "
-             "hidden cell.", (ROW, COL)),
+        Tool(
+            "get_hidden_slot_query_budget",
+            "How many attribute queries are left for one hidden cell.",
+            (ROW, COL),
+        ),
         Tool("get_global_check_budget", "How many global constraint checks are left."),
         Tool("done", "Finish the episode. Call it when the grid is complete."),
-        Tool(f"query_{d}_candidate_from_attribute",
-             "Find the candidates of a hidden cell whose attribute matches a condition; returns "
-             "their ids with that attribute's value. Uses one query of that cell's budget. "
-             "Operators: >, >=, =, <, <= for numbers; =, in, not_in (with a list) for categories.",
-             (ROW, COL, Param("field", "string", "attribute name", fields),
-              Param("operator", "string", ">, >=, =, <, <= on numbers; =, in, not_in on "
-                    "categories", operators),
-              Param("value", "value", "a number, a category, or a list of categories"))),
-        Tool(f"get_{d}_item_info", "All attributes of a fixed (visible) item.",
-             (Param("id", "string", "id of an item fixed in the grid"),)),
-        Tool(f"get_{d}_item_attributes", "One attribute of several fixed (visible) items.",
-             (Param("ids", "id_list", "ids of items fixed in the grid"),
-              Param("field", "string", "attribute name", fields))),
-        Tool(f"check_{d}_slot_constraints", "Check the item placed in a hidden cell against that "
-             "cell's own slot constraints.", (ROW, COL)),
-        Tool(f"check_{d}_global_constraints", "Check every global constraint on the grid as it "
-             "is now: satisfied, violated, or pending (lower bounds wait for a complete grid). "
-             "Uses one global check."),
-    ]  # fmt: skip
+        Tool(
+            f"query_{d}_candidate_from_attribute",
+            "Find the candidates of a hidden cell whose attribute matches a condition; returns "
+            "their ids with that attribute's value. Uses one query of that cell's budget. "
+            "Operators: >, >=, =, <, <= for numbers; =, in, not_in (with a list) for categories.",
+            (
+                ROW,
+                COL,
+                Param("field", "string", "attribute name", fields),
+                Param(
+                    "operator", "string", ">, >=, =, <, <= on numbers; =, in, not_in on categories", operators
+                ),
+                Param("value", "value", "a number, a category, or a list of categories"),
+            ),
+        ),
+        Tool(
+            f"get_{d}_item_info",
+            "All attributes of a fixed (visible) item.",
+            (Param("id", "string", "id of an item fixed in the grid"),),
+        ),
+        Tool(
+            f"get_{d}_item_attributes",
+            "One attribute of several fixed (visible) items.",
+            (
+                Param("ids", "id_list", "ids of items fixed in the grid"),
+                Param("field", "string", "attribute name", fields),
+            ),
+        ),
+        Tool(
+            f"check_{d}_slot_constraints",
+            "Check the item placed in a hidden cell against that cell's own slot constraints.",
+            (ROW, COL),
+        ),
+        Tool(
+            f"check_{d}_global_constraints",
+            "Check every global constraint on the grid as it "
+            "is now: satisfied, violated, or pending (lower bounds wait for a complete grid). "
+            "Uses one global check.",
+        ),
+    ]
     return {tool.name: tool for tool in tools}
 
 

@@ -57,8 +57,9 @@ def precheck(folder: str, name: str, argv: list[str]) -> None:
         fail(f"{_first_line(error)}; see `make help` and conf/ for the keys and their values")
 
 
-def command(config_name: str, folder: str = "apps") -> Callable[[Callable[[DictConfig], int | None]],
-                                                                  Callable[[], None]]:  # fmt: skip
+def command(
+    config_name: str, folder: str = "apps"
+) -> Callable[[Callable[[DictConfig], int | None]], Callable[[], None]]:
     """Make ``body`` a command over ``conf/<folder>/<config_name>.yaml``."""
 
     def decorate(body: Callable[[DictConfig], int | None]) -> Callable[[], None]:
@@ -73,8 +74,10 @@ def command(config_name: str, folder: str = "apps") -> Callable[[Callable[[DictC
                 precheck(folder if folder == "apps" else "", config_name, sys.argv[1:])
                 task()
             except KeyboardInterrupt:
-                print("interrupted (Ctrl-C); nothing half-written is kept, run the command again",
-                      file=sys.stderr)  # fmt: skip
+                print(
+                    "interrupted (Ctrl-C); nothing half-written is kept, run the command again",
+                    file=sys.stderr,
+                )
                 sys.exit(130)
 
         main.__doc__ = body.__doc__

@@ -60,9 +60,12 @@ class SolverConf:
 _FROM_OTHER_GROUPS = ("time_limit_s", "solver_workers", "crosscheck")
 GenerationConf = make_dataclass(
     "GenerationConf",
-    [(f.name, get_type_hints(GenerationSettings)[f.name], field(default=f.default))
-     for f in fields(GenerationSettings) if f.name not in _FROM_OTHER_GROUPS],
-)  # fmt: skip
+    [
+        (f.name, get_type_hints(GenerationSettings)[f.name], field(default=f.default))
+        for f in fields(GenerationSettings)
+        if f.name not in _FROM_OTHER_GROUPS
+    ],
+)
 
 
 @dataclass
@@ -189,15 +192,16 @@ def generation_settings(cfg: DictConfig) -> GenerationSettings:
     values = OmegaConf.to_container(cfg.generation, resolve=True)
     if not isinstance(values, dict):
         raise UserError("generation settings must be a mapping")
-    return GenerationSettings(**{str(k): v for k, v in values.items()},
-                              time_limit_s=float(cfg.solver.time_limit_s),
-                              solver_workers=int(cfg.solver.workers),
-                              crosscheck=bool(cfg.release.crosscheck))  # fmt: skip
+    return GenerationSettings(
+        **{str(k): v for k, v in values.items()},
+        time_limit_s=float(cfg.solver.time_limit_s),
+        solver_workers=int(cfg.solver.workers),
+        crosscheck=bool(cfg.release.crosscheck),
+    )
 
 
 def solver_settings(cfg: DictConfig) -> SolverSettings:
-    return SolverSettings(time_limit_s=float(cfg.solver.time_limit_s),
-                          workers=int(cfg.solver.workers))  # fmt: skip
+    return SolverSettings(time_limit_s=float(cfg.solver.time_limit_s), workers=int(cfg.solver.workers))
 
 
 def candidates_for(grid: DictConfig, budget: int) -> int:
@@ -212,8 +216,10 @@ def release_salt(cfg: DictConfig) -> str:
         return ""
     value = os.environ.get(name, "")
     if not value:
-        raise UserError(f"release.salt_env={name}: the environment variable {name} is not set "
-                         f"or empty; export {name}=<secret> or drop release.salt_env")  # fmt: skip
+        raise UserError(
+            f"release.salt_env={name}: the environment variable {name} is not set "
+            f"or empty; export {name}=<secret> or drop release.salt_env"
+        )
     return value
 
 
@@ -226,16 +232,31 @@ def salt_record(salt: str) -> dict[str, Any]:
 
 def cell_keys(cfg: DictConfig, domain: str, hidden: int, budget: int) -> list[TaskKey]:
     grid, salt = cfg.grid, release_salt(cfg)
-    return [TaskKey(domain, int(grid.rows), int(grid.cols), hidden, budget,
-                    candidates_for(grid, budget), int(cfg.release.seed), index, salt)
-            for index in range(int(cfg.release.tasks_per_cell))]  # fmt: skip
+    return [
+        TaskKey(
+            domain,
+            int(grid.rows),
+            int(grid.cols),
+            hidden,
+            budget,
+            candidates_for(grid, budget),
+            int(cfg.release.seed),
+            index,
+            salt,
+        )
+        for index in range(int(cfg.release.tasks_per_cell))
+    ]
 
 
 def release_keys(cfg: DictConfig) -> list[TaskKey]:
     """Every key of the release, in a fixed order (domain, H, B, index)."""
-    return [key for domain in cfg.release.domains for hidden in cfg.grid.hidden_slots
-            for budget in cfg.grid.decoy_budgets
-            for key in cell_keys(cfg, str(domain), int(hidden), int(budget))]  # fmt: skip
+    return [
+        key
+        for domain in cfg.release.domains
+        for hidden in cfg.grid.hidden_slots
+        for budget in cfg.grid.decoy_budgets
+        for key in cell_keys(cfg, str(domain), int(hidden), int(budget))
+    ]
 
 
 # Validation at the edge ---------------------------------------------------------------------

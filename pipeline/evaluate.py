@@ -40,13 +40,21 @@ def request_from(cfg: DictConfig) -> EvalRequest:
         if not low <= int(cfg[key]) <= high:
             raise UserError(f"{key}={cfg[key]} is out of range: use {low}..{high}")
     return EvalRequest(
-        release=release, spec=spec, env=env,
-        failure_rates=tuple(float(r) for r in cfg.failure_rates), trials=int(cfg.trials),
-        domains=tuple(str(d) for d in cfg.domains), hidden_slots=tuple(int(h) for h in cfg.hidden_slots),
-        decoy_budgets=tuple(int(b) for b in cfg.decoy_budgets), shard=parse_shard(str(cfg.shard or "")),
-        output_root=Path(str(cfg.output_root)), run_name=str(cfg.run_name or ""),
-        workers=int(cfg.workers), traces=bool(cfg.traces), resume=bool(cfg.resume),
-    )  # fmt: skip
+        release=release,
+        spec=spec,
+        env=env,
+        failure_rates=tuple(float(r) for r in cfg.failure_rates),
+        trials=int(cfg.trials),
+        domains=tuple(str(d) for d in cfg.domains),
+        hidden_slots=tuple(int(h) for h in cfg.hidden_slots),
+        decoy_budgets=tuple(int(b) for b in cfg.decoy_budgets),
+        shard=parse_shard(str(cfg.shard or "")),
+        output_root=Path(str(cfg.output_root)),
+        run_name=str(cfg.run_name or ""),
+        workers=int(cfg.workers),
+        traces=bool(cfg.traces),
+        resume=bool(cfg.resume),
+    )
 
 
 def evaluate(cfg: DictConfig) -> int:

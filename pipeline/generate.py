@@ -27,15 +27,18 @@ def generate(cfg: DictConfig) -> int:
     hidden = [cfg.task.hidden_slots] if cfg.task.hidden_slots is not None else cfg.grid.hidden_slots
     budgets = [cfg.task.decoy_budget] if cfg.task.decoy_budget is not None else cfg.grid.decoy_budgets
     settings = generation_settings(cfg)
-    keys = [key for h in hidden for b in budgets
-            for key in cell_keys(cfg, str(cfg.domain.name), int(h), int(b))]  # fmt: skip
+    keys = [
+        key for h in hidden for b in budgets for key in cell_keys(cfg, str(cfg.domain.name), int(h), int(b))
+    ]
     for key in keys:
         validate_key(key, settings)
     start = time.perf_counter()
     label = f"{cfg.domain.name} {cfg.grid.name}"
     made, reused = make_tasks(keys, settings, Path(cfg.release.cells_root), 1, label)
-    print(f"{label}: {len(made)} tasks ({reused} already stored) certified in "
-          f"{time.perf_counter() - start:.2f}s -> {cfg.release.cells_root}")
+    print(
+        f"{label}: {len(made)} tasks ({reused} already stored) certified in "
+        f"{time.perf_counter() - start:.2f}s -> {cfg.release.cells_root}"
+    )
     return 0
 
 

@@ -44,13 +44,19 @@ def certify_instance(args: tuple[Any, ...]) -> tuple[CertifiedTask, dict[str, An
             check = crosscheck(task, answer.truth_choice(), decoys, solver, milp)
             timings["crosscheck_ms"] = check.pop("wall_ms")
     timings["generate_ms"] = (time.perf_counter() - start) * 1000.0
-    made = CertifiedTask(key, task, Answer(answer.task_id, answer.truth, answer.roles,
-                                           certificate, check, measures), timings)  # fmt: skip
-    status = {"task_id": task.task_id, "domain": task.domain,
-              "hidden_slots": task.hidden_slots, "decoy_budget": task.decoy_budget,
-              "unique": certificate["uniqueness"] == "INFEASIBLE",
-              "certified": certificate["ok"], "failures": certificate["failures"][:5],
-              "crosscheck_ok": check.get("ok") if check else None}  # fmt: skip
+    made = CertifiedTask(
+        key, task, Answer(answer.task_id, answer.truth, answer.roles, certificate, check, measures), timings
+    )
+    status = {
+        "task_id": task.task_id,
+        "domain": task.domain,
+        "hidden_slots": task.hidden_slots,
+        "decoy_budget": task.decoy_budget,
+        "unique": certificate["uniqueness"] == "INFEASIBLE",
+        "certified": certificate["ok"],
+        "failures": certificate["failures"][:5],
+        "crosscheck_ok": check.get("ok") if check else None,
+    }
     return made, status
 
 
@@ -69,16 +75,20 @@ def run_import(cfg: DictConfig) -> int:
         for index, instance in enumerate(data["instances"]):
             key, task, answer = convert(str(data["domain"]), instance, index, path.name)
             milp = str(cfg.crosscheck_solver) if release.crosscheck else None
-            jobs.append((key, task, answer, solver, milp,
-                         int(cfg.dfs_node_limit)))  # fmt: skip
+            jobs.append((key, task, answer, solver, milp, int(cfg.dfs_node_limit)))
     start = time.perf_counter()
-    results = list(parallel_imap(certify_instance, jobs, int(release.workers), "import",
-                                 unit="instance"))  # fmt: skip
+    results = list(parallel_imap(certify_instance, jobs, int(release.workers), "import", unit="instance"))
     kept = [made for made, status in results if status["certified"]]
     report = [status for _, status in results]
-    write_release(target, kept, str(release.name), str(release.version), plain(cfg),
-                  bool(release.overwrite),
-                  extra_files={"import_report.json": dumps({"instances": report})})  # fmt: skip
+    write_release(
+        target,
+        kept,
+        str(release.name),
+        str(release.version),
+        plain(cfg),
+        bool(release.overwrite),
+        extra_files={"import_report.json": dumps({"instances": report})},
+    )
     print_summary(report, target, time.perf_counter() - start)
     return 0
 
@@ -94,10 +104,11 @@ def print_summary(report: list[dict[str, Any]], target: Path, seconds: float) ->
     print(f"{'domain':12s} {'instances':>9s} {'unique':>7s} {'certified':>9s}")
     for domain in sorted(total):
         print(f"{domain:12s} {total[domain]:9d} {unique[domain]:7d} {certified[domain]:9d}")
-    print(f"{'all':12s} {sum(total.values()):9d} {sum(unique.values()):7d} "
-          f"{sum(certified.values()):9d}")
-    print(f"release {target}: {sum(certified.values())} certified instances written "
-          f"({seconds:.1f}s); per-instance report in import_report.json")
+    print(f"{'all':12s} {sum(total.values()):9d} {sum(unique.values()):7d} {sum(certified.values()):9d}")
+    print(
+        f"release {target}: {sum(certified.values())} certified instances written "
+        f"({seconds:.1f}s); per-instance report in import_report.json"
+    )
     for status in report:
         if not status["certified"]:
             print(f"  not certified: {status['task_id']}: {'; '.join(status['failures'][:2])}")

@@ -54,8 +54,7 @@ class Progress:
         self.last = time.perf_counter()
         rate = self.done / max(self.last - self.start, 1e-9)
         success = f", success {self.successes / max(self.done, 1):.3f}" if self.unit == "episode" else ""
-        print(f"{self.label}: {self.done}/{self.total} {self.unit}s, {rate:.2f}/s{success}",
-              flush=True)  # fmt: skip
+        print(f"{self.label}: {self.done}/{self.total} {self.unit}s, {rate:.2f}/s{success}", flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -64,8 +63,15 @@ class Progress:
             self._line()
 
 
-def parallel_imap(function: Callable[[Job], Any], jobs: Sequence[Job], workers: int, label: str,
-                  unit: str = "task", ordered: bool = True, show: bool = True) -> Iterator[Any]:  # fmt: skip
+def parallel_imap(
+    function: Callable[[Job], Any],
+    jobs: Sequence[Job],
+    workers: int,
+    label: str,
+    unit: str = "task",
+    ordered: bool = True,
+    show: bool = True,
+) -> Iterator[Any]:
     """Yield ``function(job)`` for every job (in order unless ``ordered`` is False)."""
     progress = Progress(len(jobs), label, unit) if show else None
     try:

@@ -39,22 +39,32 @@ def build(cfg: DictConfig) -> int:
     for key in keys:
         validate_key(key, settings)
     start = time.perf_counter()
-    made, reused = make_tasks(keys, settings, Path(release.cells_root), int(release.workers),
-                              f"release {target.name}")  # fmt: skip
+    made, reused = make_tasks(
+        keys, settings, Path(release.cells_root), int(release.workers), f"release {target.name}"
+    )
     config = plain(cfg)
     config.pop("task", None)
     config.pop("domain", None)
     config["release"].update(salt_record(release_salt(cfg)))
-    manifest = write_release(target, made, str(release.name), str(release.version), config,
-                             bool(release.overwrite), audit_splits=int(release.audit_splits))  # fmt: skip
+    manifest = write_release(
+        target,
+        made,
+        str(release.name),
+        str(release.version),
+        config,
+        bool(release.overwrite),
+        audit_splits=int(release.audit_splits),
+    )
     seconds = time.perf_counter() - start
     per_domain = Counter(m.task.domain for m in made)
     certified = sum(bool(m.answer.certificate.get("ok")) for m in made)
-    print(f"release {target}: {len(made)} tasks ({reused} reused from {release.cells_root}), "
-          f"{certified} certified, {manifest['counts']['crosscheck_ok']} cross-checked by "
-          f"{settings.crosscheck_solver if settings.crosscheck else 'no MILP'}, "
-          f"{manifest['counts']['crosscheck_disagreements']} solver disagreements re-drawn, "
-          f"{seconds:.1f}s")
+    print(
+        f"release {target}: {len(made)} tasks ({reused} reused from {release.cells_root}), "
+        f"{certified} certified, {manifest['counts']['crosscheck_ok']} cross-checked by "
+        f"{settings.crosscheck_solver if settings.crosscheck else 'no MILP'}, "
+        f"{manifest['counts']['crosscheck_disagreements']} solver disagreements re-drawn, "
+        f"{seconds:.1f}s"
+    )
     print("  " + ", ".join(f"{domain}: {count}" for domain, count in sorted(per_domain.items())))
     return 0
 

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from pipeline.evaluation.show import show
 
-USAGE = ('usage: make show ARGS="run=outputs/runs/<release>/<run> task=<task_id> '
-         '[failure_rate=R] [trial=T]"')
+USAGE = 'usage: make show ARGS="run=outputs/runs/<release>/<run> task=<task_id> [failure_rate=R] [trial=T]"'
 
 
 def main(argv: list[str]) -> int:

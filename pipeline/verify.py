@@ -27,10 +27,11 @@ def print_report(report: VerifyReport, seconds: float, milp: str | None) -> None
     proof = f"CP-SAT + {milp.upper()}" if milp else "CP-SAT"
     print(f"{'domain':12s} {'tasks':>6s} {'proved':>7s} {'failed':>7s}   ({proof}, {seconds:.1f}s)")
     for domain in sorted(total):
-        print(f"{domain:12s} {total[domain]:6d} {total[domain] - failed[domain]:7d} "
-              f"{failed[domain]:7d}")
-    print(f"{'all':12s} {sum(total.values()):6d} {sum(total.values()) - sum(failed.values()):7d} "
-          f"{sum(failed.values()):7d}")
+        print(f"{domain:12s} {total[domain]:6d} {total[domain] - failed[domain]:7d} {failed[domain]:7d}")
+    print(
+        f"{'all':12s} {sum(total.values()):6d} {sum(total.values()) - sum(failed.values()):7d} "
+        f"{sum(failed.values()):7d}"
+    )
     for line in report.file_failures:
         print(f"FILE {line}", file=sys.stderr)
     for task_id in sorted(report.failures):
@@ -41,8 +42,7 @@ def print_report(report: VerifyReport, seconds: float, milp: str | None) -> None
 def verify(cfg: DictConfig) -> int:
     start = time.perf_counter()
     milp = str(cfg.verify.crosscheck_solver) if cfg.verify.crosscheck else None
-    report = verify_release(Path(str(cfg.release)), solver_settings(cfg), milp,
-                            int(cfg.verify.workers))  # fmt: skip
+    report = verify_release(Path(str(cfg.release)), solver_settings(cfg), milp, int(cfg.verify.workers))
     print_report(report, time.perf_counter() - start, milp)
     if report.ok:
         print("release verified: every file matches its digest and every task is re-proved")

@@ -84,15 +84,15 @@ def rule_excess(rule: GlobalRule, measure: int) -> int:
     return measure - rule.bound if rule.is_upper_bound else rule.bound - measure
 
 
-def group_records(grid: Sequence[Sequence[str | None]], items: Mapping[str, Record],
-                  group: Sequence[Cell]) -> tuple[list[Record], bool]:  # fmt: skip
+def group_records(
+    grid: Sequence[Sequence[str | None]], items: Mapping[str, Record], group: Sequence[Cell]
+) -> tuple[list[Record], bool]:
     """The filled records of a group and whether the group is complete."""
     records = [items[grid[r][c]] for r, c in group if grid[r][c] is not None]  # type: ignore[index]
     return records, len(records) == len(group)
 
 
-def rule_status(rule: GlobalRule, grid: Sequence[Sequence[str | None]],
-                items: Mapping[str, Record]) -> str:  # fmt: skip
+def rule_status(rule: GlobalRule, grid: Sequence[Sequence[str | None]], items: Mapping[str, Record]) -> str:
     """``satisfied``, ``violated`` or ``pending`` for one rule on a full or partial grid."""
     complete = all(cell is not None for row in grid for cell in row)
     if not rule.is_upper_bound and not complete:

@@ -34,8 +34,9 @@ Literal = Any  # a CP-SAT Boolean variable or its negation
 class CpSatModel:
     """The CP-SAT model of ``task``; ``truth`` (optional) enables the uniqueness no-good."""
 
-    def __init__(self, task: Task, settings: SolverSettings | None = None,
-                 truth: Mapping[Cell, str] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, task: Task, settings: SolverSettings | None = None, truth: Mapping[Cell, str] | None = None
+    ) -> None:
         self.task = task
         self.settings = settings or SolverSettings()
         self.model = cp_model.CpModel()
@@ -58,10 +59,12 @@ class CpSatModel:
         self.model.minimize(sum(self.loosen.values()))
 
     def _add_truth_nogood(self, truth: Mapping[Cell, str]) -> None:
-        literals = [self.choice[cell][truth[cell]] for cell in self.choice
-                    if truth[cell] in self.choice[cell]]  # fmt: skip
+        literals = [
+            self.choice[cell][truth[cell]] for cell in self.choice if truth[cell] in self.choice[cell]
+        ]
         self.model.add(cp_model.LinearExpr.sum(literals) <= len(self.choice) - 1).only_enforce_if(
-            self.forbid_truth)
+            self.forbid_truth
+        )
 
     def _add_rule(self, rule: GlobalRule) -> None:
         """Linear constraints for ``rule``; its bound can be loosened by ``loosen[name]``."""
@@ -75,7 +78,8 @@ class CpSatModel:
             for constant, terms in self._group_expressions(rule, group):
                 expression: Any = cp_model.LinearExpr.weighted_sum(
                     [lit for lit, _ in terms] + [loosen],
-                    [coef for _, coef in terms] + [-1 if rule.is_upper_bound else 1])
+                    [coef for _, coef in terms] + [-1 if rule.is_upper_bound else 1],
+                )
                 if rule.is_upper_bound:  # sum - loosen <= bound - constant
                     self.model.add(expression <= rule.bound - constant)
                 else:  # sum + loosen >= bound - constant
@@ -84,17 +88,18 @@ class CpSatModel:
     def _largest_value(self, rule: GlobalRule) -> int:
         if rule.kind not in (RuleKind.SUM_MAX, RuleKind.SUM_MIN):
             return 1
-        return max((abs(int(item[rule.attribute])) for item in self.task.items.values()),
-                   default=1)  # fmt: skip
+        return max((abs(int(item[rule.attribute])) for item in self.task.items.values()), default=1)
 
-    def _group_expressions(self, rule: GlobalRule,
-                           group: list[Cell]) -> list[tuple[int, list[tuple[Literal, int]]]]:  # fmt: skip
+    def _group_expressions(
+        self, rule: GlobalRule, group: list[Cell]
+    ) -> list[tuple[int, list[tuple[Literal, int]]]]:
         """(constant, [(literal, coefficient)]) per linear row of one rule group."""
         if rule.kind == RuleKind.REPEAT_MAX:
-            values = {self._value(cell, item_id, rule) for cell in group
-                      for item_id in self._options(cell)}  # fmt: skip
-            return [self._contribution(group, lambda v, x=value: int(v == x), rule)
-                    for value in sorted(values, key=str)]  # fmt: skip
+            values = {self._value(cell, item_id, rule) for cell in group for item_id in self._options(cell)}
+            return [
+                self._contribution(group, lambda v, x=value: int(v == x), rule)
+                for value in sorted(values, key=str)
+            ]
         return [self._contribution(group, lambda v: _weight(rule, v), rule)]
 
     def _options(self, cell: Cell) -> list[str]:
@@ -120,8 +125,9 @@ class CpSatModel:
     def solve(self, assumptions: Sequence[Literal], relaxed: str | None = None) -> SolveResult:
         """Solve under assumption literals; every rule other than ``relaxed`` is exact
         (``relaxed="*"``: any one rule may be, the one that gives the smallest loosening)."""
-        fixed_rules = [] if relaxed == "*" else \
-            [self.relax[name].Not() for name in self.relax if name != relaxed]  # fmt: skip
+        fixed_rules = (
+            [] if relaxed == "*" else [self.relax[name].Not() for name in self.relax if name != relaxed]
+        )
         self.model.clear_assumptions()
         self.model.add_assumptions(list(assumptions) + fixed_rules)
         solver = cp_model.CpSolver()
@@ -135,8 +141,10 @@ class CpSatModel:
         if status == cp_model.INFEASIBLE:
             return SolveResult(INFEASIBLE, wall_ms)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            solution = {cell: next(i for i, lit in options.items() if solver.boolean_value(lit))
-                        for cell, options in self.choice.items()}  # fmt: skip
+            solution = {
+                cell: next(i for i, lit in options.items() if solver.boolean_value(lit))
+                for cell, options in self.choice.items()
+            }
             objective = int(round(solver.objective_value)) if status == cp_model.OPTIMAL else None
             if relaxed is not None and objective is None:
                 return SolveResult(UNKNOWN, wall_ms, solution)
@@ -183,7 +191,8 @@ class CpSatModel:
         if self.one_relaxed is None:
             self.one_relaxed = self.model.new_bool_var("one_relaxed")
             self.model.add(cp_model.LinearExpr.sum(list(self.relax.values())) <= 1).only_enforce_if(
-                self.one_relaxed)
+                self.one_relaxed
+            )
         return self.solve([self.forbid_truth, self.one_relaxed], relaxed="*")
 
     def loosening_to_ambiguity(self, rule_name: str) -> SolveResult:

@@ -42,8 +42,9 @@ def solver_version(solver: str) -> str:
 
         return f"highs {highspy.Highs().version()} (highspy)"
     try:  # the bundled binary prints "Version: 2.10.3" on start
-        banner = subprocess.run([pulp.PULP_CBC_CMD().path], input="quit\n", capture_output=True,
-                                text=True, timeout=10).stdout  # fmt: skip
+        banner = subprocess.run(
+            [pulp.PULP_CBC_CMD().path], input="quit\n", capture_output=True, text=True, timeout=10
+        ).stdout
         version = re.search(r"Version:\s*(\S+)", banner)
     except (OSError, subprocess.SubprocessError):
         version = None
@@ -78,8 +79,7 @@ class MilpModel:
     """Binary columns y[(row, col, id)] for the locally valid candidates, one row "exactly
     one per hidden cell", and the rule rows; built once, then asked several questions."""
 
-    def __init__(self, task: Task, settings: SolverSettings | None = None,
-                 solver: str = "highs") -> None:  # fmt: skip
+    def __init__(self, task: Task, settings: SolverSettings | None = None, solver: str = "highs") -> None:
         if solver not in MILP_SOLVERS:
             raise UserError(f"MILP solver {solver!r} is unknown; use one of {MILP_SOLVERS}")
         self.task = task
@@ -91,8 +91,10 @@ class MilpModel:
         }
         self.columns = [(cell, i) for cell, ids in self.options.items() for i in ids]
         self.column = {key: n for n, key in enumerate(self.columns)}
-        self.rows = [Row(f"one_{r}_{c}", tuple((self.column[((r, c), i)], 1) for i in ids), "==", 1)
-                     for (r, c), ids in self.options.items()]  # fmt: skip
+        self.rows = [
+            Row(f"one_{r}_{c}", tuple((self.column[((r, c), i)], 1) for i in ids), "==", 1)
+            for (r, c), ids in self.options.items()
+        ]
         for number, rule in enumerate(task.global_constraints):
             sense = "<=" if rule.kind in (RuleKind.SUM_MAX, RuleKind.REPEAT_MAX, RuleKind.COUNT_MAX) else ">="
             for name, constant, terms in self._rule_rows(rule):
@@ -102,11 +104,16 @@ class MilpModel:
         out = []
         for number, cells in enumerate(rule_groups(rule, self.task.rows, self.task.cols)):
             if rule.kind == RuleKind.REPEAT_MAX:
-                values = sorted({str(self.task.items[i][rule.attribute])
-                                 for cell in cells for i in self._ids(cell)})  # fmt: skip
+                values = sorted(
+                    {str(self.task.items[i][rule.attribute]) for cell in cells for i in self._ids(cell)}
+                )
                 for k, value in enumerate(values):
-                    out.append((f"{number}_v{k}", *self._sum(
-                        cells, lambda rec, v=value: int(str(rec[rule.attribute]) == v))))
+                    out.append(
+                        (
+                            f"{number}_v{k}",
+                            *self._sum(cells, lambda rec, v=value: int(str(rec[rule.attribute]) == v)),
+                        )
+                    )
             else:
                 out.append((str(number), *self._sum(cells, lambda rec: _coefficient(rule, rec))))
         return out
@@ -122,15 +129,15 @@ class MilpModel:
             if visible is not None:
                 constant += coef(self.task.items[visible])
             else:
-                terms += [(self.column[((r, c), i)], coef(self.task.items[i]))
-                          for i in self.options[(r, c)]]  # fmt: skip
+                terms += [(self.column[((r, c), i)], coef(self.task.items[i])) for i in self.options[(r, c)]]
         return constant, tuple((column, value) for column, value in terms if value)
 
     def _ask(self, extra: list[Row], objective: dict[int, int], maximize: bool) -> SolveResult:
         start = time.perf_counter()
         solve = _solve_highs if self.solver == "highs" else _solve_cbc
-        status, values, value = solve(len(self.columns), self.rows + extra, objective, maximize,
-                                      self.settings)  # fmt: skip
+        status, values, value = solve(
+            len(self.columns), self.rows + extra, objective, maximize, self.settings
+        )
         wall_ms = (time.perf_counter() - start) * 1000.0
         if status != FEASIBLE:
             return SolveResult(status, wall_ms)
@@ -140,40 +147,47 @@ class MilpModel:
     def truth_feasible(self, truth: Mapping[Cell, str]) -> SolveResult:
         if any(truth[cell] not in ids for cell, ids in self.options.items()):
             return SolveResult(INFEASIBLE, 0.0)
-        fixed = [Row(f"fix_{r}_{c}", ((self.column[((r, c), i)], 1),), "==", 1)
-                 for (r, c), i in truth.items()]  # fmt: skip
+        fixed = [
+            Row(f"fix_{r}_{c}", ((self.column[((r, c), i)], 1),), "==", 1) for (r, c), i in truth.items()
+        ]
         return self._ask(fixed, {}, maximize=False)
 
     def other_completion(self, truth: Mapping[Cell, str]) -> SolveResult:
-        same = tuple((self.column[(cell, i)], 1) for cell, i in truth.items()
-                     if (cell, i) in self.column)  # fmt: skip
+        same = tuple((self.column[(cell, i)], 1) for cell, i in truth.items() if (cell, i) in self.column)
         return self._ask([Row("not_truth", same, "<=", len(self.options) - 1)], {}, maximize=False)
 
     def most_decoys(self, decoys: Mapping[Cell, list[str]]) -> SolveResult:
         """The most decoys any feasible completion uses (``objective``; 0 is the proof)."""
-        used = {self.column[(cell, i)]: 1 for cell, ids in decoys.items() for i in ids
-                if (cell, i) in self.column}  # fmt: skip
+        used = {
+            self.column[(cell, i)]: 1 for cell, ids in decoys.items() for i in ids if (cell, i) in self.column
+        }
         return self._ask([], used, maximize=True)
 
 
 Outcome = tuple[str, list[float], float]
 
 
-def _solve_highs(columns: int, rows: list[Row], objective: dict[int, int], maximize: bool,
-                 settings: SolverSettings) -> Outcome:  # fmt: skip
+def _solve_highs(
+    columns: int, rows: list[Row], objective: dict[int, int], maximize: bool, settings: SolverSettings
+) -> Outcome:
     import highspy
 
     highs = highspy.Highs()
-    for option, value in (("output_flag", False), ("threads", 1), ("random_seed", settings.seed),
-                          ("time_limit", float(settings.time_limit_s))):  # fmt: skip
+    for option, value in (
+        ("output_flag", False),
+        ("threads", 1),
+        ("random_seed", settings.seed),
+        ("time_limit", float(settings.time_limit_s)),
+    ):
         highs.setOptionValue(option, value)
     inf = highspy.kHighsInf
     cost = np.zeros(columns)
     for n, value in objective.items():
         cost[n] = value
     highs.addCols(columns, cost, np.zeros(columns), np.ones(columns), 0, [], [], [])
-    highs.changeColsIntegrality(columns, np.arange(columns, dtype=np.int32),
-                                np.full(columns, highspy.HighsVarType.kInteger))  # fmt: skip
+    highs.changeColsIntegrality(
+        columns, np.arange(columns, dtype=np.int32), np.full(columns, highspy.HighsVarType.kInteger)
+    )
     low = np.array([-inf if row.sense == "<=" else row.rhs for row in rows], dtype=float)
     high = np.array([inf if row.sense == ">=" else row.rhs for row in rows], dtype=float)
     starts = np.cumsum([0] + [len(row.terms) for row in rows[:-1]], dtype=np.int32)
@@ -186,16 +200,16 @@ def _solve_highs(columns: int, rows: list[Row], objective: dict[int, int], maxim
     status = highs.getModelStatus()
     # Every column is binary, so the problem is bounded: "unbounded or infeasible" (a presolve
     # verdict) means infeasible.
-    if status in (highspy.HighsModelStatus.kInfeasible,
-                  highspy.HighsModelStatus.kUnboundedOrInfeasible):  # fmt: skip
+    if status in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
         return INFEASIBLE, [], 0.0
     if status == highspy.HighsModelStatus.kOptimal:
         return FEASIBLE, list(highs.getSolution().col_value), highs.getInfo().objective_function_value
     return UNKNOWN, [], 0.0
 
 
-def _solve_cbc(columns: int, rows: list[Row], objective: dict[int, int], maximize: bool,
-               settings: SolverSettings) -> Outcome:  # fmt: skip
+def _solve_cbc(
+    columns: int, rows: list[Row], objective: dict[int, int], maximize: bool, settings: SolverSettings
+) -> Outcome:
     problem = pulp.LpProblem("grid_task", pulp.LpMaximize if maximize else pulp.LpMinimize)
     y = [pulp.LpVariable(f"y{n}", cat="Binary") for n in range(columns)]
     problem += pulp.LpAffineExpression([(y[n], v) for n, v in objective.items()]), "objective"
@@ -223,8 +237,13 @@ def _coefficient(rule: Any, record: Mapping[str, Any]) -> int:
     return 1 if int(value) >= int(rule.at_least) else 0
 
 
-def crosscheck(task: Task, truth: Mapping[Cell, str], decoys: Mapping[Cell, list[str]],
-               settings: SolverSettings | None = None, solver: str = "highs") -> dict[str, Any]:  # fmt: skip
+def crosscheck(
+    task: Task,
+    truth: Mapping[Cell, str],
+    decoys: Mapping[Cell, list[str]],
+    settings: SolverSettings | None = None,
+    solver: str = "highs",
+) -> dict[str, Any]:
     """Run the three MILP confirmations; returns a record with a status per proof.
 
     ``most_decoys_used`` is the optimum of "use as many decoys as possible" over the feasible
@@ -243,8 +262,7 @@ def crosscheck(task: Task, truth: Mapping[Cell, str], decoys: Mapping[Cell, list
         "unique": other.status == INFEASIBLE,
         "decoys_infeasible": decoys_ok,
         "most_decoys_used": most.objective if most.status == FEASIBLE else None,
-        "statuses": {"truth": truth_result.status, "other": other.status,
-                     "most_decoys": most.status},
+        "statuses": {"truth": truth_result.status, "other": other.status, "most_decoys": most.status},
         "wall_ms": round((time.perf_counter() - start) * 1000.0, 3),
     }
     record["ok"] = bool(record["truth_feasible"] and record["unique"] and decoys_ok)

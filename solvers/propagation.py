@@ -58,10 +58,11 @@ def linear_rows(task: Task, options: Mapping[Cell, list[str]]) -> list[LinearRow
                 values = sorted(seen, key=str)
             for equals in values:
                 constant = sum(_weight(rule, record[rule.attribute], equals) for record in fixed)
-                coefficients = {cell: {i: _weight(rule, task.items[i][rule.attribute], equals)
-                                       for i in options[cell]} for cell in hidden}  # fmt: skip
-                rows.append(LinearRow(rule.name, rule.is_upper_bound, rule.bound, constant,
-                                      coefficients))  # fmt: skip
+                coefficients = {
+                    cell: {i: _weight(rule, task.items[i][rule.attribute], equals) for i in options[cell]}
+                    for cell in hidden
+                }
+                rows.append(LinearRow(rule.name, rule.is_upper_bound, rule.bound, constant, coefficients))
     return rows
 
 
@@ -121,5 +122,11 @@ def decoy_resistance(task: Task, decoys: Mapping[Cell, list[str]]) -> dict[str, 
     total = sum(len(ids) for ids in decoys.values())
     one = sum(1 for cell, ids in decoys.items() for i in ids if i not in result.after_one_round[cell])
     fix = sum(1 for cell, ids in decoys.items() for i in ids if i not in result.fixpoint[cell])
-    return {"decoys": total, "one_round": one, "fixpoint": fix, "resistant": total - fix,
-            "rounds": result.rounds, "decided": result.decided}  # fmt: skip
+    return {
+        "decoys": total,
+        "one_round": one,
+        "fixpoint": fix,
+        "resistant": total - fix,
+        "rounds": result.rounds,
+        "decided": result.decided,
+    }

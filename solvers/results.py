@@ -31,4 +31,3 @@ class SolveResult:
     wall_ms: float
     solution: dict[Cell, str] | None = None
     objective: int | None = None
-

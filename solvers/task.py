@@ -79,12 +79,16 @@ class GlobalRule:
         return self.kind in UPPER_BOUND_KINDS
 
     def with_bound(self, bound: int) -> GlobalRule:
-        return GlobalRule(self.name, self.kind, self.attribute, bound, self.scope,
-                          self.equals, self.at_least)  # fmt: skip
+        return GlobalRule(self.name, self.kind, self.attribute, bound, self.scope, self.equals, self.at_least)
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"name": self.name, "kind": self.kind, "attribute": self.attribute,
-                                "scope": self.scope, "bound": self.bound}  # fmt: skip
+        data: dict[str, Any] = {
+            "name": self.name,
+            "kind": self.kind,
+            "attribute": self.attribute,
+            "scope": self.scope,
+            "bound": self.bound,
+        }
         if self.equals is not None:
             data["equals"] = self.equals
         if self.at_least is not None:
@@ -107,9 +111,15 @@ class GlobalRule:
         at_least = data.get("at_least")
         if at_least is not None:
             at_least = checked_int(at_least, f"rule {name} at_least")
-        return GlobalRule(str(data["name"]), kind, str(data["attribute"]),
-                          checked_int(data.get("bound"), f"rule {name} bound"), scope,
-                          data.get("equals"), at_least)  # fmt: skip
+        return GlobalRule(
+            str(data["name"]),
+            kind,
+            str(data["attribute"]),
+            checked_int(data.get("bound"), f"rule {name} bound"),
+            scope,
+            data.get("equals"),
+            at_least,
+        )
 
 
 @dataclass(frozen=True)
@@ -122,8 +132,12 @@ class Slot:
     constraints: tuple[SlotRule, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"row": self.row, "col": self.col, "candidates": list(self.candidates),
-                "constraints": [rule.to_dict() for rule in self.constraints]}  # fmt: skip
+        return {
+            "row": self.row,
+            "col": self.col,
+            "candidates": list(self.candidates),
+            "constraints": [rule.to_dict() for rule in self.constraints],
+        }
 
 
 @dataclass(frozen=True)
@@ -177,8 +191,13 @@ class SlotRoles:
     filtered: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"row": self.row, "col": self.col, "truth": self.truth,
-                "decoys": list(self.decoys), "filtered": list(self.filtered)}  # fmt: skip
+        return {
+            "row": self.row,
+            "col": self.col,
+            "truth": self.truth,
+            "decoys": list(self.decoys),
+            "filtered": list(self.filtered),
+        }
 
 
 @dataclass(frozen=True)

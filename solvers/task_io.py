@@ -16,9 +16,21 @@ from solvers.task import (
     checked_int,
 )
 
-_TASK_FIELDS = {"schema_version", "task_id", "domain", "rows", "cols", "hidden_slots",
-                "decoy_budget", "candidates_per_slot", "grid", "items", "slots",
-                "global_constraints", "instruction"}  # fmt: skip
+_TASK_FIELDS = {
+    "schema_version",
+    "task_id",
+    "domain",
+    "rows",
+    "cols",
+    "hidden_slots",
+    "decoy_budget",
+    "candidates_per_slot",
+    "grid",
+    "items",
+    "slots",
+    "global_constraints",
+    "instruction",
+}
 
 
 def _require(data: dict[str, Any], key: str, where: str) -> Any:
@@ -31,8 +43,7 @@ def _check_version(data: dict[str, Any], where: str) -> None:
     version = _require(data, "schema_version", where)
     if version != SCHEMA_VERSION:
         raise TaskFormatError(
-            f"{where}: schema_version {version!r} is not known; this code reads "
-            f"{SCHEMA_VERSION!r}"
+            f"{where}: schema_version {version!r} is not known; this code reads {SCHEMA_VERSION!r}"
         )
 
 
@@ -53,19 +64,29 @@ def task_from_dict(data: dict[str, Any]) -> Task:
                 checked_int(value, f"{where} item {item_id[:40]} {str(key)[:40]}")
         items[item_id] = dict(record)
     slots = tuple(
-        Slot(int(s["row"]), int(s["col"]), tuple(s["candidates"]),
-             tuple(SlotRule.from_dict(c) for c in s.get("constraints", [])))  # fmt: skip
+        Slot(
+            int(s["row"]),
+            int(s["col"]),
+            tuple(s["candidates"]),
+            tuple(SlotRule.from_dict(c) for c in s.get("constraints", [])),
+        )
         for s in _require(data, "slots", where)
     )
     rules = tuple(GlobalRule.from_dict(r) for r in _require(data, "global_constraints", where))
     task = Task(
-        task_id=str(_require(data, "task_id", where)), domain=str(_require(data, "domain", where)),
-        rows=rows, cols=cols, decoy_budget=int(data.get("decoy_budget", 0)), grid=grid,
-        items=items, slots=slots, global_constraints=rules,
+        task_id=str(_require(data, "task_id", where)),
+        domain=str(_require(data, "domain", where)),
+        rows=rows,
+        cols=cols,
+        decoy_budget=int(data.get("decoy_budget", 0)),
+        grid=grid,
+        items=items,
+        slots=slots,
+        global_constraints=rules,
         instruction=str(data.get("instruction", "")),
         candidates_per_slot=int(data.get("candidates_per_slot", 0)),
         extra={k: v for k, v in data.items() if k not in _TASK_FIELDS},
-    )  # fmt: skip
+    )
     _check_references(task, where)
     if "hidden_slots" in data and int(data["hidden_slots"]) != len(slots):
         raise TaskFormatError(f"{where}: hidden_slots={data['hidden_slots']} but {len(slots)} slots")
@@ -95,8 +116,7 @@ def answer_from_dict(data: dict[str, Any]) -> Answer:
     where = f"answer {data.get('task_id', '?')}"
     _check_version(data, where)
     roles = tuple(
-        SlotRoles(int(r["row"]), int(r["col"]), str(r["truth"]), tuple(r["decoys"]),
-                  tuple(r["filtered"]))  # fmt: skip
+        SlotRoles(int(r["row"]), int(r["col"]), str(r["truth"]), tuple(r["decoys"]), tuple(r["filtered"]))
         for r in _require(data, "roles", where)
     )
     return Answer(

@@ -26,8 +26,11 @@ def all_choices(task: Task):
 
 
 def completions(task: Task) -> list[dict[Cell, str]]:
-    return [choice for choice in all_choices(task)
-            if all(v == SATISFIED for v in check_global(task, fill(task, choice)).values())]
+    return [
+        choice
+        for choice in all_choices(task)
+        if all(v == SATISFIED for v in check_global(task, fill(task, choice)).values())
+    ]
 
 
 def loosening_needed(task: Task, choice: dict[Cell, str], rule_name: str) -> int | None:
@@ -35,8 +38,10 @@ def loosening_needed(task: Task, choice: dict[Cell, str], rule_name: str) -> int
     grid = fill(task, choice)
     needed = 0
     for rule in task.global_constraints:
-        worst = max(rule_excess(rule, rule_measure(rule, [task.items[grid[r][c]] for r, c in g]))
-                    for g in rule_groups(rule, task.rows, task.cols))  # fmt: skip
+        worst = max(
+            rule_excess(rule, rule_measure(rule, [task.items[grid[r][c]] for r, c in g]))
+            for g in rule_groups(rule, task.rows, task.cols)
+        )
         if rule.name == rule_name:
             needed = max(0, worst)
         elif worst > 0:

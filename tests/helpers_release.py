@@ -22,11 +22,16 @@ def compose_config(overrides: list[str], name: str = "config", folder: str = "")
 
 def small_release_overrides(root: Path, name: str = "small", workers: int = 1) -> list[str]:
     return [
-        "release.domains=[toy,course]", "grid=5x5", "grid.hidden_slots=[2,4]",
-        "grid.decoy_budgets=[0,3]", "grid.candidates_per_slot=6", f"release.name={name}",
-        f"release.output_root={root}", f"release.cells_root={root}/cells-{name}",
+        "release.domains=[toy,course]",
+        "grid=5x5",
+        "grid.hidden_slots=[2,4]",
+        "grid.decoy_budgets=[0,3]",
+        "grid.candidates_per_slot=6",
+        f"release.name={name}",
+        f"release.output_root={root}",
+        f"release.cells_root={root}/cells-{name}",
         f"release.workers={workers}",
-    ]  # fmt: skip
+    ]
 
 
 def build_small(root: Path, name: str = "small", workers: int = 1) -> Path:
@@ -55,10 +60,18 @@ def redigest(release: Path) -> None:
     if meta_path.is_file():
         meta = pl.read_parquet(meta_path)
         meta = meta.with_columns(
-            pl.Series("task_sha256", [digest(f"tasks/{d}/{t}.json") for d, t in
-                                      zip(meta["domain"], meta["task_id"], strict=True)]),
-            pl.Series("answer_sha256", [digest(f"answers/{d}/{t}.json") for d, t in
-                                        zip(meta["domain"], meta["task_id"], strict=True)]))
+            pl.Series(
+                "task_sha256",
+                [digest(f"tasks/{d}/{t}.json") for d, t in zip(meta["domain"], meta["task_id"], strict=True)],
+            ),
+            pl.Series(
+                "answer_sha256",
+                [
+                    digest(f"answers/{d}/{t}.json")
+                    for d, t in zip(meta["domain"], meta["task_id"], strict=True)
+                ],
+            ),
+        )
         meta.write_parquet(meta_path)
     manifest_path = release / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
@@ -74,9 +87,13 @@ def rerender(task: dict) -> dict:
     from solvers.task_io import task_from_dict
 
     parsed = task_from_dict({**task, "instruction": ""})
-    task["instruction"] = write_instruction(get_domain(parsed.domain), parsed.rows, parsed.cols,
-                                            list(parsed.global_constraints),
-                                            {(s.row, s.col): list(s.constraints) for s in parsed.slots})
+    task["instruction"] = write_instruction(
+        get_domain(parsed.domain),
+        parsed.rows,
+        parsed.cols,
+        list(parsed.global_constraints),
+        {(s.row, s.col): list(s.constraints) for s in parsed.slots},
+    )
     return task
 
 

@@ -16,8 +16,13 @@ NUMERIC = ("cost", "weight")
 
 @st.composite
 def items(draw, prefix: str) -> dict:
-    return {"id": prefix, "name": f"item {prefix}", "cost": draw(st.integers(0, 5)),
-            "weight": draw(st.integers(0, 5)), "color": draw(st.sampled_from(COLORS))}
+    return {
+        "id": prefix,
+        "name": f"item {prefix}",
+        "cost": draw(st.integers(0, 5)),
+        "weight": draw(st.integers(0, 5)),
+        "color": draw(st.sampled_from(COLORS)),
+    }
 
 
 @st.composite
@@ -40,16 +45,21 @@ def global_rules(draw, rows: int, cols: int, planted: dict) -> tuple[GlobalRule,
     sometimes by one, sometimes by none (delta -1 breaks the planted grid)."""
     rules = []
     for number in range(draw(st.integers(1, 4))):
-        kind = draw(st.sampled_from(["sum_max", "sum_min", "repeat_max", "count_min",
-                                     "count_max", "count_min_threshold"]))  # fmt: skip
+        kind = draw(
+            st.sampled_from(
+                ["sum_max", "sum_min", "repeat_max", "count_min", "count_max", "count_min_threshold"]
+            )
+        )
         scope = draw(st.sampled_from(["grid", "row", "col"]))
-        attribute = "color" if kind in ("repeat_max", "count_min", "count_max") else \
-            draw(st.sampled_from(NUMERIC))  # fmt: skip
+        attribute = (
+            "color" if kind in ("repeat_max", "count_min", "count_max") else draw(st.sampled_from(NUMERIC))
+        )
         equals = draw(st.sampled_from(COLORS)) if kind in ("count_min", "count_max") else None
         at_least = draw(st.integers(0, 5)) if kind == "count_min_threshold" else None
         rule = GlobalRule(f"r{number}", kind, attribute, 0, scope, equals, at_least)
-        measures = [rule_measure(rule, [planted[cell] for cell in group])
-                    for group in rule_groups(rule, rows, cols)]  # fmt: skip
+        measures = [
+            rule_measure(rule, [planted[cell] for cell in group]) for group in rule_groups(rule, rows, cols)
+        ]
         delta = draw(st.integers(-1, 2))
         bound = max(measures) + delta if rule.is_upper_bound else min(measures) - delta
         rules.append(rule.with_bound(max(0, bound)))
@@ -76,7 +86,20 @@ def small_tasks(draw) -> Task:
             item_id = f"v{r}{c}"
             pool[item_id] = draw(items(item_id))
             grid[r][c] = item_id
-    planted = {(r, c): pool[grid[r][c] or draw(st.sampled_from(
-        next(s.candidates for s in slots if (s.row, s.col) == (r, c))))] for r, c in cells}
-    return Task("prop", "toy", rows, cols, 0, tuple(tuple(row) for row in grid), pool,
-                tuple(slots), draw(global_rules(rows, cols, planted)))  # fmt: skip
+    planted = {
+        (r, c): pool[
+            grid[r][c] or draw(st.sampled_from(next(s.candidates for s in slots if (s.row, s.col) == (r, c))))
+        ]
+        for r, c in cells
+    }
+    return Task(
+        "prop",
+        "toy",
+        rows,
+        cols,
+        0,
+        tuple(tuple(row) for row in grid),
+        pool,
+        tuple(slots),
+        draw(global_rules(rows, cols, planted)),
+    )

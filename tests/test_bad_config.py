@@ -40,29 +40,35 @@ BAD_RELEASE = [
     (["generation.crosscheck_solver=gurobi"], "crosscheck_solver="),
     (["solver.time_limit_s=0"], "solver.time_limit_s"),
     (["release.workers=0"], "release.workers=0"),
-]  # fmt: skip
+]
 
 
-@pytest.mark.parametrize(("overrides", "message"), BAD_RELEASE,
-                         ids=[o[0][0] for o in BAD_RELEASE])  # fmt: skip
+@pytest.mark.parametrize(("overrides", "message"), BAD_RELEASE, ids=[o[0][0] for o in BAD_RELEASE])
 def test_a_bad_release_setting_is_refused_before_any_work(overrides, message, tmp_path, capsys):
     from pipeline.release import build
 
-    base = [o for o in small_release_overrides(tmp_path / "out") if not any(
-        o.split("=")[0] == x.split("=")[0] for x in overrides)]  # fmt: skip
+    base = [
+        o
+        for o in small_release_overrides(tmp_path / "out")
+        if not any(o.split("=")[0] == x.split("=")[0] for x in overrides)
+    ]
     cfg = compose_config(base + overrides)
     with pytest.raises(UserError) as error:
         build(cfg)
     assert message in str(error.value) and "\n" not in str(error.value)
-    assert not (tmp_path / "out").exists() and sorted(os.listdir(tmp_path)) == ["out"] or \
-        not any(tmp_path.iterdir())  # fmt: skip
+    assert (
+        not (tmp_path / "out").exists()
+        and sorted(os.listdir(tmp_path)) == ["out"]
+        or not any(tmp_path.iterdir())
+    )
 
 
 def test_a_fractional_decoy_budget_is_not_truncated(tmp_path):
     from pipeline.generate import generate
 
-    cfg = compose_config(["domain=toy", "task.decoy_budget=1.5", "task.hidden_slots=2",
-                          f"release.cells_root={tmp_path}/cells"])  # fmt: skip
+    cfg = compose_config(
+        ["domain=toy", "task.decoy_budget=1.5", "task.hidden_slots=2", f"release.cells_root={tmp_path}/cells"]
+    )
     with pytest.raises(UserError, match=r"task.decoy_budget=1.5 must be a whole number"):
         generate(cfg)
     assert not (tmp_path / "cells").exists()
@@ -76,7 +82,7 @@ BAD_EVAL = [
     (["env.query_budget=lots"], "query_budget="),
     (["env.max_steps=0"], "max_steps=0"),
     (["shard=3"], "shard="),
-]  # fmt: skip
+]
 
 
 @pytest.fixture(scope="module")
@@ -88,8 +94,7 @@ def small(tmp_path_factory) -> Path:
 def test_a_bad_evaluation_setting_is_refused(overrides, message, small, tmp_path):
     from pipeline.evaluate import evaluate
 
-    cfg = compose_config([f"release={small}", f"output_root={tmp_path}/runs", *overrides],
-                         "evaluate", "apps")  # fmt: skip
+    cfg = compose_config([f"release={small}", f"output_root={tmp_path}/runs", *overrides], "evaluate", "apps")
     with pytest.raises(UserError, match=message.replace("[", r"\[").replace("]", r"\]")):
         evaluate(cfg)
     assert not (tmp_path / "runs").exists()
@@ -101,8 +106,7 @@ def test_overwrite_replaces_only_a_release(small, tmp_path):
     target = tmp_path / "out" / "precious-v1.0.0"
     target.mkdir(parents=True)
     (target / "thesis.txt").write_text("not a release")
-    cfg = compose_config(small_release_overrides(tmp_path / "out", "precious") +
-                         ["release.overwrite=true"])  # fmt: skip
+    cfg = compose_config(small_release_overrides(tmp_path / "out", "precious") + ["release.overwrite=true"])
     with pytest.raises(UserError, match="is not a release"):
         build(cfg)
     assert (target / "thesis.txt").read_text() == "not a release"
@@ -119,13 +123,22 @@ def test_stale_partial_folders_of_killed_builds_are_cleaned(tmp_path, capsys):
 
 
 def _command(tmp_path: Path, name: str) -> list[str]:
-    return [sys.executable, "-m", "pipeline.release", *small_release_overrides(tmp_path, name),
-            f"hydra.run.dir={tmp_path}/hydra-{time.time_ns()}"]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "pipeline.release",
+        *small_release_overrides(tmp_path, name),
+        f"hydra.run.dir={tmp_path}/hydra-{time.time_ns()}",
+    ]
 
 
 def test_two_concurrent_builds_of_one_version_cannot_both_succeed(tmp_path):
-    processes = [subprocess.Popen(_command(tmp_path, "race"), cwd=ROOT, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]  # fmt: skip
+    processes = [
+        subprocess.Popen(
+            _command(tmp_path, "race"), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     outcomes = [(p.wait(180), p.stderr.read()) for p in processes]  # type: ignore[union-attr]
     codes = sorted(code for code, _ in outcomes)
     assert codes == [0, 2], outcomes
@@ -136,11 +149,17 @@ def test_two_concurrent_builds_of_one_version_cannot_both_succeed(tmp_path):
 
 
 def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
-    command = [sys.executable, "-m", "pipeline.release", "release.name=interrupted",
-               f"release.output_root={tmp_path}", f"release.cells_root={tmp_path}/cells",
-               "release.tasks_per_cell=3", f"hydra.run.dir={tmp_path}/hydra"]  # the whole grid
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pipeline.release",
+        "release.name=interrupted",
+        f"release.output_root={tmp_path}",
+        f"release.cells_root={tmp_path}/cells",
+        "release.tasks_per_cell=3",
+        f"hydra.run.dir={tmp_path}/hydra",
+    ]  # the whole grid
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(2.5)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)

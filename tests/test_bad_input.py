@@ -12,8 +12,7 @@ from solvers.task_io import task_from_dict
 
 
 def key(**changes) -> TaskKey:
-    base = dict(domain="course", rows=5, cols=7, hidden_slots=7, decoy_budget=8,
-                candidates_per_slot=25)  # fmt: skip
+    base = dict(domain="course", rows=5, cols=7, hidden_slots=7, decoy_budget=8, candidates_per_slot=25)
     base.update(changes)
     return TaskKey(**base)
 
@@ -61,10 +60,19 @@ def test_unknown_schema_version_and_missing_field():
 
 
 def _domain(name: str, kind: str = "sum_max") -> Domain:
-    return Domain(name=name, item_noun="x", item_plural="xs", id_prefix="X", task_phrase="x",
-                  row_noun="r", col_noun="c", attributes=(NumericAttribute("a", 0, 9),),
-                  slot_rules=(SlotRuleTemplate("max_a", "a", "<="),),
-                  global_rules=(GlobalRuleTemplate("g", kind, "a"),), name_words=("X",))  # fmt: skip
+    return Domain(
+        name=name,
+        item_noun="x",
+        item_plural="xs",
+        id_prefix="X",
+        task_phrase="x",
+        row_noun="r",
+        col_noun="c",
+        attributes=(NumericAttribute("a", 0, 9),),
+        slot_rules=(SlotRuleTemplate("max_a", "a", "<="),),
+        global_rules=(GlobalRuleTemplate("g", kind, "a"),),
+        name_words=("X",),
+    )
 
 
 def test_registry_rejects_duplicates_and_unknown_rule_kinds():

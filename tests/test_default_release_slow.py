@@ -12,13 +12,15 @@ from tests.helpers_release import compose_config
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("grid", "tasks", "milp"), [("5x5", 210, "cbc"), ("5x7", 324, "highs"),
-                                                     ("5x10", 540, "highs")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("grid", "tasks", "milp"), [("5x5", 210, "cbc"), ("5x7", 324, "highs"), ("5x10", 540, "highs")]
+)
 def test_paper_preset_builds_and_verifies(tmp_path, grid, tasks, milp):
     from pipeline.release import build
 
-    cfg = compose_config([f"grid={grid}", f"release.output_root={tmp_path}",
-                          f"release.cells_root={tmp_path}/c"])  # fmt: skip
+    cfg = compose_config(
+        [f"grid={grid}", f"release.output_root={tmp_path}", f"release.cells_root={tmp_path}/c"]
+    )
     assert build(cfg) == 0
     release = tmp_path / "gridbench-v1.0.0"
     manifest = json.loads((release / "manifest.json").read_text())

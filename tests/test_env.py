@@ -24,10 +24,19 @@ QUERY = "query_course_candidate_from_attribute"
 def test_openai_schemas_are_typed_and_have_nothing_stray():
     schemas = openai_schemas("course")
     names = {s["function"]["name"] for s in schemas}
-    assert names == {"set_slot", "get_current_grid_state", "get_slot_id",
-                     "get_hidden_slot_query_budget", "get_global_check_budget", "done", QUERY,
-                     "get_course_item_info", "get_course_item_attributes",
-                     "check_course_slot_constraints", "check_course_global_constraints"}
+    assert names == {
+        "set_slot",
+        "get_current_grid_state",
+        "get_slot_id",
+        "get_hidden_slot_query_budget",
+        "get_global_check_budget",
+        "done",
+        QUERY,
+        "get_course_item_info",
+        "get_course_item_attributes",
+        "check_course_slot_constraints",
+        "check_course_global_constraints",
+    }
     for schema in schemas:
         parameters = schema["function"]["parameters"]
         assert parameters["additionalProperties"] is False
@@ -44,15 +53,12 @@ def test_query_budget_paper_formula_and_invalid_calls_consume_nothing():
     rules = len(TASK.slots[0].constraints)
     budget = episode.call("get_hidden_slot_query_budget", {"row": row, "col": col})["data"]
     assert budget["remaining"] == rules + len(HIDDEN) + 1
-    bad = episode.call(QUERY, {"row": row, "col": col, "field": "price", "operator": "in",
-                               "value": 3})  # fmt: skip
+    bad = episode.call(QUERY, {"row": row, "col": col, "field": "price", "operator": "in", "value": 3})
     assert bad["status"] == "error" and "not allowed" in bad["message"]
     for _ in range(rules + len(HIDDEN) + 1):
-        ok = episode.call(QUERY, {"row": row, "col": col, "field": "price", "operator": ">=",
-                                  "value": 0})  # fmt: skip
+        ok = episode.call(QUERY, {"row": row, "col": col, "field": "price", "operator": ">=", "value": 0})
         assert ok["status"] == "ok" and len(ok["data"]["candidates"]) == 25
-    spent = episode.call(QUERY, {"row": row, "col": col, "field": "price", "operator": ">=",
-                                 "value": 0})  # fmt: skip
+    spent = episode.call(QUERY, {"row": row, "col": col, "field": "price", "operator": ">=", "value": 0})
     assert spent["status"] == "budget_exhausted"
     assert episode.queries_used == rules + len(HIDDEN) + 1 and episode.invalid == 1
 
@@ -63,8 +69,7 @@ def test_check_budget_and_failure_injection_are_seeded():
     statuses = []
     for seed in (0, 0, 1):
         noisy = Episode(TASK, EnvSettings(failure_rate=0.3), seed=seed)
-        statuses.append([noisy.call("get_slot_id", {"row": 0, "col": 0})["status"]
-                         for _ in range(200)])  # fmt: skip
+        statuses.append([noisy.call("get_slot_id", {"row": 0, "col": 0})["status"] for _ in range(200)])
     assert statuses[0] == statuses[1] != statuses[2]
     assert 30 < statuses[0].count("failed") < 90
 
@@ -72,8 +77,18 @@ def test_check_budget_and_failure_injection_are_seeded():
 def test_lenient_arguments_and_clear_errors():
     episode = Episode(TASK)
     row, col = HIDDEN[0]
-    result = episode.call(QUERY, json.dumps({"row": str(row), "col": float(col), "field": "teacher",
-                                             "operator": "in", "value": '["Ada Brooks"]'}))
+    result = episode.call(
+        QUERY,
+        json.dumps(
+            {
+                "row": str(row),
+                "col": float(col),
+                "field": "teacher",
+                "operator": "in",
+                "value": '["Ada Brooks"]',
+            }
+        ),
+    )
     assert result["status"] == "ok"
     visible = next((r, c) for r in range(5) for c in range(7) if (r, c) not in HIDDEN)
     for name, args, words in [
@@ -86,21 +101,30 @@ def test_lenient_arguments_and_clear_errors():
         (QUERY, {"row": row, "col": col, "field": "colour", "operator": "=", "value": 1}, "unknown field"),
         ("get_course_item_info", {"id": TASK.slots[0].candidates[0]}, "not an item fixed"),
         ("fly", {}, "unknown tool"),
-    ]:  # fmt: skip
+    ]:
         result = episode.call(name, args)
         assert result["status"] == "error" and words in result["message"], (name, result)
     assert episode.invalid == 9
 
 
-ANY = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
-                   lambda inner: st.lists(inner, max_size=3)
-                   | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=6)  # fmt: skip
+ANY = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
 NAMES = st.sampled_from(sorted(Episode(TASK).tools) + ["", "x", "set_slot "]) | st.text(max_size=6)
-ARGUMENTS = ANY | st.fixed_dictionaries({}, optional={
-    "row": ANY | st.integers(-2, 6), "col": ANY | st.integers(-2, 8), "id": ANY,
-    "field": st.sampled_from(["price", "teacher", "zz"]) | ANY,
-    "operator": st.sampled_from([">", "=", "in", "not_in", "~"]) | ANY,
-    "value": ANY, "ids": ANY})  # fmt: skip
+ARGUMENTS = ANY | st.fixed_dictionaries(
+    {},
+    optional={
+        "row": ANY | st.integers(-2, 6),
+        "col": ANY | st.integers(-2, 8),
+        "id": ANY,
+        "field": st.sampled_from(["price", "teacher", "zz"]) | ANY,
+        "operator": st.sampled_from([">", "=", "in", "not_in", "~"]) | ANY,
+        "value": ANY,
+        "ids": ANY,
+    },
+)
 
 
 @given(st.lists(st.tuples(NAMES, ARGUMENTS), max_size=25))
@@ -133,8 +157,17 @@ def test_many_episodes_in_threads_and_processes_do_not_interfere():
         assert list(pool.map(_play, range(4))) == [True] * 4
 
 
-@pytest.mark.parametrize("agent", ["random", "greedy_local", "search", "shortcut_smallest_id",
-                                   "shortcut_first_listed", "shortcut_most_typical"])  # fmt: skip
+@pytest.mark.parametrize(
+    "agent",
+    [
+        "random",
+        "greedy_local",
+        "search",
+        "shortcut_smallest_id",
+        "shortcut_first_listed",
+        "shortcut_most_typical",
+    ],
+)
 def test_agents_play_and_are_scored(agent):
     episode = Episode(TASK)
     make_agent(agent).play(episode, random.Random(0))
@@ -147,8 +180,8 @@ def test_agents_play_and_are_scored(agent):
         firsts = {}
         for slot in TASK.slots:
             firsts[(slot.row, slot.col)] = next(
-                c for c in slot.candidates
-                if all(_holds(rule, TASK.items[c]) for rule in slot.constraints))
+                c for c in slot.candidates if all(_holds(rule, TASK.items[c]) for rule in slot.constraints)
+            )
         assert all(episode.grid[r][c] == firsts[(r, c)] for r, c in HIDDEN)
 
 
@@ -165,14 +198,20 @@ def test_search_respects_a_check_budget():
 
 
 def _invalid_calls(task):
-    (row, col), visible = HIDDEN[0], next((r, c) for r in range(task.rows)
-                                          for c in range(task.cols) if task.grid[r][c])  # fmt: skip
+    (row, col), visible = (
+        HIDDEN[0],
+        next((r, c) for r in range(task.rows) for c in range(task.cols) if task.grid[r][c]),
+    )
     d = task.domain
     return [
-        (f"query_{d}_candidate_from_attribute", {"row": row, "col": col, "field": "colour",
-                                                 "operator": "=", "value": 1}),
-        (f"query_{d}_candidate_from_attribute", {"row": row, "col": col, "field": "price",
-                                                 "operator": "in", "value": [1]}),
+        (
+            f"query_{d}_candidate_from_attribute",
+            {"row": row, "col": col, "field": "colour", "operator": "=", "value": 1},
+        ),
+        (
+            f"query_{d}_candidate_from_attribute",
+            {"row": row, "col": col, "field": "price", "operator": "in", "value": [1]},
+        ),
         ("set_slot", {"row": row, "col": col, "id": "not-a-candidate"}),
         ("set_slot", {"row": visible[0], "col": visible[1], "id": None}),
         (f"check_{d}_slot_constraints", {"row": row, "col": col}),  # still empty
@@ -180,13 +219,12 @@ def _invalid_calls(task):
         (f"get_{d}_item_attributes", {"ids": ["nope"], "field": "price"}),
         ("get_slot_id", {"row": 99, "col": 0}),
         ("no_such_tool", {}),
-    ]  # fmt: skip
+    ]
 
 
 def test_an_invalid_call_is_always_an_error_never_an_injected_failure():
     episode = Episode(TASK, EnvSettings(failure_rate=0.5), seed=3)
-    statuses = [episode.call(name, args)["status"] for _ in range(20)
-                for name, args in _invalid_calls(TASK)]  # fmt: skip
+    statuses = [episode.call(name, args)["status"] for _ in range(20) for name, args in _invalid_calls(TASK)]
     assert set(statuses) == {"error"} and episode.failures == 0
     assert episode.invalid == len(statuses) and episode.grid == [list(r) for r in TASK.grid]
     row, col = HIDDEN[0]
@@ -211,7 +249,16 @@ def test_error_messages_never_echo_a_huge_input(field):
     if field == "name":
         result = episode.call(huge, {})
     else:
-        result = episode.call(QUERY, {"row": HIDDEN[0][0], "col": HIDDEN[0][1], "field": huge,
-                                      "operator": "=", "value": huge, huge: 1})  # fmt: skip
+        result = episode.call(
+            QUERY,
+            {
+                "row": HIDDEN[0][0],
+                "col": HIDDEN[0][1],
+                "field": huge,
+                "operator": "=",
+                "value": huge,
+                huge: 1,
+            },
+        )
     assert result["status"] == "error" and len(result["message"]) < 1200
     assert result["message"].count("x") <= 300

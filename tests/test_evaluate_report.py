@@ -16,8 +16,18 @@ def release(tmp_path_factory):
 def _evaluate(release, runs, agent, *extra):
     from pipeline.evaluate import evaluate
 
-    cfg = compose_config([f"release={release}", f"agent={agent}", f"output_root={runs}",
-                          "workers=2", "failure_rates=[0.0,0.3]", *extra], "evaluate", "apps")
+    cfg = compose_config(
+        [
+            f"release={release}",
+            f"agent={agent}",
+            f"output_root={runs}",
+            "workers=2",
+            "failure_rates=[0.0,0.3]",
+            *extra,
+        ],
+        "evaluate",
+        "apps",
+    )
     assert evaluate(cfg) == 0
     return runs / release.name / agent
 
@@ -42,8 +52,9 @@ def test_evaluate_is_resumable_and_report_is_written(release, tmp_path, capsys):
 
     from pipeline.report import report
 
-    cfg = compose_config([f"runs_root={runs / release.name}", f"output={tmp_path / 'report'}"],
-                         "report", "apps")  # fmt: skip
+    cfg = compose_config(
+        [f"runs_root={runs / release.name}", f"output={tmp_path / 'report'}"], "report", "apps"
+    )
     assert report(cfg) == 0
     summary = (tmp_path / "report" / "summary.md").read_text()
     assert "search success (unlimited budgets): 1.000" in summary
@@ -61,14 +72,26 @@ def test_wilson_interval_matches_the_textbook_values():
     assert wilson(0, 5)[0] == 0.0 and wilson(5, 5)[1] == 1.0
 
 
-@pytest.mark.parametrize(("target", "label"), [("tests.custom_agents.FirstCandidate", "FirstCandidate"),
-                                               ("tests.custom_agents.AsyncDone", "AsyncDone")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("target", "label"),
+    [
+        ("tests.custom_agents.FirstCandidate", "FirstCandidate"),
+        ("tests.custom_agents.AsyncDone", "AsyncDone"),
+    ],
+)
 def test_a_custom_agent_runs_without_editing_the_source(release, tmp_path, target, label):
     from pipeline.evaluate import evaluate
 
-    cfg = compose_config([f"release={release}", f"agent._target_={target}", f"output_root={tmp_path}",
-                          "agent.kwargs={note: hello}" if "First" in target else "trials=1"],
-                         "evaluate", "apps")  # fmt: skip
+    cfg = compose_config(
+        [
+            f"release={release}",
+            f"agent._target_={target}",
+            f"output_root={tmp_path}",
+            "agent.kwargs={note: hello}" if "First" in target else "trials=1",
+        ],
+        "evaluate",
+        "apps",
+    )
     assert evaluate(cfg) == 0
     rows = pl.read_parquet(tmp_path / release.name / label / "results.parquet")
     assert rows.height == 8 and (rows["end_reason"] == "done").all()
@@ -78,11 +101,14 @@ def test_a_custom_agent_runs_without_editing_the_source(release, tmp_path, targe
 def test_unknown_agents_and_empty_filters_are_clear_errors(release, tmp_path):
     from pipeline.evaluate import evaluate
 
-    for overrides, message in ((["agent._target_=no.such.Agent"], "cannot be imported"),
-                               (["agent=llm"], "agent.model"),
-                               (["domains=[meal]"], "matches no task"),
-                               (["shard=2/2"], "0 <= I < N")):  # fmt: skip
-        cfg = compose_config([f"release={release}", f"output_root={tmp_path}", *overrides],
-                             "evaluate", "apps")  # fmt: skip
+    for overrides, message in (
+        (["agent._target_=no.such.Agent"], "cannot be imported"),
+        (["agent=llm"], "agent.model"),
+        (["domains=[meal]"], "matches no task"),
+        (["shard=2/2"], "0 <= I < N"),
+    ):
+        cfg = compose_config(
+            [f"release={release}", f"output_root={tmp_path}", *overrides], "evaluate", "apps"
+        )
         with pytest.raises(ValueError, match=message):
             evaluate(cfg)

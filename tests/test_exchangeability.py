@@ -28,8 +28,9 @@ ALPHA = 1e-3
 def _keys(domain: str) -> list[TaskKey]:
     if domain == "toy":
         return [TaskKey("toy", 3, 3, 6, 8, 6, seed=s) for s in range(200)]
-    return [TaskKey(domain, 5, 7, h, b, 25, seed=s) for s in range(18)
-            for h, b in ((7, 10), (11, 15), (15, 19))]  # fmt: skip
+    return [
+        TaskKey(domain, 5, 7, h, b, 25, seed=s) for s in range(18) for h, b in ((7, 10), (11, 15), (15, 19))
+    ]
 
 
 def _cells(domain: str) -> list[tuple[list[dict], int]]:

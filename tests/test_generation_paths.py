@@ -66,15 +66,37 @@ def test_multirun_cells_are_stored_and_reused_by_the_release(tmp_path, capsys):
     from pipeline.release import build
 
     cells = tmp_path / "cells"
-    done = subprocess.run([sys.executable, "-m", "pipeline.generate", "-m", "domain=toy", "grid=5x5",
-                           "task.hidden_slots=2,3", "task.decoy_budget=0,2",
-                           f"release.cells_root={cells}", f"hydra.sweep.dir={tmp_path}/sweep"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipeline.generate",
+            "-m",
+            "domain=toy",
+            "grid=5x5",
+            "task.hidden_slots=2,3",
+            "task.decoy_budget=0,2",
+            f"release.cells_root={cells}",
+            f"hydra.sweep.dir={tmp_path}/sweep",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert len(list(cells.rglob("*.json"))) == 4
-    cfg = compose_config(["release.domains=[toy]", "grid=5x5", "grid.hidden_slots=[2,3]",
-                          "grid.decoy_budgets=[0,2]", f"release.cells_root={cells}",
-                          f"release.output_root={tmp_path}/out", "release.workers=1"])  # fmt: skip
+    cfg = compose_config(
+        [
+            "release.domains=[toy]",
+            "grid=5x5",
+            "grid.hidden_slots=[2,3]",
+            "grid.decoy_budgets=[0,2]",
+            f"release.cells_root={cells}",
+            f"release.output_root={tmp_path}/out",
+            "release.workers=1",
+        ]
+    )
     capsys.readouterr()
     assert build(cfg) == 0
     assert "4 tasks (4 reused" in capsys.readouterr().out

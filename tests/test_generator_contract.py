@@ -99,12 +99,15 @@ def test_same_key_same_bytes_across_processes_and_hash_seeds():
     key = small_key("course")
     here = _bytes(key)
     assert here == _bytes(key)
-    code = ("import sys; from tests.test_generator_contract import _bytes, small_key; "
-            "sys.stdout.write(_bytes(small_key('course')))")  # fmt: skip
+    code = (
+        "import sys; from tests.test_generator_contract import _bytes, small_key; "
+        "sys.stdout.write(_bytes(small_key('course')))"
+    )
     for hash_seed in ("1", "12345"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                             text=True, check=True).stdout  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        ).stdout
         assert out == here
 
 

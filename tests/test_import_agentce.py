@@ -43,9 +43,16 @@ def test_unknown_rule_name_is_named():
 def _import_and_verify(tmp_path, source: Path, expected: int) -> None:
     from pipeline.import_agentce import run_import
 
-    cfg = compose_config([f"source={source}", f"release.output_root={tmp_path}",
-                          "release.crosscheck=false", "release.workers=2"],
-                         "import_agentce", "apps")  # fmt: skip
+    cfg = compose_config(
+        [
+            f"source={source}",
+            f"release.output_root={tmp_path}",
+            "release.crosscheck=false",
+            "release.workers=2",
+        ],
+        "import_agentce",
+        "apps",
+    )
     assert run_import(cfg) == 0
     release = tmp_path / "agentce-5x5-v1.0.0"
     report = json.loads((release / "import_report.json").read_text())["instances"]

@@ -39,25 +39,47 @@ def server(release):
 def run(release: Path, url: str, out: Path, *extra: str, monkeypatch=None) -> pl.DataFrame:
     if monkeypatch is not None:
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    cfg = compose_config([f"release={release}", "agent=llm", "agent.model=scripted",
-                          f"agent.base_url={url}", f"output_root={out}", "agent.timeout=1.0",
-                          "agent.max_retries=2", "agent.max_steps=60", *extra],
-                         "evaluate", "apps")  # fmt: skip
+    cfg = compose_config(
+        [
+            f"release={release}",
+            "agent=llm",
+            "agent.model=scripted",
+            f"agent.base_url={url}",
+            f"output_root={out}",
+            "agent.timeout=1.0",
+            "agent.max_retries=2",
+            "agent.max_steps=60",
+            *extra,
+        ],
+        "evaluate",
+        "apps",
+    )
     assert evaluate(cfg) == 0
     results = sorted((out / release.name).glob("*/results*.parquet"))
     return pl.concat([pl.read_parquet(p) for p in results], how="diagonal_relaxed")
 
 
-COUNTER = {"http_429": "api_retries", "http_500": "api_retries", "timeout": "api_retries",
-           "text_hermes": "text_tool_calls", "text_json": "text_tool_calls",
-           "malformed": "malformed_tool_calls", "unknown_tool": "malformed_tool_calls",
-           "length": "length_cuts", "empty": "reminders", "no_tool": "reminders",
-           "reasoning": "reasoning_tokens", "multi": None, "no_id": None}  # fmt: skip
+COUNTER = {
+    "http_429": "api_retries",
+    "http_500": "api_retries",
+    "timeout": "api_retries",
+    "text_hermes": "text_tool_calls",
+    "text_json": "text_tool_calls",
+    "malformed": "malformed_tool_calls",
+    "unknown_tool": "malformed_tool_calls",
+    "length": "length_cuts",
+    "empty": "reminders",
+    "no_tool": "reminders",
+    "reasoning": "reasoning_tokens",
+    "multi": None,
+    "no_id": None,
+}
 
 
 @pytest.mark.parametrize("kind", RECOVERABLE)
 def test_each_recoverable_fault_is_handled_counted_and_the_task_still_solved(
-        kind, release, server, tmp_path, monkeypatch):  # fmt: skip
+    kind, release, server, tmp_path, monkeypatch
+):
     loopback, url = server
     loopback.script = Script(at={("*", 2): kind}, timeout_s=2.0)
     frame = run(release, url, tmp_path, "failure_rates=[0.0]", monkeypatch=monkeypatch)
@@ -74,16 +96,18 @@ def test_each_recoverable_fault_is_handled_counted_and_the_task_still_solved(
 
 
 @pytest.mark.parametrize(("kind", "end"), [("context", "context_length"), ("silent", "no_tool_call")])
-def test_a_fatal_model_behaviour_ends_the_episode_with_its_reason(kind, end, release, server,
-                                                                  tmp_path, monkeypatch):  # fmt: skip
+def test_a_fatal_model_behaviour_ends_the_episode_with_its_reason(
+    kind, end, release, server, tmp_path, monkeypatch
+):
     loopback, url = server
     loopback.script = Script(at={("*", t): kind for t in range(1, 60)})
     frame = run(release, url, tmp_path, monkeypatch=monkeypatch)
     assert set(frame["end_reason"]) == {end} and not frame["success"].any()
 
 
-def test_an_api_that_keeps_failing_is_not_scored_and_is_retried_on_resume(release, server,
-                                                                       tmp_path, monkeypatch):  # fmt: skip
+def test_an_api_that_keeps_failing_is_not_scored_and_is_retried_on_resume(
+    release, server, tmp_path, monkeypatch
+):
     loopback, url = server
     loopback.script = Script(at={("*", 1): "http_500_always"})
     first = run(release, url, tmp_path, monkeypatch=monkeypatch)
@@ -95,13 +119,19 @@ def test_an_api_that_keeps_failing_is_not_scored_and_is_retried_on_resume(releas
     assert second.height == 8 and second["success"].all()
 
 
-def test_mixed_faults_with_tool_failures_still_solve_every_episode(release, server, tmp_path,
-                                                                   monkeypatch):  # fmt: skip
+def test_mixed_faults_with_tool_failures_still_solve_every_episode(release, server, tmp_path, monkeypatch):
     loopback, url = server
     loopback.script = Script(rate=0.5, seed=3, timeout_s=2.0)
-    frame = run(release, url, tmp_path, "failure_rates=[0.0,0.3]", "trials=2", "agent.seed=7",
-                "agent.extra_body={chat_template_kwargs: {enable_thinking: false}}",
-                monkeypatch=monkeypatch)  # fmt: skip
+    frame = run(
+        release,
+        url,
+        tmp_path,
+        "failure_rates=[0.0,0.3]",
+        "trials=2",
+        "agent.seed=7",
+        "agent.extra_body={chat_template_kwargs: {enable_thinking: false}}",
+        monkeypatch=monkeypatch,
+    )
     assert {"chat_template_kwargs", "seed", "tools", "tool_choice"} <= loopback.fields_seen
     assert frame.height == 32 and frame["success"].all()
     for column in ("api_retries", "text_tool_calls", "malformed_tool_calls", "reminders"):
@@ -115,8 +145,14 @@ def test_shards_together_equal_one_run(release, server, tmp_path, monkeypatch):
     _, url = server
     whole = run(release, url, tmp_path / "whole", "failure_rates=[0.0,0.1]", monkeypatch=monkeypatch)
     for index in (0, 1):
-        run(release, url, tmp_path / "parts", f"shard={index}/2", "failure_rates=[0.0,0.1]",
-            monkeypatch=monkeypatch)  # fmt: skip
+        run(
+            release,
+            url,
+            tmp_path / "parts",
+            f"shard={index}/2",
+            "failure_rates=[0.0,0.1]",
+            monkeypatch=monkeypatch,
+        )
     folder = next((tmp_path / "parts" / release.name).iterdir())
     parts = [pl.read_parquet(folder / f"results.shard-{i}-of-2.parquet") for i in (0, 1)]
     assert parts[0].height + parts[1].height == whole.height == 16 and min(p.height for p in parts)
@@ -133,13 +169,24 @@ def _rows(folder: Path) -> list[dict]:
 def test_a_killed_run_resumes_without_losing_or_duplicating_episodes(release, server, tmp_path):
     loopback, url = server
     loopback.script = Script(at={("*", t): "timeout" for t in range(2, 4)}, timeout_s=0.2)
-    command = [sys.executable, "-m", "pipeline.evaluate", f"release={release}", "agent=llm",
-               "agent.model=scripted", f"agent.base_url={url}", f"output_root={tmp_path}",
-               "agent.timeout=5", "agent.concurrency=2", "failure_rates=[0.0,0.1]",
-               f"hydra.run.dir={tmp_path}/hydra"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pipeline.evaluate",
+        f"release={release}",
+        "agent=llm",
+        "agent.model=scripted",
+        f"agent.base_url={url}",
+        f"output_root={tmp_path}",
+        "agent.timeout=5",
+        "agent.concurrency=2",
+        "failure_rates=[0.0,0.1]",
+        f"hydra.run.dir={tmp_path}/hydra",
+    ]
     env = {**os.environ, "OPENAI_API_KEY": KEY}
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.time() + 60
     while len(_rows(tmp_path / release.name)) < 4 and time.time() < deadline:
         time.sleep(0.05)
@@ -167,9 +214,7 @@ def test_a_killed_run_resumes_without_losing_or_duplicating_episodes(release, se
     assert any(KEY in seen for seen in loopback.keys_seen)  # ... but it was sent
 
 
-
-def test_reminders_end_the_episode_only_when_they_come_in_a_row(release, server, tmp_path,
-                                                                monkeypatch):  # fmt: skip
+def test_reminders_end_the_episode_only_when_they_come_in_a_row(release, server, tmp_path, monkeypatch):
     loopback, url = server
     loopback.script = Script(at={("*", 1): "no_tool", ("*", 3): "empty"})
     spaced = run(release, url, tmp_path / "spaced", "agent.max_reminders=1", monkeypatch=monkeypatch)

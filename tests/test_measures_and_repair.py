@@ -86,8 +86,7 @@ def test_repair_tightens_bounds_and_never_touches_a_candidate():
         assert {cell: list(ids) for cell, ids in draft.decoys.items()} == candidates
         for before, after in zip(rules, draft.rules, strict=True):  # never past the truth
             measures = truth_measures(draft, after)
-            assert (max(measures) <= after.bound) if after.is_upper_bound else \
-                (min(measures) >= after.bound)  # fmt: skip
+            assert (max(measures) <= after.bound) if after.is_upper_bound else (min(measures) >= after.bound)
             assert before.name == after.name
 
 
@@ -96,8 +95,7 @@ def test_a_twin_of_the_truth_makes_repair_redraw_its_whole_cell():
     chosen anew among fresh candidates), never by swapping out the one offending decoy."""
     draft, truth = _unique_draft(0)
     cell = next(iter(draft.decoys))
-    clone = draft.new_item({k: v for k, v in draft.truth_record(cell).items()
-                            if k not in ("id", "name")})  # fmt: skip
+    clone = draft.new_item({k: v for k, v in draft.truth_record(cell).items() if k not in ("id", "name")})
     draft.decoys[cell].append(clone)  # equal to the truth on every attribute
     before = [truth[cell], *draft.decoys[cell]]
     assert _model(draft, truth).other_completion().status == FEASIBLE
@@ -149,6 +147,13 @@ def test_surface_shortcuts_stay_near_chance():
             made = generate_task(TaskKey(domain, 5, 7, hidden, budget, 27, seed=11))
             cells += decoy_cells(made.task, made.answer)
     scores = policy_scores(cells)
-    for policy in ("first_listed", "smallest_id", "smallest_name", "most_typical",
-                   "most_average_rank", "largest_slot_margin", "best_on_summed_attributes"):  # fmt: skip
+    for policy in (
+        "first_listed",
+        "smallest_id",
+        "smallest_name",
+        "most_typical",
+        "most_average_rank",
+        "largest_slot_margin",
+        "best_on_summed_attributes",
+    ):
         assert scores[policy]["accuracy"] < scores[policy]["chance"] + 0.08, (policy, scores[policy])

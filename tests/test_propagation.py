@@ -29,14 +29,18 @@ def _supported(task, group, cell, option, domains, holds) -> bool:
 def _row_tests(task, rule, group, domains):
     """One test per linear row: repeat_max gives one row per value it can count."""
     if rule.kind != "repeat_max":
+
         def holds(records):
             measure = rule_measure(rule, records)
             return measure <= rule.bound if rule.is_upper_bound else measure >= rule.bound
+
         return [holds]
-    values = {task.items[i][rule.attribute] for c in group
-              for i in (domains[c] if c in domains else [task.grid[c[0]][c[1]]])}  # fmt: skip
-    return [lambda records, v=v: sum(r[rule.attribute] == v for r in records) <= rule.bound
-            for v in values]
+    values = {
+        task.items[i][rule.attribute]
+        for c in group
+        for i in (domains[c] if c in domains else [task.grid[c[0]][c[1]]])
+    }
+    return [lambda records, v=v: sum(r[rule.attribute] == v for r in records) <= rule.bound for v in values]
 
 
 def brute_round(task, domains) -> set:
@@ -91,8 +95,9 @@ def test_resistance_counts_add_up_on_generated_tasks():
     assert record["resistant"] == 19 - record["fixpoint"]
 
 
-@pytest.mark.parametrize("domain,hidden,budget", [("toy", 5, 6), ("course", 7, 8),
-                                                   ("travel", 11, 15), ("workforce", 5, 4)])  # fmt: skip
+@pytest.mark.parametrize(
+    "domain,hidden,budget", [("toy", 5, 6), ("course", 7, 8), ("travel", 11, 15), ("workforce", 5, 4)]
+)
 def test_min_resistant_share_is_met_on_every_qualifying_task(domain, hidden, budget):
     rows, cols, k = (3, 3, 5) if domain == "toy" else (5, 7, 25)
     settings = GenerationSettings(min_resistant_share=0.5)

@@ -28,11 +28,14 @@ from tests.helpers_release import (
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize(("grid", "hidden", "budgets", "k"), [
-    ("5x5", [1, 5, 7, 11, 15], [0, 2, 4, 8, 10, 15, 19], 25),
-    ("5x7", [1, 5, 7, 11, 15, 21], [0, 2, 4, 8, 10, 15, 19, 21, 25], 25),
-    ("5x10", [1, 3, 5, 7, 11, 15, 19, 21, 25], [0, 2, 4, 8, 10, 15, 19, 21, 25, 30], 35),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("grid", "hidden", "budgets", "k"),
+    [
+        ("5x5", [1, 5, 7, 11, 15], [0, 2, 4, 8, 10, 15, 19], 25),
+        ("5x7", [1, 5, 7, 11, 15, 21], [0, 2, 4, 8, 10, 15, 19, 21, 25], 25),
+        ("5x10", [1, 3, 5, 7, 11, 15, 19, 21, 25], [0, 2, 4, 8, 10, 15, 19, 21, 25, 30], 35),
+    ],
+)
 def test_grid_presets_compose(grid, hidden, budgets, k):
     cfg = compose_config([f"grid={grid}"])
     assert list(cfg.grid.hidden_slots) == hidden and list(cfg.grid.decoy_budgets) == budgets
@@ -72,10 +75,26 @@ def test_small_release_layout_and_verify(small):
     assert manifest["counts"]["tasks"] == 8 and manifest["counts"]["certified"] == 8
     assert manifest["counts"]["crosscheck_ok"] == 8
     meta = pl.read_parquet(small / "metadata.parquet")
-    for column in ("task_id", "domain", "rows", "cols", "hidden_slots", "decoy_budget",
-                   "candidates_per_slot", "seed", "n_decoys", "n_filtered", "unique",
-                   "certificate_status", "crosscheck_status", "search_space", "shallow_decoys",
-                   "dfs_nodes", "task_sha256", "answer_sha256"):  # fmt: skip
+    for column in (
+        "task_id",
+        "domain",
+        "rows",
+        "cols",
+        "hidden_slots",
+        "decoy_budget",
+        "candidates_per_slot",
+        "seed",
+        "n_decoys",
+        "n_filtered",
+        "unique",
+        "certificate_status",
+        "crosscheck_status",
+        "search_space",
+        "shallow_decoys",
+        "dfs_nodes",
+        "task_sha256",
+        "answer_sha256",
+    ):
         assert column in meta.columns
     assert meta["unique"].all() and (meta["n_decoys"] == meta["decoy_budget"]).all()
     assert "certify_ms" in pl.read_parquet(small / "timings.parquet").columns
@@ -188,8 +207,9 @@ def test_existing_version_is_refused_and_failure_leaves_nothing(small, tmp_path,
 
 
 def _run(module: str, *overrides: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", module, *overrides], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", module, *overrides], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_cli_errors_are_one_line_and_nonzero(tmp_path):
@@ -201,8 +221,7 @@ def test_cli_errors_are_one_line_and_nonzero(tmp_path):
     result = _run("pipeline.import_agentce", f"source={bad}", f"release.output_root={tmp_path}/out")
     assert result.returncode == 2 and "not valid JSON" in result.stderr
     assert not (tmp_path / "out").exists()
-    result = _run("pipeline.release", "release.domains=[chess]",
-                  f"release.output_root={tmp_path}/out")  # fmt: skip
+    result = _run("pipeline.release", "release.domains=[chess]", f"release.output_root={tmp_path}/out")
     assert result.returncode == 2 and "unknown domain 'chess'" in result.stderr
     assert not (tmp_path / "out").exists()
 
@@ -219,8 +238,9 @@ def test_salted_releases_are_private_and_verify_without_the_salt(small, tmp_path
     releases = {}
     for name, secret in secrets.items():
         monkeypatch.setenv("GRIDBENCH_TEST_SALT", secret)
-        cfg = compose_config(small_release_overrides(tmp_path, name) +
-                             ["release.salt_env=GRIDBENCH_TEST_SALT"])  # fmt: skip
+        cfg = compose_config(
+            small_release_overrides(tmp_path, name) + ["release.salt_env=GRIDBENCH_TEST_SALT"]
+        )
         assert build(cfg) == 0
         releases[name] = tmp_path / f"{name}-v1.0.0"
     monkeypatch.delenv("GRIDBENCH_TEST_SALT")
@@ -245,18 +265,22 @@ def test_a_salt_variable_that_is_not_set_is_a_clear_error(tmp_path, monkeypatch)
     from tests.helpers_release import small_release_overrides
 
     monkeypatch.delenv("GRIDBENCH_NO_SUCH_SALT", raising=False)
-    cfg = compose_config(small_release_overrides(tmp_path, "nosalt") +
-                         ["release.salt_env=GRIDBENCH_NO_SUCH_SALT"])  # fmt: skip
+    cfg = compose_config(
+        small_release_overrides(tmp_path, "nosalt") + ["release.salt_env=GRIDBENCH_NO_SUCH_SALT"]
+    )
     with pytest.raises(ValueError, match="GRIDBENCH_NO_SUCH_SALT is not set"):
         build(cfg)
     assert not (tmp_path / "nosalt-v1.0.0").exists()
 
 
-@pytest.mark.parametrize(("grid", "picks"), [
-    ("5x5", [(15, 19), (11, 8)]),
-    ("5x7", [(21, 25), (1, 25)]),
-    ("5x10", [(19, 8), (25, 30)]),  # (19, 8): the shopping task that CBC once refused
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("grid", "picks"),
+    [
+        ("5x5", [(15, 19), (11, 8)]),
+        ("5x7", [(21, 25), (1, 25)]),
+        ("5x10", [(19, 8), (25, 30)]),  # (19, 8): the shopping task that CBC once refused
+    ],
+)
 def test_every_paper_preset_builds_a_few_tasks(grid, picks, tmp_path):
     """A few tasks of each paper preset, certified by CP-SAT and cross-checked by HiGHS;
     the full presets are built in the slow suite."""

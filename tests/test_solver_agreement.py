@@ -53,13 +53,14 @@ def test_item_feasibility_and_most_decoys_match_brute_force(solver, task):
         cell = (slot.row, slot.col)
         for item_id in slot.candidates:
             in_some = any(choice[cell] == item_id for choice in found)
-            assert model.item_feasible(cell, item_id).status == (FEASIBLE if in_some
-                                                                 else INFEASIBLE)
+            assert model.item_feasible(cell, item_id).status == (FEASIBLE if in_some else INFEASIBLE)
     if not found:
         return
     truth = found[0]
-    others = {(s.row, s.col): [i for i in locally_valid_candidates(task, s)
-                               if i != truth[(s.row, s.col)]] for s in task.slots}  # fmt: skip
+    others = {
+        (s.row, s.col): [i for i in locally_valid_candidates(task, s) if i != truth[(s.row, s.col)]]
+        for s in task.slots
+    }
     most = MilpModel(task, solver=solver).most_decoys(others)
     expected = max(sum(choice[c] != truth[c] for c in choice) for choice in found)
     assert most.status == FEASIBLE and most.objective == expected
@@ -113,8 +114,11 @@ def test_least_loosening_in_one_solve_matches_the_brute_force_minimum(task):
     roles = tuple(SlotRoles(s.row, s.col, truth[(s.row, s.col)], (), ()) for s in task.slots)
     record = distance_to_ambiguity(task, Answer(task.task_id, grid, roles), None)
     assert record["units"] == min(finite)
-    named = [rule.name for rule, units in zip(task.global_constraints, per_rule, strict=True)
-             if units == min(finite)]  # fmt: skip
+    named = [
+        rule.name
+        for rule, units in zip(task.global_constraints, per_rule, strict=True)
+        if units == min(finite)
+    ]
     assert min(finite) == 0 or record["rule"] in named
 
 

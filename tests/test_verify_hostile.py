@@ -156,15 +156,23 @@ def stray_file(release: Path) -> None:
 
 
 CASES = [
-    (symlink_out, "symlink"), (listed_outside, "leaves the release"),
-    (absolute_path, "absolute paths are refused"), (fifo, "not a regular file"),
-    (dev_zero, "symlink"), (manifest_list, "must be a JSON object"),
-    (deep_task, "nested deeper than"), (huge_bound, "out of range"),
-    (removed_pair, "counts.tasks="), (empty_manifest, "'files' must map"),
-    (moved_domain, "of domain"), (duplicated_task, "holds task"),
-    (injected_instruction, "instruction is not what"), (metadata_row_dropped, "metadata.parquet"),
-    (duplicated_candidate, "lists a candidate twice"), (stray_file, "not listed in the manifest"),
-]  # fmt: skip
+    (symlink_out, "symlink"),
+    (listed_outside, "leaves the release"),
+    (absolute_path, "absolute paths are refused"),
+    (fifo, "not a regular file"),
+    (dev_zero, "symlink"),
+    (manifest_list, "must be a JSON object"),
+    (deep_task, "nested deeper than"),
+    (huge_bound, "out of range"),
+    (removed_pair, "counts.tasks="),
+    (empty_manifest, "'files' must map"),
+    (moved_domain, "of domain"),
+    (duplicated_task, "holds task"),
+    (injected_instruction, "instruction is not what"),
+    (metadata_row_dropped, "metadata.parquet"),
+    (duplicated_candidate, "lists a candidate twice"),
+    (stray_file, "not listed in the manifest"),
+]
 
 
 @pytest.mark.parametrize(("damage", "message"), CASES, ids=[c[0].__name__ for c in CASES])
@@ -187,17 +195,22 @@ def test_a_hostile_release_fails_verify_with_one_line(damage, message, small, tm
 def test_the_untouched_copy_verifies(small, tmp_path):
     from pipeline.verify import verify
 
-    cfg = compose_config([f"release={copy_release(small, tmp_path / 'copy')}", "verify.workers=1"],
-                         "verify", "apps")  # fmt: skip
+    cfg = compose_config(
+        [f"release={copy_release(small, tmp_path / 'copy')}", "verify.workers=1"], "verify", "apps"
+    )
     assert verify(cfg) == 0
 
 
 def test_the_cli_exits_1_with_a_fifo_and_does_not_hang(small, tmp_path):
     copy = copy_release(small, tmp_path / "copy")
     fifo(copy)
-    done = subprocess.run([sys.executable, "-m", "pipeline.verify", f"release={copy}",
-                           f"hydra.run.dir={tmp_path}/hydra"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.verify", f"release={copy}", f"hydra.run.dir={tmp_path}/hydra"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1 and "not a regular file" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -216,9 +229,9 @@ def test_killing_a_command_with_a_worker_pool_leaves_no_worker_behind(tmp_path):
         "    time.sleep(60)\n"
         "if __name__ == '__main__':\n"
         "    for _ in parallel_imap(work, list(range(4)), 2, '', show=False):\n"
-        "        pass\n")  # fmt: skip
-    parent = subprocess.Popen([sys.executable, str(script), str(ROOT)], stdout=subprocess.PIPE,
-                              text=True)  # fmt: skip
+        "        pass\n"
+    )
+    parent = subprocess.Popen([sys.executable, str(script), str(ROOT)], stdout=subprocess.PIPE, text=True)
     workers = {int(parent.stdout.readline()) for _ in range(2)}  # type: ignore[union-attr]
     parent.send_signal(signal.SIGKILL)
     parent.wait(10)

@@ -30,8 +30,9 @@ def test_upper_bounds_are_what_the_rules_say():
 
 def test_tool_schemas_list_the_fields_and_operators_they_accept():
     for name in domain_names():
-        schemas = {s["function"]["name"]: s["function"]["parameters"]["properties"]
-                   for s in openai_schemas(name)}  # fmt: skip
+        schemas = {
+            s["function"]["name"]: s["function"]["parameters"]["properties"] for s in openai_schemas(name)
+        }
         query = schemas[f"query_{name}_candidate_from_attribute"]
         fields = sorted(a.name for a in get_domain(name).attributes)
         assert query["field"]["enum"] == fields

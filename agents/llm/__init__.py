@@ -5,5 +5,16 @@ from agents.llm.prompt import PromptTemplates, load_templates, render
 from agents.llm.runner import END_REASONS, LLMAgent, LLMSettings, Outcome, make_client
 from agents.llm.toolcalls import ToolCall, structured_calls, text_calls
 
-__all__ = ["END_REASONS", "LLMAgent", "LLMSettings", "Outcome", "PromptTemplates", "ToolCall",
-           "load_templates", "make_client", "render", "structured_calls", "text_calls"]  # fmt: skip
+__all__ = [
+    "END_REASONS",
+    "LLMAgent",
+    "LLMSettings",
+    "Outcome",
+    "PromptTemplates",
+    "ToolCall",
+    "load_templates",
+    "make_client",
+    "render",
+    "structured_calls",
+    "text_calls",
+]

@@ -30,8 +30,21 @@ from pathlib import Path
 from typing import Any
 
 TASK_ID = re.compile(r"Task (\S+) \(")
-RECOVERABLE = ("http_429", "http_500", "timeout", "text_hermes", "text_json", "malformed",
-               "unknown_tool", "multi", "length", "empty", "no_tool", "reasoning", "no_id")  # fmt: skip
+RECOVERABLE = (
+    "http_429",
+    "http_500",
+    "timeout",
+    "text_hermes",
+    "text_json",
+    "malformed",
+    "unknown_tool",
+    "multi",
+    "length",
+    "empty",
+    "no_tool",
+    "reasoning",
+    "no_id",
+)
 FATAL = ("http_500_always", "context", "silent")
 
 
@@ -61,8 +74,9 @@ class ScriptedPolicy:
         self.plans: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         for path in sorted((release / "answers").rglob("*.json")):
             answer = json.loads(path.read_text())
-            plan = [("set_slot", {"row": r["row"], "col": r["col"], "id": r["truth"]})
-                    for r in answer["roles"]]  # fmt: skip
+            plan = [
+                ("set_slot", {"row": r["row"], "col": r["col"], "id": r["truth"]}) for r in answer["roles"]
+            ]
             self.plans[answer["task_id"]] = [*plan, ("done", {})]
 
     def next_calls(self, task_id: str, messages: list[dict[str, Any]], count: int = 1) -> list:
@@ -108,8 +122,9 @@ def _succeeded(messages: list[dict[str, Any]]) -> set[str]:
 class LoopbackServer:
     """An HTTP/1.1 server (keep-alive) on 127.0.0.1 answering ``POST /v1/chat/completions``."""
 
-    def __init__(self, policy: ScriptedPolicy, script: Script | None = None,
-                 api_key: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, policy: ScriptedPolicy, script: Script | None = None, api_key: str | None = None
+    ) -> None:
         self.policy, self.script, self.api_key = policy, script or Script(), api_key
         self.attempts: dict[tuple[str, int, str], int] = {}
         self.requests = 0
@@ -129,7 +144,8 @@ class LoopbackServer:
         def run() -> None:
             self._loop = asyncio.new_event_loop()
             self._server = self._loop.run_until_complete(
-                asyncio.start_server(self._client, "127.0.0.1", self.port))
+                asyncio.start_server(self._client, "127.0.0.1", self.port)
+            )
             self.port = self._server.sockets[0].getsockname()[1]
             ready.set()
             self._loop.run_forever()
@@ -166,22 +182,34 @@ class LoopbackServer:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 lines = head.decode("latin-1").split("\r\n")
-                headers = {k.strip().lower(): v.strip() for k, _, v in
-                           (line.partition(":") for line in lines[1:] if line)}  # fmt: skip
+                headers = {
+                    k.strip().lower(): v.strip()
+                    for k, _, v in (line.partition(":") for line in lines[1:] if line)
+                }
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 status, payload, extra = await self._handle(lines[0], headers, body)
                 data = json.dumps(payload).encode()
-                writer.write((f"HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n"
-                              f"content-length: {len(data)}\r\n{extra}\r\n").encode() + data)
+                writer.write(
+                    (
+                        f"HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n"
+                        f"content-length: {len(data)}\r\n{extra}\r\n"
+                    ).encode()
+                    + data
+                )
                 await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError,
-                asyncio.CancelledError):  # fmt: skip
+        except (
+            asyncio.IncompleteReadError,
+            ConnectionError,
+            asyncio.LimitOverrunError,
+            asyncio.CancelledError,
+        ):
             pass
         finally:
             writer.close()
 
-    async def _handle(self, request_line: str, headers: dict[str, str],
-                      body: bytes) -> tuple[int, dict[str, Any], str]:  # fmt: skip
+    async def _handle(
+        self, request_line: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, dict[str, Any], str]:
         self.requests += 1
         self.keys_seen.add(headers.get("authorization", ""))
         if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
@@ -203,30 +231,43 @@ class LoopbackServer:
         if kind == "timeout" and attempt == 1:
             await asyncio.sleep(self.script.timeout_s)
         if kind == "context":
-            return 400, {"error": {"message": "This model's maximum context length is 8192 tokens",
-                                   "type": "invalid_request_error",
-                                   "code": "context_length_exceeded"}}, ""  # fmt: skip
+            return (
+                400,
+                {
+                    "error": {
+                        "message": "This model's maximum context length is 8192 tokens",
+                        "type": "invalid_request_error",
+                        "code": "context_length_exceeded",
+                    }
+                },
+                "",
+            )
         return 200, self._reply(task_id, messages, kind, request, len(body)), ""
 
     # The reply -----------------------------------------------------------------------------
 
-    def _reply(self, task_id: str, messages: list[dict[str, Any]], kind: str,
-               request: dict[str, Any], size: int) -> dict[str, Any]:  # fmt: skip
+    def _reply(
+        self, task_id: str, messages: list[dict[str, Any]], kind: str, request: dict[str, Any], size: int
+    ) -> dict[str, Any]:
         calls = self.policy.next_calls(task_id, messages, 3 if kind == "multi" else 1)
         message: dict[str, Any] = {"role": "assistant", "content": None}
         finish = "tool_calls"
         if kind == "text_hermes":
             message["content"] = "Placing the next item.\n" + "".join(
-                f"<tool_call>{json.dumps({'name': n, 'arguments': a})}</tool_call>" for n, a in calls)
+                f"<tool_call>{json.dumps({'name': n, 'arguments': a})}</tool_call>" for n, a in calls
+            )
             finish = "stop"
         elif kind == "text_json":
             name, arguments = calls[0]
             message["content"] = json.dumps({"name": name, "arguments": arguments})
             finish = "stop"
         elif kind in ("length", "empty", "no_tool", "silent"):
-            message["content"] = {"length": "Let me think step by step about the",
-                                  "empty": "", "no_tool": "I believe the grid is nearly done.",
-                                  "silent": "I will not call any tool."}[kind]  # fmt: skip
+            message["content"] = {
+                "length": "Let me think step by step about the",
+                "empty": "",
+                "no_tool": "I believe the grid is nearly done.",
+                "silent": "I will not call any tool.",
+            }[kind]
             finish = "length" if kind == "length" else "stop"
         else:
             message["tool_calls"] = [_call(n, a, k, turn=len(messages)) for k, (n, a) in enumerate(calls)]
@@ -239,17 +280,28 @@ class LoopbackServer:
         if kind == "reasoning":
             message["reasoning_content"] = "The truth of this cell is forced by the windows."
         prompt = size // 4  # about four bytes a token
-        usage = {"prompt_tokens": prompt, "completion_tokens": 12, "total_tokens": prompt + 12,
-                 "completion_tokens_details": {"reasoning_tokens": 5 if kind == "reasoning" else 0}}
-        return {"id": f"chatcmpl-{self.requests}", "object": "chat.completion",
-                "created": int(time.time()), "model": request.get("model", "scripted"),
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": usage}  # fmt: skip
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": 12,
+            "total_tokens": prompt + 12,
+            "completion_tokens_details": {"reasoning_tokens": 5 if kind == "reasoning" else 0},
+        }
+        return {
+            "id": f"chatcmpl-{self.requests}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model", "scripted"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": usage,
+        }
 
 
 def _call(name: str, arguments: dict[str, Any], k: int, turn: int) -> dict[str, Any]:
-    return {"id": f"call_{turn}_{k}", "type": "function",
-            "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
+    return {
+        "id": f"call_{turn}_{k}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
 
 
 def _task_id(messages: list[dict[str, Any]]) -> str:
@@ -266,8 +318,9 @@ def main(argv: list[str]) -> None:
     options = dict(arg.split("=", 1) for arg in argv if "=" in arg)
     if "release" not in options:
         raise SystemExit("usage: python -m agents.llm.loopback release=PATH [port=8765] [rate=0]")
-    server = LoopbackServer(ScriptedPolicy(Path(options["release"])),
-                            Script(rate=float(options.get("rate", 0))))  # fmt: skip
+    server = LoopbackServer(
+        ScriptedPolicy(Path(options["release"])), Script(rate=float(options.get("rate", 0)))
+    )
     server.port = int(options.get("port", 8765))
     print(f"scripted OpenAI-compatible server at {server.start()}", flush=True)
     try:

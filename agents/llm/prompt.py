@@ -34,8 +34,9 @@ def load_templates(folder: str | Path | None = None) -> PromptTemplates:
     for name in ("system.txt", "user.txt"):
         path = root / name
         if not path.is_file():
-            raise FileNotFoundError(f"prompt template {path} is missing; agent.prompt_dir must "
-                                    "hold system.txt and user.txt")  # fmt: skip
+            raise FileNotFoundError(
+                f"prompt template {path} is missing; agent.prompt_dir must hold system.txt and user.txt"
+            )
         texts.append(path.read_text())
     return PromptTemplates(*texts)
 
@@ -48,8 +49,9 @@ def _budget_text(episode: Episode) -> tuple[str, str]:
         span = f"{queries[0]} to {queries[-1]}" if len(queries) > 1 else str(queries[0])
         query = f"each hidden cell allows {span} attribute queries (it depends on the cell)"
     checks = episode.checks_left
-    check = "global checks are unlimited" if checks == UNLIMITED else \
-        f"the episode allows {checks} global checks"  # fmt: skip
+    check = (
+        "global checks are unlimited" if checks == UNLIMITED else f"the episode allows {checks} global checks"
+    )
     return query, check
 
 
@@ -59,18 +61,28 @@ def render(templates: PromptTemplates, episode: Episode) -> list[dict[str, str]]
     query_text, check_text = _budget_text(episode)
     rate = episode.settings.failure_rate
     values = {
-        "task_id": task.task_id, "domain": d, "rows": task.rows, "cols": task.cols,
-        "hidden": len(task.slots), "instruction": task.instruction,
+        "task_id": task.task_id,
+        "domain": d,
+        "rows": task.rows,
+        "cols": task.cols,
+        "hidden": len(task.slots),
+        "instruction": task.instruction,
         "grid": json.dumps([list(row) for row in task.grid]),
         "hidden_cells": ", ".join(f"({s.row}, {s.col})" for s in task.slots),
-        "query_tool": f"query_{d}_candidate_from_attribute", "item_info_tool": f"get_{d}_item_info",
+        "query_tool": f"query_{d}_candidate_from_attribute",
+        "item_info_tool": f"get_{d}_item_info",
         "item_attributes_tool": f"get_{d}_item_attributes",
         "slot_check_tool": f"check_{d}_slot_constraints",
         "global_check_tool": f"check_{d}_global_constraints",
-        "query_budget_text": query_text, "check_budget_text": check_text,
-        "failure_text": (f"- A tool may fail at random (about {rate:.0%} of calls): it then changes "
-                         "nothing and says so; simply call it again." if rate else ""),
-    }  # fmt: skip
+        "query_budget_text": query_text,
+        "check_budget_text": check_text,
+        "failure_text": (
+            f"- A tool may fail at random (about {rate:.0%} of calls): it then changes "
+            "nothing and says so; simply call it again."
+            if rate
+            else ""
+        ),
+    }
     system = Template(templates.system).safe_substitute(values).replace("\n\n\n", "\n\n")
     user = Template(templates.user).safe_substitute(values)
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]

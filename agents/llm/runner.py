@@ -30,8 +30,14 @@ from env import Episode, openai_schemas
 from gridbench.errors import UserError
 
 END_REASONS = ("done", "max_steps", "no_tool_call", "context_length", "api_error")
-CONTEXT_MARKERS = ("context_length_exceeded", "context length", "maximum context", "too many tokens",
-                   "prompt is too long", "max_model_len")  # fmt: skip
+CONTEXT_MARKERS = (
+    "context_length_exceeded",
+    "context length",
+    "maximum context",
+    "too many tokens",
+    "prompt is too long",
+    "max_model_len",
+)
 _requests: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("requests", default=None)
 
 
@@ -58,8 +64,7 @@ class LLMSettings:
     def request(self) -> dict[str, Any]:
         """The optional request parameters that are set."""
         out: dict[str, Any] = {"model": self.model, "timeout": self.timeout}
-        for name in ("temperature", "top_p", "max_tokens", "seed", "tool_choice",
-                     "parallel_tool_calls"):  # fmt: skip
+        for name in ("temperature", "top_p", "max_tokens", "seed", "tool_choice", "parallel_tool_calls"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
@@ -89,18 +94,20 @@ class Outcome:
 
     def counters(self) -> dict[str, Any]:
         return {
-            "end_reason": self.end_reason, "turns": self.turns,
+            "end_reason": self.end_reason,
+            "turns": self.turns,
             "text_tool_calls": self.text_tool_calls,
-            "malformed_tool_calls": self.malformed_tool_calls, "reminders": self.reminders,
+            "malformed_tool_calls": self.malformed_tool_calls,
+            "reminders": self.reminders,
             "length_cuts": self.length_cuts,
             "api_retries": max(0, self.api_requests - self.turns - (self.end_reason == "api_error")),
-            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
             "reasoning_tokens": self.reasoning_tokens,
             "latency_ms_sum": round(sum(self.latencies_ms), 3),
-            "latency_ms_median": round(statistics.median(self.latencies_ms), 3)
-            if self.latencies_ms else 0.0,
+            "latency_ms_median": round(statistics.median(self.latencies_ms), 3) if self.latencies_ms else 0.0,
             "api_error": self.error[:500],
-        }  # fmt: skip
+        }
 
 
 def api_key(settings: LLMSettings) -> str:
@@ -108,8 +115,10 @@ def api_key(settings: LLMSettings) -> str:
     the OpenAI endpoint needs a real one (a clear error otherwise)."""
     key = os.environ.get(settings.api_key_env, "")
     if not key and not settings.base_url:
-        raise UserError(f"no API key: set the environment variable {settings.api_key_env} (or "
-                         "agent.api_key_env=NAME), or point agent.base_url at a local server")  # fmt: skip
+        raise UserError(
+            f"no API key: set the environment variable {settings.api_key_env} (or "
+            "agent.api_key_env=NAME), or point agent.base_url at a local server"
+        )
     return key or "EMPTY"
 
 
@@ -124,18 +133,24 @@ def make_client(settings: LLMSettings) -> openai.AsyncOpenAI:
     request, retries included, is counted for the episode that made it."""
     for name in ("httpx", "httpx2", "httpcore", "httpcore2", "openai"):
         logging.getLogger(name).setLevel(logging.WARNING)  # no line per request in run logs
-    http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [_count_request]},
-                                          limits=_limits(settings.concurrency))  # fmt: skip
-    return openai.AsyncOpenAI(api_key=api_key(settings), base_url=settings.base_url or None,
-                              max_retries=settings.max_retries, timeout=settings.timeout,
-                              http_client=http)  # fmt: skip
+    http = openai.DefaultAsyncHttpxClient(
+        event_hooks={"request": [_count_request]}, limits=_limits(settings.concurrency)
+    )
+    return openai.AsyncOpenAI(
+        api_key=api_key(settings),
+        base_url=settings.base_url or None,
+        max_retries=settings.max_retries,
+        timeout=settings.timeout,
+        http_client=http,
+    )
 
 
 def _limits(concurrency: int) -> Any:
     import httpx2
 
-    return httpx2.Limits(max_connections=max(concurrency, 1) + 4,
-                         max_keepalive_connections=max(concurrency, 1) + 4)  # fmt: skip
+    return httpx2.Limits(
+        max_connections=max(concurrency, 1) + 4, max_keepalive_connections=max(concurrency, 1) + 4
+    )
 
 
 def _is_context_error(error: openai.APIStatusError) -> bool:
@@ -151,10 +166,16 @@ def _assistant_message(message: Any, turn: int) -> dict[str, Any]:
     calls = getattr(message, "tool_calls", None) or []
     if calls:
         out["tool_calls"] = [
-            {"id": getattr(c, "id", None) or f"call_{turn}_{k}", "type": "function",
-             "function": {"name": getattr(getattr(c, "function", None), "name", None),
-                          "arguments": getattr(getattr(c, "function", None), "arguments", None)}}
-            for k, c in enumerate(calls)]  # fmt: skip
+            {
+                "id": getattr(c, "id", None) or f"call_{turn}_{k}",
+                "type": "function",
+                "function": {
+                    "name": getattr(getattr(c, "function", None), "name", None),
+                    "arguments": getattr(getattr(c, "function", None), "arguments", None),
+                },
+            }
+            for k, c in enumerate(calls)
+        ]
     extra = getattr(message, "model_extra", None) or {}
     for key in ("reasoning_content", "reasoning"):
         value = extra.get(key, getattr(message, key, None))
@@ -165,8 +186,11 @@ def _assistant_message(message: Any, turn: int) -> dict[str, Any]:
 
 def _execute(episode: Episode, call: ToolCall) -> dict[str, Any]:
     if call.arguments is None:
-        return {"status": "error", "message": f"malformed tool call: {call.problem}; send the "
-                "arguments as one JSON object", "data": None}  # fmt: skip
+        return {
+            "status": "error",
+            "message": f"malformed tool call: {call.problem}; send the arguments as one JSON object",
+            "data": None,
+        }
     if not call.name:
         return {"status": "error", "message": "the tool call names no tool", "data": None}
     return episode.call(call.name, call.arguments)
@@ -177,8 +201,9 @@ class LLMAgent:
 
     name = "llm"
 
-    def __init__(self, settings: LLMSettings, templates: PromptTemplates,
-                 client: openai.AsyncOpenAI | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, settings: LLMSettings, templates: PromptTemplates, client: openai.AsyncOpenAI | None = None
+    ) -> None:
         self.settings, self.templates = settings, templates
         self.client = client or make_client(settings)
 
@@ -216,7 +241,8 @@ class LLMAgent:
         body = {**request.get("extra_body", {}), "messages": outcome.messages, "tools": tools}
         try:
             response = await self.client.chat.completions.create(
-                messages=[], **{**request, "extra_body": body})  # type: ignore[call-overload]
+                messages=[], **{**request, "extra_body": body}
+            )  # type: ignore[call-overload]
         except openai.APIStatusError as error:
             outcome.end_reason = "context_length" if _is_context_error(error) else "api_error"
             outcome.error = f"{error.status_code}: {error.message}"
@@ -248,8 +274,9 @@ class LLMAgent:
             return self._remind(outcome, finish)
         outcome.unanswered = 0
         for call in calls:
-            outcome.malformed_tool_calls += call.arguments is None or not call.name or \
-                call.name not in episode.tools  # fmt: skip
+            outcome.malformed_tool_calls += (
+                call.arguments is None or not call.name or call.name not in episode.tools
+            )
             result = _execute(episode, call)
             outcome.messages.append(_tool_message(call, result))
             if episode.finished:
@@ -262,11 +289,15 @@ class LLMAgent:
     def _remind(self, outcome: Outcome, finish: str | None) -> bool:
         if finish == "length":
             outcome.length_cuts += 1
-            text = ("Your reply was cut off at the token limit and no tool call was run. Reply "
-                    "with shorter reasoning and complete tool calls.")  # fmt: skip
+            text = (
+                "Your reply was cut off at the token limit and no tool call was run. Reply "
+                "with shorter reasoning and complete tool calls."
+            )
         else:
-            text = ("No tool call was found in your reply. Continue by calling tools; call "
-                    "done() when every hidden cell is filled.")  # fmt: skip
+            text = (
+                "No tool call was found in your reply. Continue by calling tools; call "
+                "done() when every hidden cell is filled."
+            )
         outcome.reminders += 1
         outcome.unanswered += 1
         if outcome.unanswered > self.settings.max_reminders:
@@ -280,8 +311,11 @@ def _tool_message(call: ToolCall, result: dict[str, Any]) -> dict[str, Any]:
     """The environment's answer: a ``tool`` message for a structured call, a user message
     (Hermes ``<tool_response>``) for a call written in the text."""
     if call.call_id is not None:
-        return {"role": "tool", "tool_call_id": call.call_id,
-                "content": json.dumps(result, ensure_ascii=False, default=str)}  # fmt: skip
+        return {
+            "role": "tool",
+            "tool_call_id": call.call_id,
+            "content": json.dumps(result, ensure_ascii=False, default=str),
+        }
     text = json.dumps({"name": call.name, "result": result}, ensure_ascii=False, default=str)
     return {"role": "user", "content": f"<tool_response>\n{text}\n</tool_response>"}
 

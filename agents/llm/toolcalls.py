@@ -68,8 +68,15 @@ def text_calls(content: str | None) -> list[ToolCall]:
             if call is not None:
                 out.append(call)
         if blocks and not out:
-            out.append(ToolCall(None, "", None, "a <tool_call> block is not a JSON object with "
-                                "'name' and 'arguments'", from_text=True))  # fmt: skip
+            out.append(
+                ToolCall(
+                    None,
+                    "",
+                    None,
+                    "a <tool_call> block is not a JSON object with 'name' and 'arguments'",
+                    from_text=True,
+                )
+            )
     return out
 
 
@@ -90,7 +97,7 @@ def _json_values(text: str) -> list[Any]:
         if start < 0 or end <= start:
             return []
         try:
-            value = json.loads(text[start:end + 1])
+            value = json.loads(text[start : end + 1])
         except ValueError:
             return []
     return value if isinstance(value, list) else [value]

@@ -55,8 +55,7 @@ class EvalRequest:
 
     @property
     def folder(self) -> Path:
-        return self.output_root / self.release.name / (self.run_name or
-                                                       run_label(self.spec.label, self.env))
+        return self.output_root / self.release.name / (self.run_name or run_label(self.spec.label, self.env))
 
 
 @dataclass(frozen=True)
@@ -80,11 +79,13 @@ def run_label(label: str, env: EnvSettings) -> str:
     return f"{label}@q={query},c={check}"
 
 
-def episode_id(release: str, task_rel: str, spec: AgentSpec, rate: float, trial: int,
-               env: EnvSettings) -> str:  # fmt: skip
+def episode_id(
+    release: str, task_rel: str, spec: AgentSpec, rate: float, trial: int, env: EnvSettings
+) -> str:
     agent = {k: v for k, v in sorted(spec.config.items()) if k not in NOT_IN_EPISODE_ID}
-    text = json.dumps([release, task_rel, spec.label, agent, rate, trial, asdict(env)],
-                      sort_keys=True, default=str)  # fmt: skip
+    text = json.dumps(
+        [release, task_rel, spec.label, agent, rate, trial, asdict(env)], sort_keys=True, default=str
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -92,30 +93,58 @@ def load_pair(job: Job) -> tuple[Task, Answer]:
     """The task and its answer; an answer that belongs to another task is an error."""
     root = Path(job.root)
     task = task_from_dict(json.loads((root / job.task_rel).read_text()))
-    answer = answer_from_dict(json.loads((root / "answers" / job.task_rel[len("tasks/"):]).read_text()))
+    answer = answer_from_dict(json.loads((root / "answers" / job.task_rel[len("tasks/") :]).read_text()))
     if answer.task_id != task.task_id:
-        raise UserError(f"{job.task_rel}: its answer file is for task {answer.task_id}, not "
-                         f"{task.task_id}; the release is damaged (run make verify)")  # fmt: skip
+        raise UserError(
+            f"{job.task_rel}: its answer file is for task {answer.task_id}, not "
+            f"{task.task_id}; the release is damaged (run make verify)"
+        )
     return task, answer
 
 
-def episode_row(job: Job, spec: AgentSpec, env: EnvSettings, task: Task, episode: Episode,
-                answer: Answer, extra: dict[str, Any], wall_ms: float) -> dict[str, Any]:  # fmt: skip
+def episode_row(
+    job: Job,
+    spec: AgentSpec,
+    env: EnvSettings,
+    task: Task,
+    episode: Episode,
+    answer: Answer,
+    extra: dict[str, Any],
+    wall_ms: float,
+) -> dict[str, Any]:
     """One results row (see the README's accounting table)."""
     result = score(episode, answer)
     calls = result.pop("calls")
-    end = extra.pop("end_reason", "done" if episode.finished and not episode.truncated
-                    else "max_steps" if episode.truncated else "no_done")  # fmt: skip
-    return {"episode_id": job.episode_id, "release": Path(job.root).name, "task_id": task.task_id,
-            "domain": task.domain,
-            "hidden_slots": task.hidden_slots, "decoy_budget": task.decoy_budget,
-            "agent": run_label(spec.label, env), "policy": spec.name,
-            "model": str(spec.config.get("model") or spec.label),
-            "query_budget": str(env.query_budget), "check_budget": str(env.check_budget),
-            "failure_rate": job.failure_rate, "trial": job.trial,
-            "min_resistant_share": job.min_resistant_share, **result, "end_reason": end,
-            **call_columns(calls, task.domain), "calls_json": json.dumps(calls, sort_keys=True),
-            **extra, "wall_ms": wall_ms}  # fmt: skip
+    end = extra.pop(
+        "end_reason",
+        "done"
+        if episode.finished and not episode.truncated
+        else "max_steps"
+        if episode.truncated
+        else "no_done",
+    )
+    return {
+        "episode_id": job.episode_id,
+        "release": Path(job.root).name,
+        "task_id": task.task_id,
+        "domain": task.domain,
+        "hidden_slots": task.hidden_slots,
+        "decoy_budget": task.decoy_budget,
+        "agent": run_label(spec.label, env),
+        "policy": spec.name,
+        "model": str(spec.config.get("model") or spec.label),
+        "query_budget": str(env.query_budget),
+        "check_budget": str(env.check_budget),
+        "failure_rate": job.failure_rate,
+        "trial": job.trial,
+        "min_resistant_share": job.min_resistant_share,
+        **result,
+        "end_reason": end,
+        **call_columns(calls, task.domain),
+        "calls_json": json.dumps(calls, sort_keys=True),
+        **extra,
+        "wall_ms": wall_ms,
+    }
 
 
 def _episode(job: Job, env: EnvSettings, task: Task, record: bool) -> Episode:
@@ -134,8 +163,9 @@ def play_sync(args: tuple[Job, AgentSpec, EnvSettings, bool]) -> tuple[dict[str,
     return episode_row(job, spec, env, task, episode, answer, {}, wall_ms), episode.trace
 
 
-async def play_async(jobs: list[Job], spec: AgentSpec, env: EnvSettings, store: RunStore,
-                     record: bool, progress: Progress) -> None:  # fmt: skip
+async def play_async(
+    jobs: list[Job], spec: AgentSpec, env: EnvSettings, store: RunStore, record: bool, progress: Progress
+) -> None:
     """The LLM runner (or an async custom agent): ``concurrency`` episodes in flight."""
     agent = make_agent(spec)
     gate = asyncio.Semaphore(max(1, int(spec.config.get("concurrency") or 32)))
@@ -161,14 +191,18 @@ def select_tasks(request: EvalRequest) -> list[str]:
     """Task files of the release that pass the filters; a filter matching nothing is an error."""
     release = request.release
     meta = pl.read_parquet(release / "metadata.parquet")
-    for column, values in (("domain", request.domains), ("hidden_slots", request.hidden_slots),
-                           ("decoy_budget", request.decoy_budgets)):  # fmt: skip
+    for column, values in (
+        ("domain", request.domains),
+        ("hidden_slots", request.hidden_slots),
+        ("decoy_budget", request.decoy_budgets),
+    ):
         if values:
             known = sorted(set(meta[column].to_list()))
             meta = meta.filter(pl.col(column).is_in(list(values)))
             if not meta.height:
-                raise UserError(f"{column}={list(values)} matches no task of {release.name} "
-                                 f"(it has {column} in {known})")  # fmt: skip
+                raise UserError(
+                    f"{column}={list(values)} matches no task of {release.name} (it has {column} in {known})"
+                )
     return [f"tasks/{row['domain']}/{row['task_id']}.json" for row in meta.iter_rows(named=True)]
 
 
@@ -176,12 +210,24 @@ def plan(request: EvalRequest) -> list[Job]:
     """Every episode of the run (this shard's share of them), in a fixed order."""
     release, spec, env, shard = request.release, request.spec, request.env, request.shard
     config = read_manifest(release).get("config", {})
-    share = float(((config.get("generation") or {}).get("min_resistant_share")) or 0.0) \
-        if isinstance(config, dict) else 0.0  # fmt: skip
-    jobs = [Job(str(release), rel, float(rate), trial,
-                episode_id(release.name, rel, spec, float(rate), trial, env), share)
-            for rel in select_tasks(request) for rate in request.failure_rates
-            for trial in range(request.trials)]  # fmt: skip
+    share = (
+        float(((config.get("generation") or {}).get("min_resistant_share")) or 0.0)
+        if isinstance(config, dict)
+        else 0.0
+    )
+    jobs = [
+        Job(
+            str(release),
+            rel,
+            float(rate),
+            trial,
+            episode_id(release.name, rel, spec, float(rate), trial, env),
+            share,
+        )
+        for rel in select_tasks(request)
+        for rate in request.failure_rates
+        for trial in range(request.trials)
+    ]
     if shard is not None:  # by episode id: stable, and balanced across tasks and rates
         jobs = [job for job in jobs if int(job.episode_id, 16) % shard[1] == shard[0]]
     return jobs
@@ -201,14 +247,15 @@ def run_evaluation(request: EvalRequest) -> int:
             asyncio.run(play_async(todo, spec, env, store, request.traces, progress))
         else:
             work = [(job, spec, env, request.traces) for job in todo]
-            for row, trace in parallel_imap(play_sync, work, request.workers, "", ordered=False,
-                                            show=False):  # fmt: skip
+            for row, trace in parallel_imap(play_sync, work, request.workers, "", ordered=False, show=False):
                 store.save(row, trace)
                 progress.update(row)
     except KeyboardInterrupt:
         progress.close()
-        print(f"interrupted: {progress.done} episodes of this run saved in {store.folder}; run the "
-              "same command again to resume")  # fmt: skip
+        print(
+            f"interrupted: {progress.done} episodes of this run saved in {store.folder}; run the "
+            "same command again to resume"
+        )
         return 130
     progress.close()
     frame = store.write_results()
@@ -216,16 +263,20 @@ def run_evaluation(request: EvalRequest) -> int:
     return 0
 
 
-def _summary(spec: AgentSpec, release: Path, store: RunStore, frame: pl.DataFrame, new: int,
-             total: int, seconds: float) -> None:  # fmt: skip
-    print(f"{spec.label} on {release.name}: {new} episodes run, {total - new} already done, "
-          f"{seconds:.1f}s -> {store.results}")  # fmt: skip
+def _summary(
+    spec: AgentSpec, release: Path, store: RunStore, frame: pl.DataFrame, new: int, total: int, seconds: float
+) -> None:
+    print(
+        f"{spec.label} on {release.name}: {new} episodes run, {total - new} already done, "
+        f"{seconds:.1f}s -> {store.results}"
+    )
     if frame.height:
         summary = frame.group_by("failure_rate").agg(pl.col("success").mean(), pl.len())
         for row in summary.sort("failure_rate").iter_rows(named=True):
-            print(f"  failure rate {row['failure_rate']}: success {row['success']:.3f} over "
-                  f"{row['len']}")  # fmt: skip
+            print(f"  failure rate {row['failure_rate']}: success {row['success']:.3f} over {row['len']}")
     if store.api_errors.exists():
         errors = len(store.api_errors.read_text().splitlines())
-        print(f"  {errors} episode(s) ended in api_error (see {store.api_errors.name}); they are "
-              "not scored and a rerun retries them")  # fmt: skip
+        print(
+            f"  {errors} episode(s) ended in api_error (see {store.api_errors.name}); they are "
+            "not scored and a rerun retries them"
+        )

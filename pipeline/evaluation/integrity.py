@@ -125,11 +125,17 @@ def candidate_side_features(task: Task, slot: Slot, options: list[str]) -> list[
     names = [str(task.items[i]["name"]) for i in options]
     name_ranks = _ranks([float(sum(m < n for m in names)) for n in names])
     for k, item_id in enumerate(options):
-        rows[k].update({"position": position[item_id] / max(len(slot.candidates) - 1, 1),
-                        "id_rank": id_ranks[k], "name_rank": name_ranks[k],
-                        "name_number": _name_number(str(task.items[item_id]["name"])),
-                        "directed_rank_sum": rank_sum[k], "atypicality": typical[k],
-                        "options": float(len(options))})  # fmt: skip
+        rows[k].update(
+            {
+                "position": position[item_id] / max(len(slot.candidates) - 1, 1),
+                "id_rank": id_ranks[k],
+                "name_rank": name_ranks[k],
+                "name_number": _name_number(str(task.items[item_id]["name"])),
+                "directed_rank_sum": rank_sum[k],
+                "atypicality": typical[k],
+                "options": float(len(options)),
+            }
+        )
     return rows
 
 
@@ -142,8 +148,13 @@ def _margin(slot: Slot, attribute: str, value: float) -> float:
     return total
 
 
-def readable_features(task: Task, slot: Slot, options: list[str], side: list[Features],
-                      all_options: dict[tuple[int, int], list[str]]) -> list[Features]:  # fmt: skip
+def readable_features(
+    task: Task,
+    slot: Slot,
+    options: list[str],
+    side: list[Features],
+    all_options: dict[tuple[int, int], list[str]],
+) -> list[Features]:
     """Feature set (b): (a) (``side``) plus what the bounds, the visible cells and the other
     hidden cells' options (``all_options``: every cell's locally valid candidates, which an
     agent reads with the query tool) say about each option."""
@@ -160,17 +171,26 @@ def readable_features(task: Task, slot: Slot, options: list[str], side: list[Fea
             rows[k].update(_rule_features(rule, name, record, visible, open_cells, domain))
         if rule.kind in SUM_KINDS:
             attribute = domain.numeric(rule.attribute)
-            others = [[int(task.items[i][rule.attribute]) for i in all_options[c]]
-                      for c in group if c != cell and c in all_options]  # fmt: skip
+            others = [
+                [int(task.items[i][rule.attribute]) for i in all_options[c]]
+                for c in group
+                if c != cell and c in all_options
+            ]
             values = [int(task.items[i][rule.attribute]) for i in options]
             room = rule.bound - sum(int(v[rule.attribute]) for v in visible)
-            _residual_features(rows, rule, name, values, room, others,
-                               float(attribute.high - attribute.low))  # fmt: skip
+            _residual_features(rows, rule, name, values, room, others, float(attribute.high - attribute.low))
     return rows
 
 
-def _residual_features(rows: list[Features], rule: GlobalRule, name: str, values: list[int],
-                       room: int, others: list[list[int]], span: float) -> None:  # fmt: skip
+def _residual_features(
+    rows: list[Features],
+    rule: GlobalRule,
+    name: str,
+    values: list[int],
+    room: int,
+    others: list[list[int]],
+    span: float,
+) -> None:
     """Arithmetic on a sum: what is left for this cell once the visible cells and the other
     hidden cells' average options are counted, how far each option is from it (and its rank
     in the cell), and the room interval propagation leaves."""
@@ -180,14 +200,19 @@ def _residual_features(rows: list[Features], rule: GlobalRule, name: str, values
     ranks = _ranks([float(g) for g in gaps])
     for k, value in enumerate(values):
         slack = (highest - value) if rule.kind == RuleKind.SUM_MAX else (value - lowest)
-        rows[k].update({f"{name}.residual_gap": (value - residual) / span,
-                        f"{name}.abs_residual_gap": gaps[k] / span,
-                        f"{name}.abs_residual_rank": ranks[k],
-                        f"{name}.interval_slack": slack / span})  # fmt: skip
+        rows[k].update(
+            {
+                f"{name}.residual_gap": (value - residual) / span,
+                f"{name}.abs_residual_gap": gaps[k] / span,
+                f"{name}.abs_residual_rank": ranks[k],
+                f"{name}.interval_slack": slack / span,
+            }
+        )
 
 
-def _rule_features(rule: GlobalRule, name: str, record: dict[str, Any], visible: list[dict],
-                   open_cells: int, domain: Any) -> Features:  # fmt: skip
+def _rule_features(
+    rule: GlobalRule, name: str, record: dict[str, Any], visible: list[dict], open_cells: int, domain: Any
+) -> Features:
     attribute = rule.attribute
     if rule.kind in SUM_KINDS:
         numeric = domain.numeric(attribute)
@@ -213,6 +238,7 @@ def _rule_features(rule: GlobalRule, name: str, record: dict[str, Any], visible:
 @functools.lru_cache(maxsize=4096)
 def _suffixed(keys: tuple[str, ...], suffix: str) -> tuple[str, ...]:
     return tuple(k for k in keys if k.endswith(suffix))
+
 
 Policy = Callable[[Task, Slot, list[str], list[Features], list[Features]], int]
 
@@ -242,7 +268,8 @@ POLICIES: dict[str, Policy] = {
     "smallest_name": _feature_policy("name_rank", -1.0),
     "most_typical": _feature_policy("atypicality", -1.0),
     "most_average_rank": lambda t, s, o, side, r: _argmax(
-        [-sum(abs(v - 0.5) for f, v in row.items() if f.endswith(".rank")) for row in side], o),
+        [-sum(abs(v - 0.5) for f, v in row.items() if f.endswith(".rank")) for row in side], o
+    ),
     "largest_slot_margin": _feature_policy(".margin"),
     "best_on_summed_attributes": _feature_policy("directed_rank_sum"),
     "most_room_under_repeat_max": _feature_policy(".room", readable=True),
@@ -265,10 +292,12 @@ def decoy_cells(task: Task, answer: Answer) -> list[DecoyCell]:
             continue
         side = candidate_side_features(task, slot, options)
         read = readable_features(task, slot, options, side, all_options)
-        cell = DecoyCell(task.task_id, task.domain, options,
-                         options.index(truth[(slot.row, slot.col)]), side, read)  # fmt: skip
-        cell.policy_picks = {name: policy(task, slot, options, side, read)
-                             for name, policy in POLICIES.items()}  # fmt: skip
+        cell = DecoyCell(
+            task.task_id, task.domain, options, options.index(truth[(slot.row, slot.col)]), side, read
+        )
+        cell.policy_picks = {
+            name: policy(task, slot, options, side, read) for name, policy in POLICIES.items()
+        }
         out.append(cell)
     return out
 
@@ -286,20 +315,31 @@ def policy_scores(cells: Iterable[DecoyCell]) -> dict[str, dict[str, float]]:
 
 def _summary(accuracy: float, chance: float, cells: int) -> dict[str, float]:
     half = 1.96 * math.sqrt(max(accuracy * (1 - accuracy), 1e-12) / max(cells, 1))
-    return {"accuracy": accuracy, "low": accuracy - half, "high": accuracy + half,
-            "chance": chance, "cells": float(cells)}  # fmt: skip
+    return {
+        "accuracy": accuracy,
+        "low": accuracy - half,
+        "high": accuracy + half,
+        "chance": chance,
+        "cells": float(cells),
+    }
 
 
 # Classifiers --------------------------------------------------------------------------------
 
 MODELS = ("logistic_regression", "gradient_boosting")
-ARITHMETIC = (".gap_to_share", ".abs_gap_to_share", ".residual_gap", ".abs_residual_gap",
-              ".abs_residual_rank", ".interval_slack")  # fmt: skip
+ARITHMETIC = (
+    ".gap_to_share",
+    ".abs_gap_to_share",
+    ".residual_gap",
+    ".abs_residual_gap",
+    ".abs_residual_rank",
+    ".interval_slack",
+)
 FEATURE_SETS = {
     "candidate_side": "(a) the candidates' own values, ranks, margins, position, ids, names",
     "readable": "(b) (a) plus bounds and visible cells: all an agent reads without a check",
     "arithmetic": "only the sum arithmetic: each option against what the bound leaves once the "
-                  "visible cells and the other cells' options are counted",
+    "visible cells and the other cells' options are counted",
     "readable_without_arithmetic": "(b) without those sum-share features",
 }
 
@@ -321,12 +361,14 @@ def _model(name: str, seed: int) -> Any:
 
     if name == "logistic_regression":
         return make_pipeline(StandardScaler(), LogisticRegression(max_iter=300, C=1.0))
-    return HistGradientBoostingClassifier(max_iter=150, learning_rate=0.08, max_leaf_nodes=15,
-                                          random_state=seed)  # fmt: skip
+    return HistGradientBoostingClassifier(
+        max_iter=150, learning_rate=0.08, max_leaf_nodes=15, random_state=seed
+    )
 
 
-def classifier_score(cells: list[DecoyCell], feature_set: str, model: str, splits: int = 10,
-                     seed: int = 0) -> dict[str, float]:  # fmt: skip
+def classifier_score(
+    cells: list[DecoyCell], feature_set: str, model: str, splits: int = 10, seed: int = 0
+) -> dict[str, float]:
     """Top-1 accuracy on decoy cells of held-out tasks, over ``splits`` random halvings of the
     tasks. The interval is the binomial one of the mean test size around the mean accuracy."""
     from sklearn.feature_extraction import DictVectorizer
@@ -336,8 +378,9 @@ def classifier_score(cells: list[DecoyCell], feature_set: str, model: str, split
         return _classifier_score(cells, feature_set, model, splits, seed, DictVectorizer)
 
 
-def _classifier_score(cells: list[DecoyCell], feature_set: str, model: str, splits: int,
-                      seed: int, vectorizer_class: Any) -> dict[str, float]:  # fmt: skip
+def _classifier_score(
+    cells: list[DecoyCell], feature_set: str, model: str, splits: int, seed: int, vectorizer_class: Any
+) -> dict[str, float]:
     tasks = sorted({c.task_id for c in cells})
     rng = random.Random(seed)
     accuracies, chances, sizes = [], [], []
@@ -349,8 +392,11 @@ def _classifier_score(cells: list[DecoyCell], feature_set: str, model: str, spli
         labels = [int(k == c.truth) for c in train for k in range(len(c.options))]
         vectorizer = vectorizer_class(sparse=False)
         fitted = _model(model, seed + split).fit(vectorizer.fit_transform(rows), labels)
-        scores = list(fitted.predict_proba(vectorizer.transform(
-            [f for cell in test for f in _features(cell, feature_set)]))[:, 1])
+        scores = list(
+            fitted.predict_proba(
+                vectorizer.transform([f for cell in test for f in _features(cell, feature_set)])
+            )[:, 1]
+        )
         hits, start = 0, 0
         for cell in test:
             end = start + len(cell.options)
@@ -377,12 +423,15 @@ def audit(pairs: Iterable[tuple[Task, Answer]], splits: int = 20, seed: int = 0)
     for cell in cells:
         by_h.setdefault(hidden[cell.task_id], []).append(cell)
     report: dict[str, Any] = {
-        "decoy_cells": len(cells), "tasks": len(hidden),
+        "decoy_cells": len(cells),
+        "tasks": len(hidden),
         "chance": mean(c.chance for c in cells) if cells else None,
         "policies": policy_scores(cells),
         "policies_by_hidden_slots": {h: policy_scores(part) for h, part in sorted(by_h.items())},
-        "classifiers": {}, "splits": splits, "seed": seed,
-    }  # fmt: skip
+        "classifiers": {},
+        "splits": splits,
+        "seed": seed,
+    }
     if splits > 0 and len(hidden) >= 4:
         for feature_set in FEATURE_SETS:
             for model in MODELS:
@@ -393,30 +442,50 @@ def audit(pairs: Iterable[tuple[Task, Answer]], splits: int = 20, seed: int = 0)
 
 def _row(name: str, score: dict[str, float]) -> str:
     lift = score["accuracy"] - score["chance"]
-    return (f"| {name} | {score['accuracy']:.3f} | [{score['low']:.3f}, {score['high']:.3f}] | "
-            f"{score['chance']:.3f} | {lift:+.3f} |")  # fmt: skip
+    return (
+        f"| {name} | {score['accuracy']:.3f} | [{score['low']:.3f}, {score['high']:.3f}] | "
+        f"{score['chance']:.3f} | {lift:+.3f} |"
+    )
 
 
 def audit_markdown(report: dict[str, Any]) -> str:
     """The audit as a markdown section (dataset card, `make audit`)."""
     head = "| | top-1 accuracy | 95% interval | chance | lift |\n|---|---|---|---|---|"
-    lines = [f"Decoy cells: {report['decoy_cells']} in {report['tasks']} tasks; a uniform guess "
-             f"among a cell's locally valid candidates is right {report['chance'] or 0:.3f} of the "
-             "time.", "", "### Policies that check nothing", "", head]  # fmt: skip
+    lines = [
+        f"Decoy cells: {report['decoy_cells']} in {report['tasks']} tasks; a uniform guess "
+        f"among a cell's locally valid candidates is right {report['chance'] or 0:.3f} of the "
+        "time.",
+        "",
+        "### Policies that check nothing",
+        "",
+        head,
+    ]
     lines += [_row(name, score) for name, score in report["policies"].items()]
     if report["classifiers"]:
-        lines += ["", f"### Classifiers (train on half of the tasks, test on the other half, "
-                  f"{report['splits']} random splits)", "", head]  # fmt: skip
+        lines += [
+            "",
+            f"### Classifiers (train on half of the tasks, test on the other half, "
+            f"{report['splits']} random splits)",
+            "",
+            head,
+        ]
         lines += [_row(name, score) for name, score in report["classifiers"].items()]
         lines += ["", *(f"- `{name}`: {text}" for name, text in FEATURE_SETS.items())]
-    lines += ["", "### 'closest to (bound - visible sum) / open cells' by H", "",
-              "| H | cells | accuracy | chance |", "|---|---|---|---|"]  # fmt: skip
+    lines += [
+        "",
+        "### 'closest to (bound - visible sum) / open cells' by H",
+        "",
+        "| H | cells | accuracy | chance |",
+        "|---|---|---|---|",
+    ]
     for hidden, scores in report["policies_by_hidden_slots"].items():
         score = scores["closest_to_needed_share"]
-        lines.append(f"| {hidden} | {score['cells']:.0f} | {score['accuracy']:.3f} | "
-                     f"{score['chance']:.3f} |")  # fmt: skip
-    lines += ["", "Reading: (a) is what the candidates alone give away and should sit at chance. "
-              "What (b) adds over (a) is arithmetic on the rules: a sum that contains the truth "
-              "correlates with it (exactly at H = 1, about 1/sqrt(H) beyond); the `arithmetic` and "
-              "`readable_without_arithmetic` rows split (b) into that part and the rest."]
+        lines.append(f"| {hidden} | {score['cells']:.0f} | {score['accuracy']:.3f} | {score['chance']:.3f} |")
+    lines += [
+        "",
+        "Reading: (a) is what the candidates alone give away and should sit at chance. "
+        "What (b) adds over (a) is arithmetic on the rules: a sum that contains the truth "
+        "correlates with it (exactly at H = 1, about 1/sqrt(H) beyond); the `arithmetic` and "
+        "`readable_without_arithmetic` rows split (b) into that part and the rest.",
+    ]
     return "\n".join(lines) + "\n"

@@ -32,15 +32,18 @@ def load_runs(roots: list[Path]) -> pl.DataFrame:
     """Every `<run>/results*.parquet` under the roots; shards merged, duplicates dropped."""
     files = sorted(f for root in roots for f in root.glob("*/results*.parquet"))
     if not files:
-        raise FileNotFoundError(f"no <run>/results.parquet under {', '.join(map(str, roots))}; run "
-                                "`make eval` first")  # fmt: skip
+        raise FileNotFoundError(
+            f"no <run>/results.parquet under {', '.join(map(str, roots))}; run `make eval` first"
+        )
     frames = []
     for path in files:
         try:
             frames.append(pl.read_parquet(path))
         except Exception as error:  # polars raises several kinds for a damaged file
-            raise UserError(f"{path} cannot be read ({type(error).__name__}); delete it and "
-                             "rerun `make eval` (finished episodes are kept in episodes.jsonl)") from None
+            raise UserError(
+                f"{path} cannot be read ({type(error).__name__}); delete it and "
+                "rerun `make eval` (finished episodes are kept in episodes.jsonl)"
+            ) from None
     frame = pl.concat([f for f in frames if f.height], how="diagonal_relaxed")
     if "release" not in frame.columns:
         frame = frame.with_columns(pl.lit(roots[0].name).alias("release"))
@@ -79,8 +82,15 @@ def _panel(axis, rows: list, cols: list, grid: list[list[float]], xlabel: str, y
     for i, row in enumerate(grid):
         for j, value in enumerate(row):
             if value == value:  # not NaN
-                axis.text(j, i, f"{value:.0%}", ha="center", va="center", fontsize=size,
-                          color="white" if value < 0.55 else "black")  # fmt: skip
+                axis.text(
+                    j,
+                    i,
+                    f"{value:.0%}",
+                    ha="center",
+                    va="center",
+                    fontsize=size,
+                    color="white" if value < 0.55 else "black",
+                )
     return image
 
 
@@ -91,8 +101,7 @@ def heatmap(frame: pl.DataFrame, run: str, release: str, out: Path) -> Path:
     figure, axes = plt.subplots(1, len(rates), figsize=(4.6 * len(rates) + 0.8, 4.2), squeeze=False)
     image = None
     for axis, rate in zip(axes[0], rates, strict=True):
-        rows, cols, grid = _grid(part.filter(pl.col("failure_rate") == rate), "hidden_slots",
-                                 "decoy_budget")  # fmt: skip
+        rows, cols, grid = _grid(part.filter(pl.col("failure_rate") == rate), "hidden_slots", "decoy_budget")
         image = _panel(axis, rows, cols, grid, "decoy budget B", "hidden slots H")
         axis.set_title(f"tool failure rate {rate:g}", fontsize=11)
     figure.colorbar(image, ax=axes[0].tolist(), shrink=0.85, label="success")  # type: ignore[arg-type]
@@ -120,8 +129,12 @@ def success_vs_budget(frame: pl.DataFrame, rate: float, release: str, out: Path)
     part = frame.filter(pl.col("failure_rate") == rate)
     figure, axis = plt.subplots(figsize=(7, 4.2))
     for run in sorted(set(part["agent"].to_list())):
-        line = part.filter(pl.col("agent") == run).group_by("decoy_budget").agg(
-            pl.col("success").cast(pl.Float64).mean()).sort("decoy_budget")
+        line = (
+            part.filter(pl.col("agent") == run)
+            .group_by("decoy_budget")
+            .agg(pl.col("success").cast(pl.Float64).mean())
+            .sort("decoy_budget")
+        )
         axis.plot(line["decoy_budget"], line["success"], marker="o", label=run)
     axis.set_ylim(-0.03, 1.03)
     axis.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
@@ -143,8 +156,10 @@ def _file(name: str) -> str:
 def run_table(frame: pl.DataFrame, rate: float) -> str:
     """Table 2: per run, success with its Wilson interval, steps, tokens, wall time."""
     part = frame.filter(pl.col("failure_rate") == rate)
-    lines = ["| run | episodes | success | 95% interval | steps | prompt tokens | completion "
-             "tokens | wall s |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| run | episodes | success | 95% interval | steps | prompt tokens | completion tokens | wall s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     overall = []
     for run in sorted(set(part["agent"].to_list())):
         rows = part.filter(pl.col("agent") == run)
@@ -163,8 +178,10 @@ def _table_row(name: str, rows: pl.DataFrame, tokens: bool = True) -> str:
         return float(value) if isinstance(value, int | float) else 0.0
 
     used = f"{mean('prompt_tokens'):.0f} | {mean('completion_tokens'):.0f}" if tokens else "- | -"
-    return (f"| {name} | {n} | {wins / max(n, 1):.3f} | [{low:.3f}, {high:.3f}] | "
-            f"{mean('steps'):.0f} | {used} | {mean('wall_ms') / 1000:.2f} |")  # fmt: skip
+    return (
+        f"| {name} | {n} | {wins / max(n, 1):.3f} | [{low:.3f}, {high:.3f}] | "
+        f"{mean('steps'):.0f} | {used} | {mean('wall_ms') / 1000:.2f} |"
+    )
 
 
 def evidence(frame: pl.DataFrame) -> list[str]:
@@ -176,29 +193,37 @@ def evidence(frame: pl.DataFrame) -> list[str]:
         greedy = part.filter(pl.col("agent") == "greedy_local")
         if greedy.height:
             by_b = greedy.group_by("decoy_budget").agg(pl.col("success").mean()).sort("decoy_budget")
-            rho = greedy.select(pl.corr("decoy_budget", pl.col("success").cast(pl.Float64),
-                                        method="spearman")).item()
-            lines.append("- greedy_local success by B: " + ", ".join(
-                f"B={b}: {s:.2f}" for b, s in by_b.iter_rows())
-                + f" -> Spearman rho(B, success) = {rho:.2f}; falls with B: **{rho < 0}**")
+            rho = greedy.select(
+                pl.corr("decoy_budget", pl.col("success").cast(pl.Float64), method="spearman")
+            ).item()
+            lines.append(
+                "- greedy_local success by B: "
+                + ", ".join(f"B={b}: {s:.2f}" for b, s in by_b.iter_rows())
+                + f" -> Spearman rho(B, success) = {rho:.2f}; falls with B: **{rho < 0}**"
+            )
         search = part.filter(pl.col("agent") == "search")
         if search.height:
             by_h = search.group_by("hidden_slots").agg(pl.col("steps").mean()).sort("hidden_slots")
             steps = by_h["steps"].to_list()
             grows = all(a < b for a, b in zip(steps, steps[1:], strict=False))
-            lines.append("- search steps by H: " + ", ".join(
-                f"H={h}: {s:.0f}" for h, s in by_h.iter_rows()) + f" -> grow with H: **{grows}**")
+            lines.append(
+                "- search steps by H: "
+                + ", ".join(f"H={h}: {s:.0f}" for h, s in by_h.iter_rows())
+                + f" -> grow with H: **{grows}**"
+            )
             rate_solved = search["success"].cast(pl.Float64).sum() / search.height
-            lines.append(f"- search success (unlimited budgets): {rate_solved:.3f} "
-                         f"over {search.height} episodes")
+            lines.append(
+                f"- search success (unlimited budgets): {rate_solved:.3f} over {search.height} episodes"
+            )
         for agent in sorted(a for a in set(part["agent"].to_list()) if a.startswith("shortcut")):
             rows = part.filter(pl.col("agent") == agent)
             cells = int(rows["decoy_cells"].sum())
             if cells:
                 hit = float(rows["decoy_cells_correct"].sum()) / float(cells)
                 chance = float(rows["decoy_cells_chance"].sum()) / float(cells)
-                lines.append(f"- {agent}: truth picked on {hit:.3f} of {cells} decoy cells "
-                             f"(chance {chance:.3f})")
+                lines.append(
+                    f"- {agent}: truth picked on {hit:.3f} of {cells} decoy cells (chance {chance:.3f})"
+                )
     return lines
 
 
@@ -207,14 +232,23 @@ def by_resistance(frame: pl.DataFrame) -> list[str]:
     if "min_resistant_share" not in frame.columns or frame["min_resistant_share"].n_unique() < 2:
         return []
     keys = ["run_in_release", "failure_rate", "min_resistant_share"]
-    table = frame.group_by(keys).agg(pl.col("success").cast(pl.Float64).mean(),
-                                     pl.col("steps").mean(), pl.len()).sort(keys)  # fmt: skip
-    lines = ["", "## Success by the release's min_resistant_share", "",
-             "| run | failure rate | min_resistant_share | episodes | success | steps |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
-    lines += [f"| {r['run_in_release']} | {r['failure_rate']:g} | {r['min_resistant_share']} | "
-              f"{r['len']} | {r['success']:.3f} | {r['steps']:.0f} |"
-              for r in table.iter_rows(named=True)]  # fmt: skip
+    table = (
+        frame.group_by(keys)
+        .agg(pl.col("success").cast(pl.Float64).mean(), pl.col("steps").mean(), pl.len())
+        .sort(keys)
+    )
+    lines = [
+        "",
+        "## Success by the release's min_resistant_share",
+        "",
+        "| run | failure rate | min_resistant_share | episodes | success | steps |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['run_in_release']} | {r['failure_rate']:g} | {r['min_resistant_share']} | "
+        f"{r['len']} | {r['success']:.3f} | {r['steps']:.0f} |"
+        for r in table.iter_rows(named=True)
+    ]
     return lines
 
 
@@ -228,8 +262,12 @@ def make_report(roots: list[Path], out: Path) -> int:
     images = [heatmap(frame, run, release, out) for run in sorted(set(frame["agent"].to_list()))]
     images += [domain_heatmap(frame, rate, release, out) for rate in rates]
     images += [success_vs_budget(frame, rate, release, out) for rate in rates]
-    text = ["# Evaluation report", "", f"Release: {release}; runs: {frame['agent'].n_unique()} "
-            f"({frame.height} episodes).", ""]  # fmt: skip
+    text = [
+        "# Evaluation report",
+        "",
+        f"Release: {release}; runs: {frame['agent'].n_unique()} ({frame.height} episodes).",
+        "",
+    ]
     for rate in rates:
         text += [f"## Runs at tool failure rate {rate:g}", "", run_table(frame, rate), ""]
     text += ["## Do the axes work?", *evidence(frame), *by_resistance(frame), "", "## Figures", ""]

@@ -23,10 +23,19 @@ import polars as pl
 
 from gridbench.errors import UserError
 
-CALL_KINDS = ("set_slot", "get_current_grid_state", "get_slot_id", "get_hidden_slot_query_budget",
-              "get_global_check_budget", "done", "query_candidate_from_attribute",
-              "get_item_info", "get_item_attributes", "check_slot_constraints",
-              "check_global_constraints")  # fmt: skip
+CALL_KINDS = (
+    "set_slot",
+    "get_current_grid_state",
+    "get_slot_id",
+    "get_hidden_slot_query_budget",
+    "get_global_check_budget",
+    "done",
+    "query_candidate_from_attribute",
+    "get_item_info",
+    "get_item_attributes",
+    "check_slot_constraints",
+    "check_global_constraints",
+)
 
 
 def call_columns(calls: dict[str, int], domain: str) -> dict[str, int]:
@@ -83,9 +92,13 @@ class RunStore:
             path = self.transcripts / f"{row['episode_id']}.json.gz"
             temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
             with gzip.open(temporary, "wt", encoding="utf-8", compresslevel=6) as handle:
-                json.dump({"episode_id": row["episode_id"], "task_id": row["task_id"],
-                           "transcript": transcript}, handle, ensure_ascii=False,
-                          separators=(",", ":"), default=str)  # fmt: skip
+                json.dump(
+                    {"episode_id": row["episode_id"], "task_id": row["task_id"], "transcript": transcript},
+                    handle,
+                    ensure_ascii=False,
+                    separators=(",", ":"),
+                    default=str,
+                )
             temporary.replace(path)
         target = self.api_errors if row.get("end_reason") == "api_error" else self.episodes
         with open(target, "a", encoding="utf-8") as handle:
@@ -95,8 +108,7 @@ class RunStore:
         rows = list(self.finished().values())
         frame = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
         if frame.height:
-            frame = frame.sort(["domain", "hidden_slots", "decoy_budget", "failure_rate", "trial",
-                                "task_id"])  # fmt: skip
+            frame = frame.sort(["domain", "hidden_slots", "decoy_budget", "failure_rate", "trial", "task_id"])
         temporary = self.results.with_name(f".{self.results.name}.tmp")
         frame.write_parquet(temporary)
         temporary.replace(self.results)

@@ -29,21 +29,29 @@ def find_episode(run: Path, task: str, rate: float | None, trial: int | None) ->
     """The row of the episode asked for; a clear error when none or several match."""
     if not run.is_dir():
         raise UserError(f"run={run} is not a folder; runs are under outputs/runs/<release>/")
-    rows = [r for r in _rows(run) if r.get("task_id") == task
-            and (rate is None or float(r.get("failure_rate", -1)) == rate)
-            and (trial is None or int(r.get("trial", -1)) == trial)]  # fmt: skip
+    rows = [
+        r
+        for r in _rows(run)
+        if r.get("task_id") == task
+        and (rate is None or float(r.get("failure_rate", -1)) == rate)
+        and (trial is None or int(r.get("trial", -1)) == trial)
+    ]
     if not rows:
         raise UserError(f"no episode of task {task!r} in {run} (check task=, failure_rate=, trial=)")
     keys = sorted({(r["failure_rate"], r["trial"]) for r in rows})
     if len(keys) > 1:
-        raise UserError(f"{len(keys)} episodes of {task} in {run} (failure_rate, trial): {keys}; "
-                         "pick one with failure_rate= and trial=")  # fmt: skip
+        raise UserError(
+            f"{len(keys)} episodes of {task} in {run} (failure_rate, trial): {keys}; "
+            "pick one with failure_rate= and trial="
+        )
     return rows[-1]
 
 
 def _block(label: str, text: str) -> str:
-    body = "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="  ") if len(line) > WIDTH
-                     else line for line in str(text).splitlines())  # fmt: skip
+    body = "\n".join(
+        textwrap.fill(line, WIDTH, subsequent_indent="  ") if len(line) > WIDTH else line
+        for line in str(text).splitlines()
+    )
     return f"[{label}]\n{body}"
 
 
@@ -55,8 +63,12 @@ def render_messages(messages: list[dict[str, Any]]) -> str:
             if message.get(key):
                 out.append(_block(f"{role} reasoning", message[key]))
         if message.get("content"):
-            out.append(_block(role if role != "tool" else f"tool result {message.get('tool_call_id', '')}",
-                              message["content"]))  # fmt: skip
+            out.append(
+                _block(
+                    role if role != "tool" else f"tool result {message.get('tool_call_id', '')}",
+                    message["content"],
+                )
+            )
         for call in message.get("tool_calls") or []:
             function = call.get("function", {})
             out.append(f"[call {call.get('id', '')}] {function.get('name')}({function.get('arguments')})")
@@ -68,8 +80,9 @@ def render_calls(calls: list[dict[str, Any]]) -> str:
     for n, call in enumerate(calls, 1):
         result = call.get("result", {})
         arguments = json.dumps(call.get("arguments"), ensure_ascii=False)
-        lines.append(f"{n:5d}. {call.get('tool')}({arguments}) -> {result.get('status')}: "
-                     f"{result.get('message', '')}")  # fmt: skip
+        lines.append(
+            f"{n:5d}. {call.get('tool')}({arguments}) -> {result.get('status')}: {result.get('message', '')}"
+        )
     return "\n".join(lines)
 
 
@@ -77,11 +90,14 @@ def show(run: Path, task: str, rate: float | None = None, trial: int | None = No
     row = find_episode(run, task, rate, trial)
     path = run / "transcripts" / f"{row['episode_id']}.json.gz"
     if not path.is_file():
-        raise UserError(f"episode {row['episode_id']} has no transcript ({path}); it was run "
-                         "with traces=false")  # fmt: skip
+        raise UserError(
+            f"episode {row['episode_id']} has no transcript ({path}); it was run with traces=false"
+        )
     transcript = read_transcript(path)["transcript"]
-    head = (f"task {task}  run {run.name}  failure rate {row['failure_rate']}  trial {row['trial']}"
-            f"\nsuccess {row['success']}  fraction correct {row['fraction_correct']:.3f}  end "
-            f"{row.get('end_reason')}  steps {row['steps']}  turns {row.get('turns', '-')}\n")  # fmt: skip
+    head = (
+        f"task {task}  run {run.name}  failure rate {row['failure_rate']}  trial {row['trial']}"
+        f"\nsuccess {row['success']}  fraction correct {row['fraction_correct']:.3f}  end "
+        f"{row.get('end_reason')}  steps {row['steps']}  turns {row.get('turns', '-')}\n"
+    )
     is_chat = bool(transcript) and "role" in transcript[0]
     return head + "\n" + (render_messages(transcript) if is_chat else render_calls(transcript))

@@ -7,8 +7,13 @@ from pipeline.generation.instruction import write_instruction
 from solvers.task import Answer, Slot, SlotRoles, Task
 
 
-def build_task(draft: Draft, task_id: str, decoy_budget: int, candidates_per_slot: int,
-               order: dict[Cell, list[str]] | None = None) -> Task:  # fmt: skip
+def build_task(
+    draft: Draft,
+    task_id: str,
+    decoy_budget: int,
+    candidates_per_slot: int,
+    order: dict[Cell, list[str]] | None = None,
+) -> Task:
     """The task file's content. ``order`` fixes candidate order; by default it is shuffled."""
     grid = tuple(
         tuple(None if (r, c) in draft.slot_rules else draft.truth[r][c] for c in range(draft.cols))
@@ -25,14 +30,18 @@ def build_task(draft: Draft, task_id: str, decoy_budget: int, candidates_per_slo
     used = {item_id for row in grid for item_id in row if item_id is not None}
     used |= {item_id for slot in slots for item_id in slot.candidates}
     return Task(
-        task_id=task_id, domain=draft.domain.name, rows=draft.rows, cols=draft.cols,
-        decoy_budget=decoy_budget, grid=grid,
+        task_id=task_id,
+        domain=draft.domain.name,
+        rows=draft.rows,
+        cols=draft.cols,
+        decoy_budget=decoy_budget,
+        grid=grid,
         items={item_id: draft.items[item_id] for item_id in sorted(used)},
-        slots=tuple(slots), global_constraints=tuple(draft.rules),
-        instruction=write_instruction(draft.domain, draft.rows, draft.cols, draft.rules,
-                                      draft.slot_rules),
+        slots=tuple(slots),
+        global_constraints=tuple(draft.rules),
+        instruction=write_instruction(draft.domain, draft.rows, draft.cols, draft.rules, draft.slot_rules),
         candidates_per_slot=candidates_per_slot,
-    )  # fmt: skip
+    )
 
 
 def candidate_ids(draft: Draft, cell: Cell) -> list[str]:
@@ -46,8 +55,13 @@ def truth_choice(draft: Draft) -> dict[Cell, str]:
 
 def build_answer(draft: Draft, task_id: str) -> Answer:
     roles = tuple(
-        SlotRoles(cell[0], cell[1], draft.truth[cell[0]][cell[1]],
-                  tuple(draft.decoys.get(cell, [])), tuple(draft.filtered.get(cell, [])))
+        SlotRoles(
+            cell[0],
+            cell[1],
+            draft.truth[cell[0]][cell[1]],
+            tuple(draft.decoys.get(cell, [])),
+            tuple(draft.filtered.get(cell, [])),
+        )
         for cell in draft.hidden
-    )  # fmt: skip
+    )
     return Answer(task_id=task_id, truth=tuple(tuple(row) for row in draft.truth), roles=roles)

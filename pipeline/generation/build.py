@@ -31,15 +31,18 @@ from solvers.task import Answer, Task
 
 def draw_draft(key: TaskKey, settings: GenerationSettings, attempt: int) -> Draft:
     """Stages 1-3: the truth grid and slot rules, exchangeable candidates, global rules."""
-    draft = Draft(get_domain(key.domain), key.rows, key.cols, key.rng("attempt", attempt),
-                  key.rng("labels", attempt))  # fmt: skip
+    draft = Draft(
+        get_domain(key.domain), key.rows, key.cols, key.rng("attempt", attempt), key.rng("labels", attempt)
+    )
     sample_grid(draft, key.hidden_slots, settings.max_slot_rules)
-    shares = allocate_decoys(draft, key.decoy_budget, decoy_cell_count(key, settings),
-                             key.candidates_per_slot - 1)  # fmt: skip
+    shares = allocate_decoys(
+        draft, key.decoy_budget, decoy_cell_count(key, settings), key.candidates_per_slot - 1
+    )
     for cell, share in shares.items():
         draw_exchangeable(draft, cell, share)
-    draw_global_rules(draft, settings.window_slack_share, settings.sum_slack_share,
-                      settings.count_slack_probability)  # fmt: skip
+    draw_global_rules(
+        draft, settings.window_slack_share, settings.sum_slack_share, settings.count_slack_probability
+    )
     return draft
 
 
@@ -55,8 +58,10 @@ def generate_task(key: TaskKey, settings: GenerationSettings | None = None) -> C
         try:
             make_unique(draft, key.task_id, settings, solver, stats)
             if not loosen_for_resistance(draft, key.task_id, settings, solver):
-                reason = (f"fewer than min_resistant_share={settings.min_resistant_share} of "
-                          "the decoys survive propagation, even with every bound loosened")
+                reason = (
+                    f"fewer than min_resistant_share={settings.min_resistant_share} of "
+                    "the decoys survive propagation, even with every bound loosened"
+                )
                 continue
             if settings.min_margin > 1:
                 make_unique(draft, key.task_id, settings, solver, stats)
@@ -76,8 +81,15 @@ def generate_task(key: TaskKey, settings: GenerationSettings | None = None) -> C
     )
 
 
-def _finish(draft: Draft, key: TaskKey, settings: GenerationSettings, solver: SolverSettings,
-            stats: RepairStats, attempt: int, start: float) -> CertifiedTask | dict[str, Any]:  # fmt: skip
+def _finish(
+    draft: Draft,
+    key: TaskKey,
+    settings: GenerationSettings,
+    solver: SolverSettings,
+    stats: RepairStats,
+    attempt: int,
+    start: float,
+) -> CertifiedTask | dict[str, Any]:
     """Certify, measure and cross-check a unique draft: the task, or the disagreement event
     when the MILP cross-check contradicts CP-SAT."""
     for cell in draft.hidden:
@@ -90,14 +102,23 @@ def _finish(draft: Draft, key: TaskKey, settings: GenerationSettings, solver: So
     if any("UNKNOWN" in failure for failure in certificate["failures"]):
         raise SolverTimeout(f"the final certificate hit the time limit: {certificate['failures'][:2]}")
     if not certificate["ok"]:
-        raise GenerationError(f"task {key.task_id}: final certificate failed: "
-                              f"{certificate['failures']}")  # fmt: skip
+        raise GenerationError(f"task {key.task_id}: final certificate failed: {certificate['failures']}")
     measures, measures_ms = measure(task, answer, solver, settings.dfs_node_limit, model)
-    timings = {"generate_ms": generate_ms, "certify_ms": certificate.pop("wall_ms"),
-               "measures_ms": measures_ms}  # fmt: skip
-    certificate.update({"seed": key.seed, "index": key.index, "attempt": attempt,
-                        "repair_rounds": stats.rounds, "tightenings": stats.tightenings,
-                        "cell_redraws": stats.cell_redraws})  # fmt: skip
+    timings = {
+        "generate_ms": generate_ms,
+        "certify_ms": certificate.pop("wall_ms"),
+        "measures_ms": measures_ms,
+    }
+    certificate.update(
+        {
+            "seed": key.seed,
+            "index": key.index,
+            "attempt": attempt,
+            "repair_rounds": stats.rounds,
+            "tightenings": stats.tightenings,
+            "cell_redraws": stats.cell_redraws,
+        }
+    )
     check: dict[str, Any] = {}
     if settings.crosscheck:
         check = crosscheck_answer(task, answer, solver, settings.crosscheck_solver)
@@ -108,8 +129,9 @@ def _finish(draft: Draft, key: TaskKey, settings: GenerationSettings, solver: So
     return CertifiedTask(key, task, answer, timings)
 
 
-def crosscheck_answer(task: Task, answer: Answer, solver: SolverSettings,
-                      milp: str = "highs") -> dict[str, Any]:  # fmt: skip
+def crosscheck_answer(
+    task: Task, answer: Answer, solver: SolverSettings, milp: str = "highs"
+) -> dict[str, Any]:
     decoys = {(role.row, role.col): list(role.decoys) for role in answer.roles if role.decoys}
     return crosscheck(task, answer.truth_choice(), decoys, solver, milp)
 
@@ -121,20 +143,31 @@ def settle(task: Task, answer: Answer, limit: int) -> dict[str, Any]:
         return {"method": "none", "reason": f"{space} completions exceed settle_limit={limit}"}
     found = list(enumerate_completions(task, limit=2))
     unique = found == [answer.truth_choice()]
-    return {"method": "enumeration", "completions_examined": space, "truth_unique": unique,
-            "right": SOLVER_NAME if unique else "milp"}  # fmt: skip
+    return {
+        "method": "enumeration",
+        "completions_examined": space,
+        "truth_unique": unique,
+        "right": SOLVER_NAME if unique else "milp",
+    }
 
 
-def disagreement(task: Task, answer: Answer, check: dict[str, Any], attempt: int,
-                 limit: int) -> dict[str, Any]:  # fmt: skip
+def disagreement(
+    task: Task, answer: Answer, check: dict[str, Any], attempt: int, limit: int
+) -> dict[str, Any]:
     """The build event of a CP-SAT / MILP disagreement on one draft (which is re-drawn)."""
     verdict = settle(task, answer, limit)
     if verdict.get("right") == "milp":
         verdict["right"] = check["solver"]
-    return {"kind": "crosscheck_disagreement", "attempt": attempt,
-            "reason": f"{check['solver']} disagrees with {SOLVER_NAME}",
-            "primary": {"solver": SOLVER_NAME, "version": SOLVER_VERSION, "unique": True},
-            "secondary": {"solver": check["solver"], "version": check["solver_version"],
-                          "statuses": check["statuses"],
-                          "most_decoys_used": check.get("most_decoys_used")},
-            "settled": verdict}  # fmt: skip
+    return {
+        "kind": "crosscheck_disagreement",
+        "attempt": attempt,
+        "reason": f"{check['solver']} disagrees with {SOLVER_NAME}",
+        "primary": {"solver": SOLVER_NAME, "version": SOLVER_VERSION, "unique": True},
+        "secondary": {
+            "solver": check["solver"],
+            "version": check["solver_version"],
+            "statuses": check["statuses"],
+            "most_decoys_used": check.get("most_decoys_used"),
+        },
+        "settled": verdict,
+    }

@@ -17,8 +17,9 @@ from solvers.results import FEASIBLE, INFEASIBLE, SolverSettings
 from solvers.task import Answer, Task
 
 
-def certify(task: Task, answer: Answer, settings: SolverSettings,
-            model: CpSatModel | None = None) -> dict[str, Any]:  # fmt: skip
+def certify(
+    task: Task, answer: Answer, settings: SolverSettings, model: CpSatModel | None = None
+) -> dict[str, Any]:
     """Run every proof; returns the certificate record (``ok`` is the verdict). ``model`` is
     a CP-SAT model of this task and truth, built here when not given."""
     start = time.perf_counter()
@@ -58,12 +59,14 @@ def certify(task: Task, answer: Answer, settings: SolverSettings,
     }
 
 
-def _refute_decoys(model: CpSatModel,
-                   decoys: list[tuple[tuple[int, int], str]]) -> tuple[str, list[str]]:  # fmt: skip
+def _refute_decoys(model: CpSatModel, decoys: list[tuple[tuple[int, int], str]]) -> tuple[str, list[str]]:
     """One solve proves every decoy wrong ("some decoy is used" is INFEASIBLE); only when it
     is not, one solve per decoy names the failures. Returns (joint status, failures)."""
-    failures = [f"decoy {d} at {cell} breaks a slot rule (should be filtered)"
-                for cell, d in decoys if model.literal(cell, d) is None]  # fmt: skip
+    failures = [
+        f"decoy {d} at {cell} breaks a slot rule (should be filtered)"
+        for cell, d in decoys
+        if model.literal(cell, d) is None
+    ]
     status = model.some_feasible(decoys).status
     if status == INFEASIBLE:
         return status, failures

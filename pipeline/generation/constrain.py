@@ -20,8 +20,10 @@ from solvers.task import GlobalRule
 
 def truth_measures(draft: Draft, rule: GlobalRule) -> list[int]:
     """The rule's measure on the truth grid, per group of its scope."""
-    return [rule_measure(rule, [draft.truth_record(cell) for cell in group])
-            for group in rule_groups(rule, draft.rows, draft.cols)]  # fmt: skip
+    return [
+        rule_measure(rule, [draft.truth_record(cell) for cell in group])
+        for group in rule_groups(rule, draft.rows, draft.cols)
+    ]
 
 
 def partner_name(name: str) -> str:
@@ -57,13 +59,21 @@ def _slack(draft: Draft, template: GlobalRuleTemplate, share: float, count_p: fl
     return 1 if rng.random() < count_p else 0
 
 
-def draw_global_rules(draft: Draft, window_slack_share: float, sum_slack_share: float,
-                      count_slack_p: float) -> None:  # fmt: skip
+def draw_global_rules(
+    draft: Draft, window_slack_share: float, sum_slack_share: float, count_slack_p: float
+) -> None:
     """One rule per template (windows included), bound = truth measure +/- a random slack."""
     draft.rules = []
     for template in rule_templates(draft.domain.global_rules):
-        rule = GlobalRule(template.name, template.kind, template.attribute, 0, template.scope,
-                          template.equals, template.at_least)  # fmt: skip
+        rule = GlobalRule(
+            template.name,
+            template.kind,
+            template.attribute,
+            0,
+            template.scope,
+            template.equals,
+            template.at_least,
+        )
         measures = truth_measures(draft, rule)
         window = template.kind in SUM_KINDS and template.scope == Scope.GRID
         share = window_slack_share if window else sum_slack_share

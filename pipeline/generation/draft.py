@@ -39,8 +39,7 @@ class Draft:
             if item_id not in self._used_ids:
                 break
         self._used_ids.add(item_id)
-        self.items[item_id] = {"id": item_id, "name": self.domain.sample_name(self.label_rng),
-                               **attributes}  # fmt: skip
+        self.items[item_id] = {"id": item_id, "name": self.domain.sample_name(self.label_rng), **attributes}
         return item_id
 
     def drop_item(self, item_id: str) -> None:

@@ -26,8 +26,7 @@ def describe_rule(rule: GlobalRule, domain: Domain) -> str:
         return f"at least {rule.bound} {plural} {scope} must have {attribute} {rule.equals}"
     if rule.kind == RuleKind.COUNT_MAX:
         return f"at most {rule.bound} {plural} {scope} may have {attribute} {rule.equals}"
-    return (f"at least {rule.bound} {plural} {scope} must have {attribute} of at least "
-            f"{rule.at_least}")  # fmt: skip
+    return f"at least {rule.bound} {plural} {scope} must have {attribute} of at least {rule.at_least}"
 
 
 def describe_slot_rule(rule: SlotRule) -> str:
@@ -36,8 +35,13 @@ def describe_slot_rule(rule: SlotRule) -> str:
     return f"{_words(rule.attribute)} {words} {value}"
 
 
-def write_instruction(domain: Domain, rows: int, cols: int, rules: list[GlobalRule],
-                      slot_rules: dict[tuple[int, int], list[SlotRule]]) -> str:  # fmt: skip
+def write_instruction(
+    domain: Domain,
+    rows: int,
+    cols: int,
+    rules: list[GlobalRule],
+    slot_rules: dict[tuple[int, int], list[SlotRule]],
+) -> str:
     lines = [
         f"You are solving a {domain.task_phrase} task. Fill the {rows}x{cols} grid with "
         f"{domain.item_noun} ids.",

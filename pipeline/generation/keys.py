@@ -76,8 +76,11 @@ class GenerationSettings:
     def attempts(self) -> int:
         """Whole-task draws allowed: more when a resistant share is asked for (measured: a
         B=2 task needs up to about 100 draws for one resistant decoy in two)."""
-        return max(self.max_attempts, self.resistance_attempts) if self.min_resistant_share else \
-            self.max_attempts  # fmt: skip
+        return (
+            max(self.max_attempts, self.resistance_attempts)
+            if self.min_resistant_share
+            else self.max_attempts
+        )
 
     def validate(self) -> None:
         if self.allocation not in ALLOCATION_POLICIES:
@@ -89,20 +92,32 @@ class GenerationSettings:
         if not 1 <= self.max_slot_rules <= 3:
             raise GenerationError(f"max_slot_rules={self.max_slot_rules} must be in 1..3")
         if self.max_repair_rounds < 0 or self.max_attempts < 1 or self.resistance_attempts < 1:
-            raise GenerationError("max_repair_rounds must be >= 0, max_attempts and "
-                                  "resistance_attempts >= 1")  # fmt: skip
+            raise GenerationError("max_repair_rounds must be >= 0, max_attempts and resistance_attempts >= 1")
         if self.time_limit_s <= 0:
             raise GenerationError(f"time_limit_s={self.time_limit_s} must be > 0")
-        for name in ("window_slack_share", "sum_slack_share", "count_slack_probability",
-                     "min_resistant_share"):  # fmt: skip
+        for name in (
+            "window_slack_share",
+            "sum_slack_share",
+            "count_slack_probability",
+            "min_resistant_share",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise GenerationError(f"{name}={value!r} must be a number between 0 and 1")
-        for name in ("max_repair_rounds", "max_attempts", "resistance_attempts", "dfs_node_limit",
-                     "settle_limit", "min_margin", "max_slot_rules", "solver_workers"):  # fmt: skip
+        for name in (
+            "max_repair_rounds",
+            "max_attempts",
+            "resistance_attempts",
+            "dfs_node_limit",
+            "settle_limit",
+            "min_margin",
+            "max_slot_rules",
+            "solver_workers",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10**9:
                 raise GenerationError(f"{name}={value!r} must be a whole number in 0..10**9")
         if self.crosscheck_solver not in CROSSCHECK_SOLVERS:
-            raise GenerationError(f"crosscheck_solver={self.crosscheck_solver!r} is unknown; "
-                                  f"use one of {CROSSCHECK_SOLVERS}")  # fmt: skip
+            raise GenerationError(
+                f"crosscheck_solver={self.crosscheck_solver!r} is unknown; use one of {CROSSCHECK_SOLVERS}"
+            )

@@ -114,8 +114,7 @@ class CanonicalSearch:
 
     def _search(self, depth: int) -> bool:
         if depth == len(self.cells):  # upper bounds held at every step; now the lower ones
-            return all(rule_status(rule, self.grid, self.task.items) != VIOLATED
-                       for rule in self.lower)  # fmt: skip
+            return all(rule_status(rule, self.grid, self.task.items) != VIOLATED for rule in self.lower)
         cell, state, bound = self.cells[depth], self.state, self.bound
         for item_id, adds in zip(self.options[depth], self.adds[depth], strict=True):
             self.nodes += 1
@@ -138,8 +137,9 @@ class _LimitReached(Exception):
     pass
 
 
-def distance_to_ambiguity(task: Task, answer: Answer, settings: SolverSettings,
-                          model: CpSatModel | None = None) -> dict[str, Any]:  # fmt: skip
+def distance_to_ambiguity(
+    task: Task, answer: Answer, settings: SolverSettings, model: CpSatModel | None = None
+) -> dict[str, Any]:
     """The smallest loosening of any single bound that lets a second completion through (one
     CP-SAT solve), the rule loosened, and that loosening as a share of the bound."""
     model = model or CpSatModel(task, settings, answer.truth_choice())
@@ -149,9 +149,15 @@ def distance_to_ambiguity(task: Task, answer: Answer, settings: SolverSettings,
     if result.status != FEASIBLE or result.objective is None or result.solution is None:
         return {"units": None, "share": None, "rule": None}
     grid = fill(task, result.solution)
-    broken = [rule for rule in task.global_constraints
-              if max(rule_excess(rule, rule_measure(rule, [task.items[grid[r][c]] for r, c in g]))  # type: ignore[index]
-                     for g in rule_groups(rule, task.rows, task.cols)) > 0]  # fmt: skip
+    broken = [
+        rule
+        for rule in task.global_constraints
+        if max(
+            rule_excess(rule, rule_measure(rule, [task.items[grid[r][c]] for r, c in g]))  # type: ignore[index]
+            for g in rule_groups(rule, task.rows, task.cols)
+        )
+        > 0
+    ]
     rule = broken[0] if broken else None
     share = round(result.objective / rule.bound, 6) if rule is not None and rule.bound else None
     return {"units": result.objective, "share": share, "rule": rule.name if rule else None}
@@ -170,8 +176,9 @@ def decoy_direction(task: Task, answer: Answer) -> dict[str, list[int]]:
     return out
 
 
-def measure(task: Task, answer: Answer, settings: SolverSettings, node_limit: int,
-            model: CpSatModel | None = None) -> tuple[dict[str, Any], float]:  # fmt: skip
+def measure(
+    task: Task, answer: Answer, settings: SolverSettings, node_limit: int, model: CpSatModel | None = None
+) -> tuple[dict[str, Any], float]:
     """All measures and the milliseconds they took (``model``: the task's CP-SAT model)."""
     start = time.perf_counter()
     nodes, found, capped = CanonicalSearch(task, node_limit).run()

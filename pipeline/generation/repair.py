@@ -37,8 +37,9 @@ class RepairFailed(RuntimeError):
     """Uniqueness could not be reached by tightening bounds (the draft is discarded)."""
 
 
-def make_unique(draft: Draft, task_id: str, settings: GenerationSettings,
-                solver: SolverSettings, stats: RepairStats) -> None:  # fmt: skip
+def make_unique(
+    draft: Draft, task_id: str, settings: GenerationSettings, solver: SolverSettings, stats: RepairStats
+) -> None:
     """Tighten bounds of ``draft`` until CP-SAT proves the truth unique (and, when
     ``min_margin`` > 1, still unique after loosening any one bound by min_margin - 1)."""
     for _ in range(settings.max_repair_rounds + 1):
@@ -75,8 +76,9 @@ def redraw_cells(draft: Draft, cells: list[Cell], settings: GenerationSettings) 
         rules = draft.slot_rules[cell]
         draft.truth[cell[0]][cell[1]] = draft.new_item(sample_passing(draft.domain, rules, draft.rng))
         draw_exchangeable(draft, cell, share)
-    draw_global_rules(draft, settings.window_slack_share, settings.sum_slack_share,
-                      settings.count_slack_probability)  # fmt: skip
+    draw_global_rules(
+        draft, settings.window_slack_share, settings.sum_slack_share, settings.count_slack_probability
+    )
 
 
 def _margin_counterexample(model: CpSatModel, margin: int) -> dict[Cell, str] | None:
@@ -99,8 +101,10 @@ def _tighten(draft: Draft, counterexample: dict[Cell, str], margin: int) -> bool
         grid[row][col] = item_id
     for index in draft.rng.sample(range(len(draft.rules)), len(draft.rules)):
         rule = draft.rules[index]
-        other = [rule_measure(rule, [draft.items[grid[r][c]] for r, c in group])
-                 for group in rule_groups(rule, draft.rows, draft.cols)]  # fmt: skip
+        other = [
+            rule_measure(rule, [draft.items[grid[r][c]] for r, c in group])
+            for group in rule_groups(rule, draft.rows, draft.cols)
+        ]
         truth = truth_measures(draft, rule)
         if rule.is_upper_bound and max(other) > max(truth):
             draft.rules[index] = rule.with_bound(max(max(truth), max(other) - margin))

@@ -39,8 +39,9 @@ def _resistance(task: Task, draft: Draft) -> tuple[int, int]:
 def _vacuous_units(task: Task, rule: GlobalRule) -> int:
     """How far ``rule`` must loosen before it can prune no option at all."""
     options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
-    single = Task(task.task_id, task.domain, task.rows, task.cols, 0, task.grid, task.items,
-                  task.slots, (rule,))  # fmt: skip
+    single = Task(
+        task.task_id, task.domain, task.rows, task.cols, 0, task.grid, task.items, task.slots, (rule,)
+    )
     units = 0
     for row in linear_rows(single, options):
         if row.upper:
@@ -52,8 +53,9 @@ def _vacuous_units(task: Task, rule: GlobalRule) -> int:
     return units
 
 
-def loosen_for_resistance(draft: Draft, task_id: str, settings: GenerationSettings,
-                          solver: SolverSettings) -> bool:  # fmt: skip
+def loosen_for_resistance(
+    draft: Draft, task_id: str, settings: GenerationSettings, solver: SolverSettings
+) -> bool:
     """Loosen bounds of a unique ``draft`` until the resistant share is met; True when met."""
     target = settings.min_resistant_share
     if target <= 0 or not qualifies(draft):

@@ -54,8 +54,7 @@ def draw_slot_rules(domain: Domain, max_rules: int, rng: random.Random) -> list[
     for index in chosen:
         template = domain.slot_rules[index]
         attribute = domain.numeric(template.attribute)
-        rules.append(SlotRule(template.attribute, template.op,
-                              draw_threshold(attribute, template.op, rng)))  # fmt: skip
+        rules.append(SlotRule(template.attribute, template.op, draw_threshold(attribute, template.op, rng)))
     return rules
 
 
@@ -70,5 +69,3 @@ def sample_grid(draft: Draft, hidden_slots: int, max_slot_rules: int) -> None:
     for cell in cells:
         rules = draft.slot_rules.get(cell, [])
         draft.truth[cell[0]][cell[1]] = draft.new_item(sample_passing(domain, rules, rng))
-
-

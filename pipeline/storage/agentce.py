@@ -21,64 +21,101 @@ from solvers.task import Answer, GlobalRule, Slot, SlotRoles, SlotRule, Task, Ta
 
 # domain -> (id field, slot rules {name: (attribute, op)}, global rules {name: (kind, attribute, extra)})
 REFERENCE: dict[str, tuple[str, dict[str, tuple[str, str]], dict[str, tuple[str, str, dict]]]] = {
-    "course": ("course_id",
-               {"max_difficulty": ("difficulty", "<="), "min_credits": ("credits", ">="),
-                "max_price": ("price", "<=")},
-               {"total_credits_min": (RuleKind.SUM_MIN, "credits", {}),
-                "total_price_max": (RuleKind.SUM_MAX, "price", {}),
-                "same_teacher_week_max": (RuleKind.REPEAT_MAX, "teacher", {}),
-                "same_category_week_max": (RuleKind.REPEAT_MAX, "category", {}),
-                "total_workload_max": (RuleKind.SUM_MAX, "workload", {})}),
-    "meal": ("dish_id",
-             {"max_calories": ("calories", "<="), "min_protein": ("protein", ">="),
-              "max_price": ("price", "<=")},
-             {"weekly_calories_max": (RuleKind.SUM_MAX, "calories", {}),
-              "weekly_protein_min": (RuleKind.SUM_MIN, "protein", {}),
-              "same_cuisine_max": (RuleKind.REPEAT_MAX, "cuisine", {}),
-              "same_chef_max": (RuleKind.REPEAT_MAX, "chef", {}),
-              "weekly_price_max": (RuleKind.SUM_MAX, "price", {}),
-              "weekly_spiciness_max": (RuleKind.SUM_MAX, "spiciness", {})}),
-    "pc_build": ("component_id",
-                 {"max_price": ("price", "<="), "min_performance": ("performance", ">="),
-                  "max_power": ("power", "<=")},
-                 {"total_budget_max": (RuleKind.SUM_MAX, "price", {}),
-                  "total_power_max": (RuleKind.SUM_MAX, "power", {}),
-                  "same_brand_max": (RuleKind.REPEAT_MAX, "brand", {}),
-                  "same_category_max": (RuleKind.REPEAT_MAX, "category", {}),
-                  "high_performance_min": (RuleKind.COUNT_MIN_THRESHOLD, "performance", {"at_least": 75}),
-                  "total_compatibility_min": (RuleKind.SUM_MIN, "compatibility", {})}),
-    "shopping": ("product_id",
-                 {"max_price": ("price", "<="), "min_calories": ("calories", ">="),
-                  "min_protein": ("protein", ">=")},
-                 {"weekly_budget_max": (RuleKind.SUM_MAX, "price", {}),
-                  "weekly_calories_min": (RuleKind.SUM_MIN, "calories", {}),
-                  "weekly_protein_min": (RuleKind.SUM_MIN, "protein", {}),
-                  "same_brand_max": (RuleKind.REPEAT_MAX, "brand", {}),
-                  "weekly_weight_max": (RuleKind.SUM_MAX, "weight", {}),
-                  "same_category_max": (RuleKind.REPEAT_MAX, "category", {})}),
-    "travel": ("activity_id",
-               {"max_cost": ("cost", "<="), "max_duration": ("duration", "<="),
-                "max_crowd": ("crowd_level", "<=")},
-               {"total_budget_max": (RuleKind.SUM_MAX, "cost", {}),
-                "museum_min": (RuleKind.COUNT_MIN, "category", {"equals": "museum"}),
-                "outdoor_min": (RuleKind.COUNT_MIN, "category", {"equals": "outdoor"}),
-                "location_repeat_max": (RuleKind.REPEAT_MAX, "location", {}),
-                "daily_duration_max": (RuleKind.SUM_MAX, "duration", {"scope": "row"}),
-                "rating_total_min": (RuleKind.SUM_MIN, "rating", {})}),
-    "workforce": ("worker_id",
-                  {"min_skill": ("skill", ">="), "max_cost": ("hourly_cost", "<="),
-                   "min_experience": ("experience", ">=")},
-                  {"total_cost_max": (RuleKind.SUM_MAX, "hourly_cost", {}),
-                   "total_skill_min": (RuleKind.SUM_MIN, "skill", {}),
-                   "senior_shift_min": (RuleKind.COUNT_MIN_THRESHOLD, "experience", {"at_least": 12}),
-                   "same_department_week_max": (RuleKind.REPEAT_MAX, "department", {}),
-                   "total_reliability_min": (RuleKind.SUM_MIN, "reliability", {}),
-                   "total_overtime_min": (RuleKind.SUM_MIN, "overtime_capacity", {})}),
-}  # fmt: skip
+    "course": (
+        "course_id",
+        {
+            "max_difficulty": ("difficulty", "<="),
+            "min_credits": ("credits", ">="),
+            "max_price": ("price", "<="),
+        },
+        {
+            "total_credits_min": (RuleKind.SUM_MIN, "credits", {}),
+            "total_price_max": (RuleKind.SUM_MAX, "price", {}),
+            "same_teacher_week_max": (RuleKind.REPEAT_MAX, "teacher", {}),
+            "same_category_week_max": (RuleKind.REPEAT_MAX, "category", {}),
+            "total_workload_max": (RuleKind.SUM_MAX, "workload", {}),
+        },
+    ),
+    "meal": (
+        "dish_id",
+        {"max_calories": ("calories", "<="), "min_protein": ("protein", ">="), "max_price": ("price", "<=")},
+        {
+            "weekly_calories_max": (RuleKind.SUM_MAX, "calories", {}),
+            "weekly_protein_min": (RuleKind.SUM_MIN, "protein", {}),
+            "same_cuisine_max": (RuleKind.REPEAT_MAX, "cuisine", {}),
+            "same_chef_max": (RuleKind.REPEAT_MAX, "chef", {}),
+            "weekly_price_max": (RuleKind.SUM_MAX, "price", {}),
+            "weekly_spiciness_max": (RuleKind.SUM_MAX, "spiciness", {}),
+        },
+    ),
+    "pc_build": (
+        "component_id",
+        {
+            "max_price": ("price", "<="),
+            "min_performance": ("performance", ">="),
+            "max_power": ("power", "<="),
+        },
+        {
+            "total_budget_max": (RuleKind.SUM_MAX, "price", {}),
+            "total_power_max": (RuleKind.SUM_MAX, "power", {}),
+            "same_brand_max": (RuleKind.REPEAT_MAX, "brand", {}),
+            "same_category_max": (RuleKind.REPEAT_MAX, "category", {}),
+            "high_performance_min": (RuleKind.COUNT_MIN_THRESHOLD, "performance", {"at_least": 75}),
+            "total_compatibility_min": (RuleKind.SUM_MIN, "compatibility", {}),
+        },
+    ),
+    "shopping": (
+        "product_id",
+        {"max_price": ("price", "<="), "min_calories": ("calories", ">="), "min_protein": ("protein", ">=")},
+        {
+            "weekly_budget_max": (RuleKind.SUM_MAX, "price", {}),
+            "weekly_calories_min": (RuleKind.SUM_MIN, "calories", {}),
+            "weekly_protein_min": (RuleKind.SUM_MIN, "protein", {}),
+            "same_brand_max": (RuleKind.REPEAT_MAX, "brand", {}),
+            "weekly_weight_max": (RuleKind.SUM_MAX, "weight", {}),
+            "same_category_max": (RuleKind.REPEAT_MAX, "category", {}),
+        },
+    ),
+    "travel": (
+        "activity_id",
+        {"max_cost": ("cost", "<="), "max_duration": ("duration", "<="), "max_crowd": ("crowd_level", "<=")},
+        {
+            "total_budget_max": (RuleKind.SUM_MAX, "cost", {}),
+            "museum_min": (RuleKind.COUNT_MIN, "category", {"equals": "museum"}),
+            "outdoor_min": (RuleKind.COUNT_MIN, "category", {"equals": "outdoor"}),
+            "location_repeat_max": (RuleKind.REPEAT_MAX, "location", {}),
+            "daily_duration_max": (RuleKind.SUM_MAX, "duration", {"scope": "row"}),
+            "rating_total_min": (RuleKind.SUM_MIN, "rating", {}),
+        },
+    ),
+    "workforce": (
+        "worker_id",
+        {
+            "min_skill": ("skill", ">="),
+            "max_cost": ("hourly_cost", "<="),
+            "min_experience": ("experience", ">="),
+        },
+        {
+            "total_cost_max": (RuleKind.SUM_MAX, "hourly_cost", {}),
+            "total_skill_min": (RuleKind.SUM_MIN, "skill", {}),
+            "senior_shift_min": (RuleKind.COUNT_MIN_THRESHOLD, "experience", {"at_least": 12}),
+            "same_department_week_max": (RuleKind.REPEAT_MAX, "department", {}),
+            "total_reliability_min": (RuleKind.SUM_MIN, "reliability", {}),
+            "total_overtime_min": (RuleKind.SUM_MIN, "overtime_capacity", {}),
+        },
+    ),
+}
 
 FILE_FIELDS = ("domain", "rows", "cols", "instances")
-INSTANCE_FIELDS = ("instance_id", "meta", "global_constraints", "item_pool", "truth_solution",
-                   "partial_solution", "slots")  # fmt: skip
+INSTANCE_FIELDS = (
+    "instance_id",
+    "meta",
+    "global_constraints",
+    "item_pool",
+    "truth_solution",
+    "partial_solution",
+    "slots",
+)
 
 
 def read_file(path: Path) -> dict[str, Any]:
@@ -94,13 +131,11 @@ def read_file(path: Path) -> dict[str, Any]:
         if name not in data:
             raise TaskFormatError(f"{path}: missing field {name!r} (not an AgentCE dataset file)")
     if data["domain"] not in REFERENCE:
-        raise TaskFormatError(f"{path}: domain {data['domain']!r} has no mapping; known: "
-                              f"{sorted(REFERENCE)}")  # fmt: skip
+        raise TaskFormatError(f"{path}: domain {data['domain']!r} has no mapping; known: {sorted(REFERENCE)}")
     return data
 
 
-def convert(domain: str, instance: dict[str, Any], index: int,
-            origin: str) -> tuple[TaskKey, Task, Answer]:  # fmt: skip
+def convert(domain: str, instance: dict[str, Any], index: int, origin: str) -> tuple[TaskKey, Task, Answer]:
     """One reference instance -> (key, task, answer with empty certificate)."""
     where = f"{origin} instance {instance.get('instance_id', index)}"
     for name in INSTANCE_FIELDS:
@@ -115,25 +150,39 @@ def convert(domain: str, instance: dict[str, Any], index: int,
         constraints = []
         for name in rules.get("active_rule_names", []):
             if name not in slot_table:
-                raise TaskFormatError(f"{where}: unknown slot rule {name!r}; known: "
-                                      f"{sorted(slot_table)}")  # fmt: skip
+                raise TaskFormatError(f"{where}: unknown slot rule {name!r}; known: {sorted(slot_table)}")
             attribute, op = slot_table[name]
             constraints.append(SlotRule(attribute, op, int(rules[name])))
-        slots.append(Slot(int(slot["row"]), int(slot["col"]), tuple(slot["candidate_ids"]),
-                          tuple(constraints)))  # fmt: skip
-        roles.append(SlotRoles(int(slot["row"]), int(slot["col"]), str(slot["truth_id"]),
-                               tuple(slot.get("decoy_ids", [])),
-                               tuple(slot.get("filter_candidate_ids", []))))  # fmt: skip
+        slots.append(
+            Slot(int(slot["row"]), int(slot["col"]), tuple(slot["candidate_ids"]), tuple(constraints))
+        )
+        roles.append(
+            SlotRoles(
+                int(slot["row"]),
+                int(slot["col"]),
+                str(slot["truth_id"]),
+                tuple(slot.get("decoy_ids", [])),
+                tuple(slot.get("filter_candidate_ids", [])),
+            )
+        )
     rules = []
     for name, bound in instance["global_constraints"].items():
         if name == "global":
             continue
         if name not in global_table:
-            raise TaskFormatError(f"{where}: unknown global rule {name!r}; known: "
-                                  f"{sorted(global_table)}")  # fmt: skip
+            raise TaskFormatError(f"{where}: unknown global rule {name!r}; known: {sorted(global_table)}")
         kind, attribute, extra = global_table[name]
-        rules.append(GlobalRule(name, kind, attribute, int(bound), extra.get("scope", "grid"),
-                                extra.get("equals"), extra.get("at_least")))  # fmt: skip
+        rules.append(
+            GlobalRule(
+                name,
+                kind,
+                attribute,
+                int(bound),
+                extra.get("scope", "grid"),
+                extra.get("equals"),
+                extra.get("at_least"),
+            )
+        )
     grid = tuple(tuple(row) for row in instance["partial_solution"])
     used = {i for row in grid for i in row if i is not None} | {c for s in slots for c in s.candidates}
     pool = instance["item_pool"]
@@ -145,13 +194,23 @@ def convert(domain: str, instance: dict[str, Any], index: int,
         items[item_id] = {"id": item_id, "name": str(record.pop("name", item_id)), **record}
     rows, cols = len(grid), len(grid[0]) if grid else 0
     budget, per_slot = int(meta.get("branch_budget", 0)), int(meta.get("candidates_per_slot", 0))
-    instruction = write_instruction(get_domain(domain), rows, cols, rules,
-                                    {(s.row, s.col): list(s.constraints) for s in slots})  # fmt: skip
-    task = Task(str(instance["instance_id"]), domain, rows, cols, budget, grid, items,
-                tuple(slots), tuple(rules), instruction, per_slot,
-                {"origin": origin,
-                 "source_instruction": str(instance.get("task_instruction", ""))})  # fmt: skip
-    answer = Answer(task.task_id, tuple(tuple(row) for row in instance["truth_solution"]),
-                    tuple(roles))  # fmt: skip
+    instruction = write_instruction(
+        get_domain(domain), rows, cols, rules, {(s.row, s.col): list(s.constraints) for s in slots}
+    )
+    task = Task(
+        str(instance["instance_id"]),
+        domain,
+        rows,
+        cols,
+        budget,
+        grid,
+        items,
+        tuple(slots),
+        tuple(rules),
+        instruction,
+        per_slot,
+        {"origin": origin, "source_instruction": str(instance.get("task_instruction", ""))},
+    )
+    answer = Answer(task.task_id, tuple(tuple(row) for row in instance["truth_solution"]), tuple(roles))
     key = TaskKey(domain, rows, cols, len(slots), budget, per_slot, 0, index)
     return key, task, answer

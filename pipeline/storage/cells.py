@@ -21,8 +21,7 @@ def settings_fingerprint(settings: GenerationSettings, salt: str = "") -> str:
     """Cells made with other settings or another salt live in another folder (the salt enters
     only through its hash)."""
     salt_hash = hashlib.sha256(salt.encode()).hexdigest() if salt else ""
-    text = json.dumps({"format": FORMAT, "settings": asdict(settings), "salt": salt_hash},
-                      sort_keys=True)  # fmt: skip
+    text = json.dumps({"format": FORMAT, "settings": asdict(settings), "salt": salt_hash}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -37,22 +36,31 @@ def load_cell(path: Path, key: TaskKey) -> CertifiedTask | None:
         return None
     if record.get("format") != FORMAT or record.get("key") != key.public():
         return None
-    return CertifiedTask(key, task_from_dict(record["task"]), answer_from_dict(record["answer"]),
-                         record.get("timings", {}), tuple(record.get("events", ())))  # fmt: skip
+    return CertifiedTask(
+        key,
+        task_from_dict(record["task"]),
+        answer_from_dict(record["answer"]),
+        record.get("timings", {}),
+        tuple(record.get("events", ())),
+    )
 
 
 def store_cell(path: Path, made: CertifiedTask) -> None:
-    record = {"format": FORMAT, "key": made.key.public(), "task": made.task.to_dict(),
-              "answer": made.answer.to_dict(), "timings": made.timings,
-              "events": list(made.events)}  # fmt: skip
+    record = {
+        "format": FORMAT,
+        "key": made.key.public(),
+        "task": made.task.to_dict(),
+        "answer": made.answer.to_dict(),
+        "timings": made.timings,
+        "events": list(made.events),
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(f".tmp{os.getpid()}")
     temporary.write_text(json.dumps(record))
     temporary.replace(path)
 
 
-def make_task(key: TaskKey, settings: GenerationSettings,
-              root: Path | None) -> tuple[CertifiedTask, bool]:  # fmt: skip
+def make_task(key: TaskKey, settings: GenerationSettings, root: Path | None) -> tuple[CertifiedTask, bool]:
     """The certified task of ``key``: from the cell store when present, else generated (and
     stored). Returns (task, reused)."""
     fingerprint = settings_fingerprint(settings, key.salt)
@@ -72,8 +80,9 @@ def _work(args: tuple[TaskKey, GenerationSettings, str | None]) -> tuple[Certifi
     return make_task(key, settings, Path(root) if root else None)
 
 
-def make_tasks(keys: list[TaskKey], settings: GenerationSettings, root: Path | None,
-               workers: int, label: str) -> tuple[list[CertifiedTask], int]:  # fmt: skip
+def make_tasks(
+    keys: list[TaskKey], settings: GenerationSettings, root: Path | None, workers: int, label: str
+) -> tuple[list[CertifiedTask], int]:
     """Generate (or reuse) every key, in ``workers`` processes, with a progress bar.
     Returns the tasks in the order of ``keys`` and how many were reused from the store."""
     jobs = [(key, settings, str(root) if root else None) for key in keys]

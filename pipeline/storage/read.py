@@ -18,14 +18,18 @@ def read_manifest(path: Path) -> dict[str, Any]:
     """The manifest of the release at ``path``; a folder without one is not a release, and a
     manifest of the wrong shape is refused, naming what is wrong."""
     if not path.is_dir() or not (path / "manifest.json").exists():
-        raise ReleaseError(f"{path} is not a release (no manifest.json); pass release=PATH to a "
-                           "folder written by `make release`")  # fmt: skip
+        raise ReleaseError(
+            f"{path} is not a release (no manifest.json); pass release=PATH to a "
+            "folder written by `make release`"
+        )
     manifest = read_json(path, "manifest.json")
     if not isinstance(manifest, dict):
         raise ReleaseError(f"{path}/manifest.json: must be a JSON object, got {type(manifest).__name__}")
     if manifest.get("format") != RELEASE_FORMAT:
-        raise ReleaseError(f"{path}/manifest.json: release format {str(manifest.get('format'))[:40]!r} "
-                           f"is not known; this code reads {RELEASE_FORMAT!r}")  # fmt: skip
+        raise ReleaseError(
+            f"{path}/manifest.json: release format {str(manifest.get('format'))[:40]!r} "
+            f"is not known; this code reads {RELEASE_FORMAT!r}"
+        )
     files = manifest.get("files")
     if not isinstance(files, dict) or not files:
         raise ReleaseError(f"{path}/manifest.json: 'files' must map each file to its SHA-256")
@@ -45,6 +49,6 @@ def release_pairs(release: Path) -> list[tuple[Task, Answer]]:
     pairs = []
     for relative in sorted(name for name in manifest["files"] if name.startswith("tasks/")):
         task = task_from_dict(read_json(release, relative))
-        answer = answer_from_dict(read_json(release, "answers/" + relative[len("tasks/"):]))
+        answer = answer_from_dict(read_json(release, "answers/" + relative[len("tasks/") :]))
         pairs.append((task, answer))
     return pairs

@@ -56,8 +56,9 @@ def check_files(path: Path, manifest: dict[str, Any], report: VerifyReport) -> s
         try:
             data = read_bytes(path, relative)
         except ReleaseError as error:
-            report.file_failures.append(str(error) + (" (listed in the manifest)" if "missing" in
-                                                      str(error) else ""))  # fmt: skip
+            report.file_failures.append(
+                str(error) + (" (listed in the manifest)" if "missing" in str(error) else "")
+            )
             continue
         if sha256(data) != digest:
             report.file_failures.append(f"{relative}: digest mismatch (file changed)")
@@ -76,21 +77,24 @@ def check_release(path: Path, manifest: dict[str, Any], report: VerifyReport) ->
     failures = report.file_failures
     counts = manifest["counts"]
     if counts["tasks"] != len(tasks):
-        failures.append(f"manifest.json: counts.tasks={counts['tasks']} but {len(tasks)} task files "
-                        "are listed")  # fmt: skip
+        failures.append(
+            f"manifest.json: counts.tasks={counts['tasks']} but {len(tasks)} task files are listed"
+        )
     if not tasks:
         failures.append("manifest.json: the release lists no task")
     per_domain = Counter(name.split("/")[1] for name in tasks if name.count("/") == 2)
     if isinstance(counts.get("per_domain"), dict) and counts["per_domain"] != dict(per_domain):
-        failures.append(f"manifest.json: counts.per_domain={counts['per_domain']} but the task files "
-                        f"give {dict(sorted(per_domain.items()))}")  # fmt: skip
+        failures.append(
+            f"manifest.json: counts.per_domain={counts['per_domain']} but the task files "
+            f"give {dict(sorted(per_domain.items()))}"
+        )
     for name in tasks:
         if name.count("/") != 2 or not name.endswith(".json"):
             failures.append(f"{name}: task files live at tasks/<domain>/<task_id>.json")
-        elif "answers/" + name[len("tasks/"):] not in answers:
+        elif "answers/" + name[len("tasks/") :] not in answers:
             failures.append(f"{name}: its answer file is not listed")
     for name in sorted(answers):
-        if "tasks/" + name[len("answers/"):] not in listed:
+        if "tasks/" + name[len("answers/") :] not in listed:
             failures.append(f"{name}: an answer without a task file")
     _check_metadata(path, listed, tasks, failures)
     return [name for name in tasks if name.count("/") == 2]
@@ -108,23 +112,27 @@ def _check_metadata(path: Path, listed: dict[str, str], tasks: list[str], failur
     except Exception as error:  # polars raises several kinds for a damaged file
         failures.append(f"metadata.parquet: unreadable ({type(error).__name__})")
         return
-    expected = {name.rsplit("/", 1)[-1][:-len(".json")]: name for name in tasks}
+    expected = {name.rsplit("/", 1)[-1][: -len(".json")]: name for name in tasks}
     if "task_id" not in meta.columns or sorted(meta["task_id"].to_list()) != sorted(expected):
         failures.append(f"metadata.parquet: its rows ({meta.height}) are not the {len(tasks)} tasks listed")
         return
     for row in meta.iter_rows(named=True):
         name = expected[row["task_id"]]
-        answer = "answers/" + name[len("tasks/"):]
+        answer = "answers/" + name[len("tasks/") :]
         if row.get("task_sha256") != listed.get(name) or row.get("answer_sha256") != listed.get(answer):
             failures.append(f"metadata.parquet: the digests of {row['task_id']} differ from its files")
         if row.get("domain") != name.split("/")[1]:
-            failures.append(f"metadata.parquet: {row['task_id']} is in domain {row.get('domain')!r} "
-                            f"but its file is under {name.split('/')[1]}/")  # fmt: skip
+            failures.append(
+                f"metadata.parquet: {row['task_id']} is in domain {row.get('domain')!r} "
+                f"but its file is under {name.split('/')[1]}/"
+            )
 
 
 def _validators() -> dict[str, jsonschema.Draft202012Validator]:
-    return {kind: jsonschema.Draft202012Validator(json.loads(
-        (SCHEMA_DIR / f"{kind}.schema.json").read_text())) for kind in ("task", "answer")}
+    return {
+        kind: jsonschema.Draft202012Validator(json.loads((SCHEMA_DIR / f"{kind}.schema.json").read_text()))
+        for kind in ("task", "answer")
+    }
 
 
 def consistency(task: Task, answer: Answer) -> list[str]:
@@ -154,19 +162,25 @@ def consistency(task: Task, answer: Answer) -> list[str]:
 def task_shape(task: Task, task_rel: str) -> list[str]:
     """Folder, candidates and instruction: what the schema cannot say."""
     problems = []
-    domain, file_id = task_rel.split("/")[1], task_rel.rsplit("/", 1)[-1][:-len(".json")]
+    domain, file_id = task_rel.split("/")[1], task_rel.rsplit("/", 1)[-1][: -len(".json")]
     if task.domain != domain or task.task_id != file_id:
         problems.append(f"file {task_rel} holds task {task.task_id} of domain {task.domain}")
     for slot in task.slots:
         if len(set(slot.candidates)) != len(slot.candidates):
             problems.append(f"cell ({slot.row},{slot.col}) lists a candidate twice")
         if task.candidates_per_slot and len(slot.candidates) != task.candidates_per_slot:
-            problems.append(f"cell ({slot.row},{slot.col}) has {len(slot.candidates)} candidates, "
-                            f"not candidates_per_slot={task.candidates_per_slot}")  # fmt: skip
+            problems.append(
+                f"cell ({slot.row},{slot.col}) has {len(slot.candidates)} candidates, "
+                f"not candidates_per_slot={task.candidates_per_slot}"
+            )
     try:
-        rendered = write_instruction(get_domain(task.domain), task.rows, task.cols,
-                                     list(task.global_constraints),
-                                     {(s.row, s.col): list(s.constraints) for s in task.slots})  # fmt: skip
+        rendered = write_instruction(
+            get_domain(task.domain),
+            task.rows,
+            task.cols,
+            list(task.global_constraints),
+            {(s.row, s.col): list(s.constraints) for s in task.slots},
+        )
     except DomainError as error:
         return [*problems, str(error)]
     if task.instruction != rendered:
@@ -186,15 +200,17 @@ def prove_one(args: tuple[str, str, str, SolverSettings, str | None]) -> tuple[s
         return task_rel, "?", [f"malformed: {str(error)[:200]}"]
 
 
-def _prove(root: Path, task_rel: str, answer_rel: str, solver: SolverSettings,
-           milp: str | None) -> tuple[str, str, list[str]]:  # fmt: skip
+def _prove(
+    root: Path, task_rel: str, answer_rel: str, solver: SolverSettings, milp: str | None
+) -> tuple[str, str, list[str]]:
     task_data, answer_data = read_json(root, task_rel), read_json(root, answer_rel)
     validators = _validators()
     reasons: list[str] = []
     for kind, data in (("task", task_data), ("answer", answer_data)):
         for problem in validators[kind].iter_errors(data):
-            reasons.append(f"schema error in {kind} file at {list(problem.path)[:6]}: "
-                           f"{problem.message[:160]}")  # fmt: skip
+            reasons.append(
+                f"schema error in {kind} file at {list(problem.path)[:6]}: {problem.message[:160]}"
+            )
     if reasons:
         named = task_data.get("task_id") if isinstance(task_data, dict) else None
         return (named if isinstance(named, str) and len(named) < 100 else task_rel), "?", reasons[:5]
@@ -207,14 +223,14 @@ def _prove(root: Path, task_rel: str, answer_rel: str, solver: SolverSettings,
         decoys = {(r.row, r.col): list(r.decoys) for r in answer.roles}
         record = crosscheck(task, answer.truth_choice(), decoys, solver, milp)
         if not record["ok"]:
-            reasons.append(f"{record['solver']} disagrees: {record['statuses']}"
-                           + (f", second solution {record['counterexample']}"
-                              if "counterexample" in record else ""))  # fmt: skip
+            reasons.append(
+                f"{record['solver']} disagrees: {record['statuses']}"
+                + (f", second solution {record['counterexample']}" if "counterexample" in record else "")
+            )
     return task.task_id, task.domain, reasons
 
 
-def verify_release(path: Path, solver: SolverSettings, milp: str | None,
-                   workers: int) -> VerifyReport:  # fmt: skip
+def verify_release(path: Path, solver: SolverSettings, milp: str | None, workers: int) -> VerifyReport:
     """Every check on the release at ``path``. A folder without a manifest raises
     :class:`ReleaseError` (not a release); anything wrong inside one is a failure."""
     report = VerifyReport()
@@ -226,9 +242,12 @@ def verify_release(path: Path, solver: SolverSettings, milp: str | None,
         report.file_failures.append(str(error))
         return report
     sound = check_files(path, manifest, report)
-    tasks = [name for name in check_release(path, manifest, report)
-             if name in sound and "answers/" + name[len("tasks/"):] in sound]  # fmt: skip
-    jobs = [(str(path), rel, "answers/" + rel[len("tasks/"):], solver, milp) for rel in tasks]
+    tasks = [
+        name
+        for name in check_release(path, manifest, report)
+        if name in sound and "answers/" + name[len("tasks/") :] in sound
+    ]
+    jobs = [(str(path), rel, "answers/" + rel[len("tasks/") :], solver, milp) for rel in tasks]
     seen: dict[str, str] = {}
     for task_id, domain, reasons in parallel_imap(prove_one, jobs, workers, f"verify {path.name}"):
         if task_id in seen and not reasons:

@@ -39,11 +39,15 @@ def release_dir(output_root: str | Path, name: str, version: str) -> Path:
     """``<output_root>/<name>-v<version>``, with the name and version checked so that the
     folder can only be a direct child of ``output_root``."""
     if not NAME.match(str(name)) or ".." in str(name):
-        raise ReleaseError(f"release.name={str(name)[:80]!r}: use letters, digits, '.', '_' and '-' "
-                           "(no '/', no '..'), for example release.name=gridbench")  # fmt: skip
+        raise ReleaseError(
+            f"release.name={str(name)[:80]!r}: use letters, digits, '.', '_' and '-' "
+            "(no '/', no '..'), for example release.name=gridbench"
+        )
     if not VERSION.match(str(version)):
-        raise ReleaseError(f"release.version={str(version)[:80]!r}: use a semantic version, for "
-                           "example release.version=1.0.0")  # fmt: skip
+        raise ReleaseError(
+            f"release.version={str(version)[:80]!r}: use a semantic version, for "
+            "example release.version=1.0.0"
+        )
     root = Path(output_root).resolve()
     target = root / f"{name}-v{version}"
     if target.parent != root:
@@ -68,11 +72,14 @@ def check_target(target: Path, overwrite: bool) -> None:
     if target.is_symlink():
         raise ReleaseError(f"{target} is a symlink; a release is never written through one")
     if target.exists() and not overwrite:
-        raise ReleaseError(f"release {target} already exists; bump release.version or pass "
-                           "release.overwrite=true")  # fmt: skip
+        raise ReleaseError(
+            f"release {target} already exists; bump release.version or pass release.overwrite=true"
+        )
     if target.exists() and not is_release(target):
-        raise ReleaseError(f"{target} exists and is not a release (no manifest.json of this "
-                           "format); release.overwrite=true replaces only a release")  # fmt: skip
+        raise ReleaseError(
+            f"{target} exists and is not a release (no manifest.json of this "
+            "format); release.overwrite=true replaces only a release"
+        )
 
 
 def dumps(record: dict[str, Any]) -> bytes:
@@ -114,8 +121,10 @@ def _build_lock(target: Path) -> Iterator[None]:
         except FileExistsError:
             owner = lock.read_text().strip() if lock.is_file() else ""
             if owner.isdigit() and _alive(int(owner)) and int(owner) != os.getpid():
-                raise ReleaseError(f"another build of {target.name} is running (pid {owner}); "
-                                   "wait for it, or build another release.version") from None
+                raise ReleaseError(
+                    f"another build of {target.name} is running (pid {owner}); "
+                    "wait for it, or build another release.version"
+                ) from None
             lock.unlink(missing_ok=True)
             continue
         os.write(descriptor, str(os.getpid()).encode())
@@ -138,8 +147,10 @@ def clean_stale_partials(target: Path) -> list[Path]:
             shutil.rmtree(stale, ignore_errors=True)
             removed.append(stale)
     if removed:
-        print(f"removed {len(removed)} unfinished build folder(s) of killed runs: "
-              f"{', '.join(p.name for p in removed)}")  # fmt: skip
+        print(
+            f"removed {len(removed)} unfinished build folder(s) of killed runs: "
+            f"{', '.join(p.name for p in removed)}"
+        )
     return removed
 
 
@@ -175,9 +186,15 @@ def metadata_row(made: CertifiedTask, task_bytes: bytes, answer_bytes: bytes) ->
     propagation = measures.get("propagation", {})
     space = int(measures.get("search_space", 0))
     return {
-        "task_id": task.task_id, "domain": task.domain, "rows": task.rows, "cols": task.cols,
-        "hidden_slots": task.hidden_slots, "decoy_budget": task.decoy_budget,
-        "candidates_per_slot": task.candidates_per_slot, "seed": key.seed, "index": key.index,
+        "task_id": task.task_id,
+        "domain": task.domain,
+        "rows": task.rows,
+        "cols": task.cols,
+        "hidden_slots": task.hidden_slots,
+        "decoy_budget": task.decoy_budget,
+        "candidates_per_slot": task.candidates_per_slot,
+        "seed": key.seed,
+        "index": key.index,
         "n_decoys": sum(len(r.decoys) for r in answer.roles),
         "n_filtered": sum(len(r.filtered) for r in answer.roles),
         "unique": certificate.get("uniqueness") == "INFEASIBLE",
@@ -192,42 +209,74 @@ def metadata_row(made: CertifiedTask, task_bytes: bytes, answer_bytes: bytes) ->
         "shallow_decoys": int(measures.get("shallow_decoys", 0)),
         "dfs_nodes": int(measures.get("dfs_nodes", 0)),
         "dfs_capped": bool(measures.get("dfs_capped", False)),
-        "distance_units": distance.get("units"), "distance_share": distance.get("share"),
+        "distance_units": distance.get("units"),
+        "distance_share": distance.get("share"),
         "distance_rule": distance.get("rule"),
         "decoys_one_round": propagation.get("one_round"),
         "decoys_fixpoint": propagation.get("fixpoint"),
         "resistant_decoys": propagation.get("resistant"),
-        "resistant_share": (round(propagation["resistant"] / propagation["decoys"], 6)
-                            if propagation.get("decoys") else None),
+        "resistant_share": (
+            round(propagation["resistant"] / propagation["decoys"], 6) if propagation.get("decoys") else None
+        ),
         "decided_by_propagation": propagation.get("decided"),
-        "task_sha256": sha256(task_bytes), "answer_sha256": sha256(answer_bytes),
-    }  # fmt: skip
+        "task_sha256": sha256(task_bytes),
+        "answer_sha256": sha256(answer_bytes),
+    }
 
 
 METADATA_SCHEMA = {
-    "task_id": pl.String, "domain": pl.String, "rows": pl.Int64, "cols": pl.Int64,
-    "hidden_slots": pl.Int64, "decoy_budget": pl.Int64, "candidates_per_slot": pl.Int64,
-    "seed": pl.Int64, "index": pl.Int64, "n_decoys": pl.Int64, "n_filtered": pl.Int64,
-    "unique": pl.Boolean, "certificate_status": pl.String, "crosscheck_status": pl.String,
-    "repair_rounds": pl.Int64, "tightenings": pl.Int64, "cell_redraws": pl.Int64,
-    "task_redraws": pl.Int64, "search_space": pl.Int64, "log10_search_space": pl.Float64,
-    "shallow_decoys": pl.Int64, "dfs_nodes": pl.Int64, "dfs_capped": pl.Boolean,
-    "distance_units": pl.Int64, "distance_share": pl.Float64, "distance_rule": pl.String,
-    "decoys_one_round": pl.Int64, "decoys_fixpoint": pl.Int64, "resistant_decoys": pl.Int64,
+    "task_id": pl.String,
+    "domain": pl.String,
+    "rows": pl.Int64,
+    "cols": pl.Int64,
+    "hidden_slots": pl.Int64,
+    "decoy_budget": pl.Int64,
+    "candidates_per_slot": pl.Int64,
+    "seed": pl.Int64,
+    "index": pl.Int64,
+    "n_decoys": pl.Int64,
+    "n_filtered": pl.Int64,
+    "unique": pl.Boolean,
+    "certificate_status": pl.String,
+    "crosscheck_status": pl.String,
+    "repair_rounds": pl.Int64,
+    "tightenings": pl.Int64,
+    "cell_redraws": pl.Int64,
+    "task_redraws": pl.Int64,
+    "search_space": pl.Int64,
+    "log10_search_space": pl.Float64,
+    "shallow_decoys": pl.Int64,
+    "dfs_nodes": pl.Int64,
+    "dfs_capped": pl.Boolean,
+    "distance_units": pl.Int64,
+    "distance_share": pl.Float64,
+    "distance_rule": pl.String,
+    "decoys_one_round": pl.Int64,
+    "decoys_fixpoint": pl.Int64,
+    "resistant_decoys": pl.Int64,
     "resistant_share": pl.Float64,
     "decided_by_propagation": pl.Boolean,
-    "task_sha256": pl.String, "answer_sha256": pl.String,
-}  # fmt: skip
+    "task_sha256": pl.String,
+    "answer_sha256": pl.String,
+}
 
 
-def write_release(target: Path, tasks: list[CertifiedTask], name: str, version: str,
-                  config: dict[str, Any], overwrite: bool,
-                  extra_files: dict[str, bytes] | None = None,
-                  audit_splits: int = 0) -> dict[str, Any]:  # fmt: skip
+def write_release(
+    target: Path,
+    tasks: list[CertifiedTask],
+    name: str,
+    version: str,
+    config: dict[str, Any],
+    overwrite: bool,
+    extra_files: dict[str, bytes] | None = None,
+    audit_splits: int = 0,
+) -> dict[str, Any]:
     """Write the whole release atomically; returns the manifest. The dataset card carries the
     integrity audit: policies always, classifiers when ``audit_splits`` > 0."""
-    ordered = sorted(tasks, key=lambda m: (m.task.domain, m.task.hidden_slots,
-                                           m.task.decoy_budget, m.key.index, m.task.task_id))
+    ordered = sorted(
+        tasks,
+        key=lambda m: (m.task.domain, m.task.hidden_slots, m.task.decoy_budget, m.key.index, m.task.task_id),
+    )
     events = [{"task_id": made.task.task_id, **event} for made in ordered for event in made.events]
     with atomic_folder(target, overwrite) as folder:
         files: dict[str, str] = {}
@@ -238,16 +287,18 @@ def write_release(target: Path, tasks: list[CertifiedTask], name: str, version: 
                 relative = f"{kind}/{made.task.domain}/{made.task.task_id}.json"
                 files[relative] = _write(folder / relative, data)
             rows.append(metadata_row(made, task_bytes, answer_bytes))
-            timings.append({"task_id": made.task.task_id,
-                            **{k: float(v) for k, v in sorted(made.timings.items())}})  # fmt: skip
+            timings.append(
+                {"task_id": made.task.task_id, **{k: float(v) for k, v in sorted(made.timings.items())}}
+            )
         frame = pl.DataFrame(rows, schema=METADATA_SCHEMA)
         frame.write_parquet(folder / "metadata.parquet", statistics=False)
         files["metadata.parquet"] = sha256((folder / "metadata.parquet").read_bytes())
         pl.DataFrame(timings).write_parquet(folder / "timings.parquet")
         files["timings.parquet"] = sha256((folder / "timings.parquet").read_bytes())
         for schema in ("task.schema.json", "answer.schema.json"):
-            files[f"schemas/{schema}"] = _write(folder / "schemas" / schema,
-                                                (SCHEMA_DIR / schema).read_bytes())
+            files[f"schemas/{schema}"] = _write(
+                folder / "schemas" / schema, (SCHEMA_DIR / schema).read_bytes()
+            )
         for relative, data in sorted((extra_files or {}).items()):
             files[relative] = _write(folder / relative, data)
         report = audit([(m.task, m.answer) for m in ordered], audit_splits)
@@ -255,13 +306,16 @@ def write_release(target: Path, tasks: list[CertifiedTask], name: str, version: 
         card = dataset_card(name, version, frame, audit_markdown(report), salted)
         files["README.md"] = _write(folder / "README.md", card.encode())
         manifest = {
-            "format": RELEASE_FORMAT, "name": name, "version": version, "config": config,
+            "format": RELEASE_FORMAT,
+            "name": name,
+            "version": version,
+            "config": config,
             "software": software_versions(),
             "counts": {**counts(frame), "crosscheck_disagreements": len(events)},
             "build_events": events,
             "deterministic": ["tasks/", "answers/", "metadata.parquet", "schemas/", "README.md"],
             "files": dict(sorted(files.items())),
-        }  # fmt: skip
+        }
         (folder / "manifest.json").write_bytes(dumps(manifest))
     return manifest
 
@@ -274,16 +328,18 @@ def _write(path: Path, data: bytes) -> str:
 
 def counts(frame: pl.DataFrame) -> dict[str, Any]:
     per_domain = Counter(frame["domain"].to_list())
-    return {"tasks": frame.height, "per_domain": dict(sorted(per_domain.items())),
-            "certified": int((frame["certificate_status"] == "ok").sum()),
-            "crosscheck_ok": int((frame["crosscheck_status"] == "ok").sum()),
-            "decoys": int(frame["n_decoys"].sum())}  # fmt: skip
+    return {
+        "tasks": frame.height,
+        "per_domain": dict(sorted(per_domain.items())),
+        "certified": int((frame["certificate_status"] == "ok").sum()),
+        "crosscheck_ok": int((frame["crosscheck_status"] == "ok").sum()),
+        "decoys": int(frame["n_decoys"].sum()),
+    }
 
 
 def hb_table(frame: pl.DataFrame, value: str, fmt: str) -> str:
     budgets = sorted(set(frame["decoy_budget"].to_list()))
-    lines = ["| H \\ B | " + " | ".join(str(b) for b in budgets) + " |",
-             "|---|" + "---|" * len(budgets)]  # fmt: skip
+    lines = ["| H \\ B | " + " | ".join(str(b) for b in budgets) + " |", "|---|" + "---|" * len(budgets)]
     for hidden in sorted(set(frame["hidden_slots"].to_list())):
         cells = []
         for budget in budgets:
@@ -297,16 +353,21 @@ def hb_table(frame: pl.DataFrame, value: str, fmt: str) -> str:
     return "\n".join(lines)
 
 
-PUBLIC = ("This release is **public**: its answers are in `answers/`, and anyone with this code can "
-          "regenerate every task and answer from `manifest.json`. For a held-out test set, build "
-          "with `release.salt_env=NAME` and keep `answers/` back.")
-PRIVATE = ("This release is **salted**: a secret mixed into every task's seed means its answers "
-           "cannot be regenerated from its configuration (`manifest.json` holds only the salt's "
-           "SHA-256). `verify` re-proves it without the salt.")
+PUBLIC = (
+    "This release is **public**: its answers are in `answers/`, and anyone with this code can "
+    "regenerate every task and answer from `manifest.json`. For a held-out test set, build "
+    "with `release.salt_env=NAME` and keep `answers/` back."
+)
+PRIVATE = (
+    "This release is **salted**: a secret mixed into every task's seed means its answers "
+    "cannot be regenerated from its configuration (`manifest.json` holds only the salt's "
+    "SHA-256). `verify` re-proves it without the salt."
+)
 
 
-def dataset_card(name: str, version: str, frame: pl.DataFrame, integrity: str = "",
-                 salted: bool = False) -> str:  # fmt: skip
+def dataset_card(
+    name: str, version: str, frame: pl.DataFrame, integrity: str = "", salted: bool = False
+) -> str:
     stats = counts(frame)
     domains = ", ".join(f"{d} ({n})" for d, n in stats["per_domain"].items())
     return f"""# {name} v{version}
@@ -325,8 +386,8 @@ apart: the audit below measures it.
 
 {PRIVATE if salted else PUBLIC}
 
-- tasks: {stats['tasks']} ({domains}); certified: {stats['certified']};
-  MILP cross-check ok: {stats['crosscheck_ok']}; decoys: {stats['decoys']}
+- tasks: {stats["tasks"]} ({domains}); certified: {stats["certified"]};
+  MILP cross-check ok: {stats["crosscheck_ok"]}; decoys: {stats["decoys"]}
 - `tasks/<domain>/<task_id>.json`: what the agent sees (no answer)
 - `answers/<domain>/<task_id>.json`: truth grid, candidate roles, certificates, measures
 - `metadata.parquet`: one row per task; `timings.parquet`: build wall times (not reproducible)
