@@ -1,20 +1,55 @@
-"""Scoring of one episode against the answer file (SPEC section 6)."""
+"""Scoring (SPEC section 6): of a grid against the truth, and of an episode."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from env.episode import Episode
-from solvers.task import Answer
+from solvers.task import Answer, Task
+
+Cell = tuple[int, int]
+
+
+def score_grid(grid: Sequence[Sequence[Any]], truth: Mapping[Cell, str]) -> dict[str, Any]:
+    """Success (every hidden cell holds its truth), the fraction right and the wrong cells;
+    a grid of the wrong shape scores 0 rather than raising."""
+    wrong = []
+    for (row, col), item in sorted(truth.items()):
+        try:
+            placed = grid[row][col]
+        except (IndexError, KeyError, TypeError):
+            placed = None
+        if placed != item:
+            wrong.append([row, col])
+    right = len(truth) - len(wrong)
+    return {
+        "success": not wrong,
+        "fraction_correct": right / len(truth) if truth else 1.0,
+        "wrong_cells": wrong,
+    }
+
+
+def solve_truth(task: Task) -> dict[Cell, str]:
+    """The truth of a task without its answer file: its unique completion (CP-SAT)."""
+    from gridbench.errors import UserError
+    from solvers.cpsat import CpSatModel
+    from solvers.results import FEASIBLE
+
+    result = CpSatModel(task).solve([])
+    if result.status != FEASIBLE or result.solution is None:
+        raise UserError(f"task {task.task_id}: no completion satisfies its rules ({result.status})")
+    return result.solution
 
 
 def score(episode: Episode, answer: Answer) -> dict[str, Any]:
+    """An episode's grid against its answer, with what the episode spent."""
     truth = answer.truth_choice()
-    correct = sum(episode.grid[r][c] == item for (r, c), item in truth.items())
+    graded = score_grid(episode.grid, truth)
     decoy_roles = [role for role in answer.roles if role.decoys]
     return {
-        "success": correct == len(truth),
-        "fraction_correct": correct / len(truth) if truth else 1.0,
+        "success": graded["success"],
+        "fraction_correct": graded["fraction_correct"],
         "steps": episode.steps,
         "invalid_calls": episode.invalid,
         "failed_calls": episode.failures,

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.storage.safe import ReleaseError, checked_relative, read_json
+from pipeline.storage.safe import ReleaseError, checked_relative, read_bytes, read_json
 from pipeline.storage.write import RELEASE_FORMAT
 from solvers.task import Answer, Task
 from solvers.task_io import answer_from_dict, task_from_dict
@@ -52,3 +55,108 @@ def release_pairs(release: Path) -> list[tuple[Task, Answer]]:
         answer = answer_from_dict(read_json(release, "answers/" + relative[len("tasks/") :]))
         pairs.append((task, answer))
     return pairs
+
+
+@dataclass(frozen=True)
+class ReleaseRecord:
+    """One task of a release: ``task`` and ``answer`` are the dicts of its two files."""
+
+    release: Path
+    task_file: str
+    domain: str
+    task_id: str
+    hidden_slots: int
+    decoy_budget: int
+
+    @property
+    def task(self) -> dict[str, Any]:
+        return _cached_json(self.release, self.task_file)
+
+    @property
+    def answer(self) -> dict[str, Any]:
+        return _cached_json(self.release, "answers/" + self.task_file[len("tasks/") :])
+
+    def episode(self, settings: Any = None, seed: int = 0) -> Any:
+        """A fresh tool environment on this task (``gridbench.env.EnvSettings``)."""
+        from env import EnvSettings, Episode
+
+        return Episode(task_from_dict(self.task), settings or EnvSettings(), seed=seed)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_json(release: Path, relative: str) -> Any:
+    return read_json(release, relative)
+
+
+class Release:
+    """A release on disk: ``len()``, iteration, indexing and filtering over its tasks, read
+    lazily (the index comes from ``metadata.parquet``; files are read when asked for)."""
+
+    def __init__(self, path: str | Path, records: list[ReleaseRecord] | None = None) -> None:
+        self.path = Path(path)
+        self.manifest = read_manifest(self.path)
+        self.records = records if records is not None else self._index()
+
+    def _index(self) -> list[ReleaseRecord]:
+        import io
+
+        import polars as pl
+
+        meta = pl.read_parquet(io.BytesIO(read_bytes(self.path, "metadata.parquet")))
+        listed = self.manifest["files"]
+        records = []
+        for row in meta.sort(["domain", "hidden_slots", "decoy_budget", "task_id"]).iter_rows(named=True):
+            task_file = f"tasks/{row['domain']}/{row['task_id']}.json"
+            if task_file not in listed:
+                raise ReleaseError(
+                    f"{self.path}/metadata.parquet lists {task_file}, which the manifest does not"
+                )
+            records.append(
+                ReleaseRecord(
+                    self.path,
+                    task_file,
+                    row["domain"],
+                    row["task_id"],
+                    row["hidden_slots"],
+                    row["decoy_budget"],
+                )
+            )
+        return records
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __iter__(self) -> Iterator[ReleaseRecord]:
+        return iter(self.records)
+
+    def __getitem__(self, index: int | str) -> ReleaseRecord:
+        if isinstance(index, str):
+            for record in self.records:
+                if record.task_id == index:
+                    return record
+            raise KeyError(f"no task {index!r} in {self.path.name}")
+        return self.records[index]
+
+    def filter(
+        self,
+        domains: Iterable[str] | None = None,
+        hidden_slots: Iterable[int] | None = None,
+        decoy_budgets: Iterable[int] | None = None,
+    ) -> Release:
+        """The tasks with those domains, H and B (None keeps every value)."""
+        keep = [
+            r
+            for r in self.records
+            if (domains is None or r.domain in set(domains))
+            and (hidden_slots is None or r.hidden_slots in set(hidden_slots))
+            and (decoy_budgets is None or r.decoy_budget in set(decoy_budgets))
+        ]
+        return Release(self.path, keep)
+
+    def __repr__(self) -> str:
+        return f"Release({str(self.path)!r}, {len(self)} tasks)"
+
+
+def load_release(path: str | Path) -> Release:
+    """Open the release at ``path`` (its manifest is checked; files are read lazily)."""
+    return Release(path)
