@@ -16,9 +16,13 @@ RETRIES = 30  # re-tries of a call that failed by injected failure
 
 
 class Agent(Protocol):
+    """A policy that plays an episode through its tools only."""
+
     name: str
 
-    def play(self, episode: Episode, rng: random.Random) -> None: ...
+    def play(self, episode: Episode, rng: random.Random) -> None:
+        """Play ``episode`` to its end, drawing any randomness from ``rng``."""
+        ...
 
 
 def call(episode: Episode, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -62,4 +66,5 @@ def passes_slot(episode: Episode, cell: tuple[int, int], item_id: str) -> bool:
 
 
 def slot_passing(episode: Episode, cell: tuple[int, int]) -> list[str]:
+    """The ids of ``cell``'s candidates that pass its slot check (the last one tried stays placed)."""
     return [c["id"] for c in discover(episode, cell) if passes_slot(episode, cell, c["id"])]

@@ -12,9 +12,12 @@ from gridbench.errors import UserError
 
 
 class RandomAgent:
+    """A random candidate for each hidden cell, with no checks."""
+
     name = "random"
 
     def play(self, episode: Episode, rng: random.Random) -> None:
+        """Place a random candidate in each hidden cell, then call ``done``."""
         for cell in hidden_cells(episode):
             candidates = discover(episode, cell)
             if candidates:
@@ -28,6 +31,7 @@ class GreedyLocalAgent:
     name = "greedy_local"
 
     def play(self, episode: Episode, rng: random.Random) -> None:
+        """Place in each hidden cell the first candidate that passes its slot check, then call ``done``."""
         for cell in hidden_cells(episode):
             for candidate in discover(episode, cell):
                 if passes_slot(episode, cell, candidate["id"]):
@@ -42,6 +46,7 @@ class SearchAgent:
     name = "search"
 
     def play(self, episode: Episode, rng: random.Random) -> None:
+        """Search the hidden cells depth first for a completion the checks accept, then call ``done``."""
         self.episode, self.cells = episode, hidden_cells(episode)
         self.options: dict[int, list[str]] = {}
         self.check_tool = f"check_{episode.task.domain}_global_constraints"
@@ -77,6 +82,7 @@ class ShortcutAgent:
         self.name = name
 
     def play(self, episode: Episode, rng: random.Random) -> None:
+        """Place in each hidden cell the slot-passing candidate this shortcut picks, then call ``done``."""
         for cell in hidden_cells(episode):
             options = slot_passing(episode, cell)
             if options:
@@ -116,6 +122,7 @@ AGENTS = {
 
 
 def make_agent(name: str):  # type: ignore[no-untyped-def]
+    """A new agent of the baseline policy ``name``; an unknown name is a :class:`UserError`."""
     if name not in AGENTS:
         raise UserError(f"unknown agent {name!r}; agents: {sorted(AGENTS)}")
     return AGENTS[name]()

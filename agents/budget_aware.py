@@ -52,6 +52,8 @@ class BudgetAwareAgent:
     name = "budget_aware"
 
     def play(self, episode: Episode, rng: random.Random) -> None:
+        """Read each hidden cell within its budget, search what was read for a completion, place it
+        and confirm it with global checks, then call ``done``."""
         task = episode.task
         self.episode = episode
         self.items = self._visible_items()

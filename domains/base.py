@@ -34,6 +34,7 @@ class NumericAttribute:
     high: int
 
     def sample(self, rng: random.Random) -> int:
+        """A uniform draw from [low, high]."""
         return rng.randint(self.low, self.high)
 
 
@@ -45,6 +46,7 @@ class CategoricalAttribute:
     values: tuple[str, ...]
 
     def sample(self, rng: random.Random) -> str:
+        """A uniform draw from ``values``."""
         return rng.choice(self.values)
 
 
@@ -98,18 +100,21 @@ class Domain:
     sampler: ItemSampler = field(default=uniform_sampler)
 
     def attribute(self, name: str) -> Attribute:
+        """The attribute called ``name``; :class:`DomainError` when there is none."""
         for attribute in self.attributes:
             if attribute.name == name:
                 return attribute
         raise DomainError(f"domain {self.name!r} has no attribute {name!r}")
 
     def numeric(self, name: str) -> NumericAttribute:
+        """The numeric attribute called ``name``; :class:`DomainError` when it is missing or categorical."""
         attribute = self.attribute(name)
         if not isinstance(attribute, NumericAttribute):
             raise DomainError(f"attribute {name!r} of domain {self.name!r} is not numeric")
         return attribute
 
     def sample_item(self, rng: random.Random) -> dict[str, Value]:
+        """A new item's attribute values, drawn with the domain's sampler."""
         return self.sampler(self, rng)
 
     def sample_name(self, rng: random.Random) -> str:

@@ -30,6 +30,7 @@ TEACHERS = (
 
 @register
 def course() -> Domain:
+    """The course scheduling domain: courses over days and class periods."""
     return Domain(
         name="course",
         item_noun="course",

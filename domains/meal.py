@@ -22,6 +22,7 @@ CHEFS = (
 
 @register
 def meal() -> Domain:
+    """The meal planning domain: dishes over days and meals."""
     return Domain(
         name="meal",
         item_noun="dish",

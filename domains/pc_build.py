@@ -13,6 +13,7 @@ BRANDS = ("NovaTech", "Corelink", "Voltix", "Quantis", "Arcwave", "Heliox", "Pyr
 
 @register
 def pc_build() -> Domain:
+    """The PC build planning domain: components over builds and part positions."""
     return Domain(
         name="pc_build",
         item_noun="component",

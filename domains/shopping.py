@@ -22,6 +22,7 @@ BRANDS = (
 
 @register
 def shopping() -> Domain:
+    """The grocery shopping domain: products over days and basket positions."""
     return Domain(
         name="shopping",
         item_noun="product",

@@ -11,6 +11,7 @@ from gridbench.vocabulary import RuleKind
 
 @register
 def toy() -> Domain:
+    """The toy puzzle domain: tokens over rows and columns."""
     return Domain(
         name="toy",
         item_noun="token",

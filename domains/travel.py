@@ -22,6 +22,7 @@ DISTRICTS = (
 
 @register
 def travel() -> Domain:
+    """The travel itinerary domain: activities over days and time blocks."""
     return Domain(
         name="travel",
         item_noun="activity",

@@ -11,6 +11,7 @@ from gridbench.vocabulary import RuleKind
 
 @register
 def workforce() -> Domain:
+    """The shift staffing domain: workers over days and shifts."""
     return Domain(
         name="workforce",
         item_noun="worker",

@@ -12,6 +12,8 @@ UNLIMITED = -1
 
 @dataclass(frozen=True)
 class EnvSettings:
+    """The budgets, tool failure injection and step limit of an episode."""
+
     query_budget: str | int = "unlimited"  # "unlimited" | int | "paper" (cell rules + H + extra)
     query_extra: int = 0
     check_budget: str | int = "unlimited"  # "unlimited" | int | "paper" (floor(alpha * H))
@@ -21,6 +23,7 @@ class EnvSettings:
     max_steps: int = 1_000_000
 
     def validate(self) -> None:
+        """Raise :class:`UserError` naming the first invalid setting."""
         for name in ("query_budget", "check_budget"):
             value = getattr(self, name)
             if not (value in ("unlimited", "paper") or (isinstance(value, int) and value >= 0)):
@@ -33,6 +36,7 @@ class EnvSettings:
             raise UserError(f"max_steps={self.max_steps} must be >= 1")
 
     def queries_for(self, cell_rules: int, hidden: int) -> int:
+        """The query budget of a hidden cell with ``cell_rules`` slot rules, or ``UNLIMITED``."""
         if self.query_budget == "unlimited":
             return UNLIMITED
         if self.query_budget == "paper":
@@ -40,6 +44,7 @@ class EnvSettings:
         return int(self.query_budget)
 
     def checks_for(self, hidden: int) -> int:
+        """The global check budget of an episode with ``hidden`` hidden cells, or ``UNLIMITED``."""
         if self.check_budget == "unlimited":
             return UNLIMITED
         if self.check_budget == "paper":

@@ -24,12 +24,15 @@ class ArgumentError(ValueError):
 
 @dataclass(frozen=True)
 class Param:
+    """One parameter of a tool: its JSON Schema and how its argument is checked."""
+
     name: str
     kind: str  # integer | string | id_or_null | id_list | value
     description: str
     choices: tuple[str, ...] = ()  # the allowed values of a string (a JSON Schema enum)
 
     def schema(self) -> dict[str, Any]:
+        """The JSON Schema of the parameter."""
         if self.kind == "integer":
             return {"type": "integer", "minimum": 0, "description": self.description}
         if self.kind == "string" and self.choices:
@@ -99,11 +102,14 @@ def _maybe_json(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Tool:
+    """One tool an agent can call: its name, the description models read, and its parameters."""
+
     name: str
     description: str
     params: tuple[Param, ...] = ()
 
     def openai_schema(self) -> dict[str, Any]:
+        """The tool as an OpenAI function-calling schema."""
         return {
             "type": "function",
             "function": {
@@ -217,4 +223,5 @@ def tools_for(domain: str) -> dict[str, Tool]:
 
 
 def openai_schemas(domain: str) -> list[dict[str, Any]]:
+    """The OpenAI function schemas of every tool for ``domain``."""
     return [tool.openai_schema() for tool in tools_for(domain).values()]

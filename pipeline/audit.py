@@ -20,6 +20,7 @@ register_configs()
 
 
 def run_audit(cfg: DictConfig) -> int:
+    """Audit the integrity of ``cfg.release``: write ``audit.json`` and ``audit.md`` and print the tables."""
     start = time.perf_counter()
     release = Path(str(cfg.release))
     pairs = release_pairs(release)

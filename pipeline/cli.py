@@ -25,6 +25,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (UserError, FileNotFoundError, So
 
 
 def fail(message: str, code: int = 2) -> None:
+    """Print ``message`` as one ``error:`` line on stderr and exit with ``code``."""
     print(f"error: {message}", file=sys.stderr)
     sys.exit(code)
 
@@ -98,6 +99,7 @@ def run_cli(body: Callable[[DictConfig], int | None], cfg: DictConfig) -> None:
 
 
 def plain(cfg: DictConfig) -> dict[str, Any]:
+    """``cfg`` resolved into a plain dict, without the ``hydra`` node."""
     container = OmegaConf.to_container(cfg, resolve=True)
     if not isinstance(container, dict):
         raise UserError("configuration must be a mapping")

@@ -19,11 +19,15 @@ from solvers.results import SolverSettings
 
 @dataclass
 class DomainConf:
+    """The ``domain`` group (``conf/domain/*.yaml``): the domain a generate run builds."""
+
     name: str = MISSING
 
 
 @dataclass
 class GridConf:
+    """The ``grid`` group (``conf/grid/*.yaml``): grid size, hidden cells H, decoy budgets B, candidates."""
+
     name: str = MISSING
     rows: int = MISSING
     cols: int = MISSING
@@ -35,6 +39,8 @@ class GridConf:
 
 @dataclass
 class ReleaseConf:
+    """The ``release`` group (``conf/release/*.yaml``): what a release holds and where it is written."""
+
     name: str = "gridbench"
     version: str = "1.0.0"
     domains: list[str] = field(default_factory=lambda: list(PAPER_DOMAINS))  # conf/release/*.yaml
@@ -51,6 +57,8 @@ class ReleaseConf:
 
 @dataclass
 class SolverConf:
+    """The ``solver`` group: the time limit and workers of each solver call."""
+
     time_limit_s: float = 10.0
     workers: int = 1
 
@@ -70,12 +78,16 @@ GenerationConf = make_dataclass(
 
 @dataclass
 class TaskConf:
+    """The ``task`` group: one H and one B to generate, or null for every one of the grid."""
+
     hidden_slots: Any = None  # int or null (every H of the grid)
     decoy_budget: Any = None  # int or null (every B of the grid)
 
 
 @dataclass
 class Config:
+    """The schema of the release and generate commands (``conf/config.yaml``)."""
+
     domain: DomainConf = field(default_factory=DomainConf)
     grid: GridConf = field(default_factory=GridConf)
     release: ReleaseConf = field(default_factory=ReleaseConf)
@@ -86,6 +98,8 @@ class Config:
 
 @dataclass
 class VerifyOptions:
+    """The ``verify`` options: the MILP cross-check, its solver, and the worker processes."""
+
     crosscheck: bool = False
     crosscheck_solver: str = "highs"
     workers: int = 2
@@ -93,6 +107,8 @@ class VerifyOptions:
 
 @dataclass
 class VerifyConfig:
+    """The schema of the verify command (``conf/apps/verify.yaml``)."""
+
     release: str = MISSING
     verify: VerifyOptions = field(default_factory=VerifyOptions)
     solver: SolverConf = field(default_factory=SolverConf)
@@ -100,6 +116,8 @@ class VerifyConfig:
 
 @dataclass
 class ImportConfig:
+    """The schema of the AgentCE import command (``conf/apps/import_agentce.yaml``)."""
+
     source: str = "../shared/anchors/agentce_5x5"
     release: ReleaseConf = field(default_factory=ReleaseConf)  # name and version: conf/apps
     crosscheck_solver: str = "highs"
@@ -109,6 +127,8 @@ class ImportConfig:
 
 @dataclass
 class EnvConf:
+    """The ``env`` options of an evaluation: budgets, seed and tool calls per episode."""
+
     query_budget: Any = "unlimited"
     query_extra: int = 0
     check_budget: Any = "unlimited"
@@ -145,6 +165,8 @@ class AgentConf:
 
 @dataclass
 class EvaluateConfig:
+    """The schema of the evaluate command (``conf/apps/evaluate.yaml``)."""
+
     release: str = "outputs/releases/gridbench-v1.0.0"
     agent: AgentConf = field(default_factory=AgentConf)
     shard: str = ""  # "I/N": this machine's share of the episodes
@@ -163,6 +185,8 @@ class EvaluateConfig:
 
 @dataclass
 class AuditConfig:
+    """The schema of the audit command (``conf/apps/audit.yaml``)."""
+
     release: str = "outputs/releases/gridbench-v1.0.0"
     splits: int = 10
     seed: int = 0
@@ -171,6 +195,8 @@ class AuditConfig:
 
 @dataclass
 class ReportConfig:
+    """The schema of the report command (``conf/apps/report.yaml``)."""
+
     runs_root: Any = "outputs/runs/gridbench-v1.0.0"  # a folder, or a list of them
     output: str = "outputs/reports/gridbench-v1.0.0"
 
@@ -189,6 +215,7 @@ def register_configs() -> None:
 
 
 def generation_settings(cfg: DictConfig) -> GenerationSettings:
+    """The :class:`GenerationSettings` of ``cfg``, with solver and cross-check settings from other groups."""
     values = OmegaConf.to_container(cfg.generation, resolve=True)
     if not isinstance(values, dict):
         raise UserError("generation settings must be a mapping")
@@ -201,10 +228,12 @@ def generation_settings(cfg: DictConfig) -> GenerationSettings:
 
 
 def solver_settings(cfg: DictConfig) -> SolverSettings:
+    """The :class:`SolverSettings` of ``cfg.solver``."""
     return SolverSettings(time_limit_s=float(cfg.solver.time_limit_s), workers=int(cfg.solver.workers))
 
 
 def candidates_for(grid: DictConfig, budget: int) -> int:
+    """Candidates per hidden cell at decoy budget B: max(candidates_per_slot, B + room_over_budget)."""
     return max(int(grid.candidates_per_slot), budget + int(grid.room_over_budget))
 
 
@@ -231,6 +260,7 @@ def salt_record(salt: str) -> dict[str, Any]:
 
 
 def cell_keys(cfg: DictConfig, domain: str, hidden: int, budget: int) -> list[TaskKey]:
+    """The task keys of one (domain, H, B) cell, one per ``release.tasks_per_cell``."""
     grid, salt = cfg.grid, release_salt(cfg)
     return [
         TaskKey(

@@ -58,6 +58,7 @@ def request_from(cfg: DictConfig) -> EvalRequest:
 
 
 def evaluate(cfg: DictConfig) -> int:
+    """Run the evaluation ``cfg`` describes; the exit code."""
     return run_evaluation(request_from(cfg))
 
 

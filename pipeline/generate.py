@@ -23,6 +23,7 @@ register_configs()
 
 
 def generate(cfg: DictConfig) -> int:
+    """Generate and certify the tasks of the cells ``cfg`` selects, stored under ``release.cells_root``."""
     check_generation_config(cfg)
     hidden = [cfg.task.hidden_slots] if cfg.task.hidden_slots is not None else cfg.grid.hidden_slots
     budgets = [cfg.task.decoy_budget] if cfg.task.decoy_budget is not None else cfg.grid.decoy_budgets

@@ -31,6 +31,7 @@ register_configs()
 
 
 def certify_instance(args: tuple[Any, ...]) -> tuple[CertifiedTask, dict[str, Any]]:
+    """Certify, measure and cross-check one imported instance; the certified task and its status row."""
     key, task, answer, solver, milp, node_limit = args
     start = time.perf_counter()
     certificate = certify(task, answer, solver)
@@ -61,6 +62,7 @@ def certify_instance(args: tuple[Any, ...]) -> tuple[CertifiedTask, dict[str, An
 
 
 def run_import(cfg: DictConfig) -> int:
+    """Import the AgentCE files at ``cfg.source`` as a release of their certified instances; the exit code."""
     source = Path(str(cfg.source))
     files = sorted(source.glob("*.json")) if source.is_dir() else [source]
     if not files or not all(f.is_file() for f in files):
@@ -94,6 +96,7 @@ def run_import(cfg: DictConfig) -> int:
 
 
 def print_summary(report: list[dict[str, Any]], target: Path, seconds: float) -> None:
+    """Print instances, unique and certified per domain, then every instance that was not certified."""
     total: Counter[str] = Counter()
     unique: Counter[str] = Counter()
     certified: Counter[str] = Counter()

@@ -43,6 +43,7 @@ class Progress:
         self.bar = tqdm(total=total, desc=label, unit=unit) if sys.stdout.isatty() else None
 
     def update(self, row: dict[str, Any] | None = None) -> None:
+        """Count one finished job (a success when ``row`` says so) and refresh the display."""
         self.done += 1
         self.successes += bool(row and row.get("success"))
         if self.bar is not None:
@@ -57,6 +58,7 @@ class Progress:
         print(f"{self.label}: {self.done}/{self.total} {self.unit}s, {rate:.2f}/s{success}", flush=True)
 
     def close(self) -> None:
+        """Close the bar, or log the final line."""
         if self.bar is not None:
             self.bar.close()
         elif self.total:

@@ -30,6 +30,7 @@ register_configs()
 
 
 def build(cfg: DictConfig) -> int:
+    """Generate (or reuse) every task of the release ``cfg`` describes, and write the release; exit code."""
     check_generation_config(cfg)
     release = cfg.release
     target = release_dir(release.output_root, release.name, release.version)

@@ -17,6 +17,7 @@ register_configs()
 
 
 def report(cfg: DictConfig) -> int:
+    """Write the figures and summary comparing the runs under ``cfg.runs_root``; the exit code."""
     roots = [cfg.runs_root] if isinstance(cfg.runs_root, str) else list(cfg.runs_root)
     if not roots:
         raise UserError("runs_root=[] names no folder; give runs_root=outputs/runs/<release>")

@@ -12,6 +12,7 @@ USAGE = 'usage: make show ARGS="run=outputs/runs/<release>/<run> task=<task_id> 
 
 
 def main(argv: list[str]) -> int:
+    """Print the transcript of the episode that ``argv``'s ``key=value`` options name; the exit code."""
     options = dict(arg.split("=", 1) for arg in argv if "=" in arg)
     if "run" not in options or "task" not in options:
         print(USAGE, file=sys.stderr)

@@ -47,6 +47,7 @@ def slot_violations(rules: Sequence[SlotRule], item: Record) -> list[SlotRule]:
 
 
 def passes_slot(slot: Slot, item: Record) -> bool:
+    """Whether ``item`` meets every slot constraint of ``slot``."""
     return all(slot_rule_holds(rule, item) for rule in slot.constraints)
 
 

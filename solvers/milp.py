@@ -145,6 +145,7 @@ class MilpModel:
         return SolveResult(FEASIBLE, wall_ms, chosen, int(round(value)))
 
     def truth_feasible(self, truth: Mapping[Cell, str]) -> SolveResult:
+        """Solve with every hidden cell fixed to its truth; FEASIBLE when the truth meets every rule."""
         if any(truth[cell] not in ids for cell, ids in self.options.items()):
             return SolveResult(INFEASIBLE, 0.0)
         fixed = [
@@ -153,6 +154,7 @@ class MilpModel:
         return self._ask(fixed, {}, maximize=False)
 
     def other_completion(self, truth: Mapping[Cell, str]) -> SolveResult:
+        """Solve for a completion that differs from ``truth`` in at least one hidden cell."""
         same = tuple((self.column[(cell, i)], 1) for cell, i in truth.items() if (cell, i) in self.column)
         return self._ask([Row("not_truth", same, "<=", len(self.options) - 1)], {}, maximize=False)
 

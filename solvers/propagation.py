@@ -92,6 +92,7 @@ class Propagation:
 
     @property
     def decided(self) -> bool:
+        """Whether the fixpoint leaves every hidden cell a single option."""
         return all(len(options) == 1 for options in self.fixpoint.values())
 
 

@@ -46,11 +46,13 @@ class SlotRule:
     value: int | tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
+        """The rule as a JSON-ready dict (a list of values for ``in`` / ``not_in``)."""
         value = list(self.value) if isinstance(self.value, tuple) else self.value
         return {"attribute": self.attribute, "op": self.op, "value": value}
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> SlotRule:
+        """The rule a task file's dict describes; :class:`TaskFormatError` when it is malformed."""
         op = data.get("op")
         if op not in SLOT_OPS:
             raise TaskFormatError(f"slot constraint op {op!r} is unknown; allowed: {SLOT_OPS}")
@@ -76,12 +78,15 @@ class GlobalRule:
 
     @property
     def is_upper_bound(self) -> bool:
+        """Whether the rule caps a quantity (``sum_max``, ``repeat_max`` or ``count_max``)."""
         return self.kind in UPPER_BOUND_KINDS
 
     def with_bound(self, bound: int) -> GlobalRule:
+        """A copy of the rule with bound ``bound``."""
         return GlobalRule(self.name, self.kind, self.attribute, bound, self.scope, self.equals, self.at_least)
 
     def to_dict(self) -> dict[str, Any]:
+        """The rule as a JSON-ready dict; ``equals`` and ``at_least`` only when set."""
         data: dict[str, Any] = {
             "name": self.name,
             "kind": self.kind,
@@ -97,6 +102,7 @@ class GlobalRule:
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> GlobalRule:
+        """The rule a task file's dict describes; :class:`TaskFormatError` when it is malformed."""
         kind = data.get("kind")
         if kind not in RULE_KINDS:
             raise TaskFormatError(f"global rule kind {kind!r} is unknown; known: {RULE_KINDS}")
@@ -132,6 +138,7 @@ class Slot:
     constraints: tuple[SlotRule, ...]
 
     def to_dict(self) -> dict[str, Any]:
+        """The hidden cell as a JSON-ready dict."""
         return {
             "row": self.row,
             "col": self.col,
@@ -159,9 +166,11 @@ class Task:
 
     @property
     def hidden_slots(self) -> int:
+        """The number of hidden cells (H)."""
         return len(self.slots)
 
     def to_dict(self) -> dict[str, Any]:
+        """The task file's content as a JSON-ready dict."""
         return {
             "schema_version": SCHEMA_VERSION,
             "task_id": self.task_id,
@@ -191,6 +200,7 @@ class SlotRoles:
     filtered: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
+        """The cell's roles as a JSON-ready dict."""
         return {
             "row": self.row,
             "col": self.col,
@@ -212,9 +222,11 @@ class Answer:
     measures: dict[str, Any] = field(default_factory=dict)
 
     def truth_choice(self) -> dict[tuple[int, int], str]:
+        """The truth item id of each hidden cell."""
         return {(role.row, role.col): role.truth for role in self.roles}
 
     def to_dict(self) -> dict[str, Any]:
+        """The answer file's content as a JSON-ready dict."""
         return {
             "schema_version": SCHEMA_VERSION,
             "task_id": self.task_id,

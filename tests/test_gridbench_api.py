@@ -41,7 +41,11 @@ def test_load_release_indexes_filters_and_plays(release):
 def test_score_agrees_with_the_answer_and_solves_when_there_is_none(release):
     record = gridbench.load_release(release).filter(decoy_budgets=[3])[0]
     truth = record.answer["truth"]
-    assert gridbench.score(record.task, truth) == {"success": True, "fraction_correct": 1.0, "wrong_cells": []}
+    assert gridbench.score(record.task, truth) == {
+        "success": True,
+        "fraction_correct": 1.0,
+        "wrong_cells": [],
+    }
     wrong = [list(row) for row in truth]
     role = next(r for r in record.answer["roles"] if r["decoys"])
     wrong[role["row"]][role["col"]] = role["decoys"][0]

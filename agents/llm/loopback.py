@@ -60,6 +60,7 @@ class Script:
     timeout_s: float = 3.0  # how long a "timeout" fault sleeps
 
     def fault(self, task_id: str, turn: int) -> str:
+        """The fault kind to inject at ``turn`` of ``task_id``, or ``""`` for none."""
         kind = self.at.get((task_id, turn)) or self.at.get(("*", turn), "")
         if kind or self.rate <= 0:
             return kind

@@ -23,6 +23,7 @@ class PromptTemplates:
 
     @property
     def sha256(self) -> str:
+        """The SHA-256 hex digest of the system and user templates together."""
         return hashlib.sha256(f"{self.system}\0{self.user}".encode()).hexdigest()
 
 

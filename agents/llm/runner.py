@@ -93,6 +93,7 @@ class Outcome:
     messages: list[dict[str, Any]] = field(default_factory=list)
 
     def counters(self) -> dict[str, Any]:
+        """The episode's counters for its results row (``api_retries`` derived from the requests)."""
         return {
             "end_reason": self.end_reason,
             "turns": self.turns,

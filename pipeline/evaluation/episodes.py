@@ -55,6 +55,7 @@ class EvalRequest:
 
     @property
     def folder(self) -> Path:
+        """The run's output folder: ``<output_root>/<release>/<run>``."""
         return self.output_root / self.release.name / (self.run_name or run_label(self.spec.label, self.env))
 
 
@@ -82,6 +83,7 @@ def run_label(label: str, env: EnvSettings) -> str:
 def episode_id(
     release: str, task_rel: str, spec: AgentSpec, rate: float, trial: int, env: EnvSettings
 ) -> str:
+    """A stable 16-hex-digit id of one episode: release, task, agent, failure rate, trial and env settings."""
     agent = {k: v for k, v in sorted(spec.config.items()) if k not in NOT_IN_EPISODE_ID}
     text = json.dumps(
         [release, task_rel, spec.label, agent, rate, trial, asdict(env)], sort_keys=True, default=str

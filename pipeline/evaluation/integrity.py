@@ -51,6 +51,7 @@ class DecoyCell:
 
     @property
     def chance(self) -> float:
+        """The chance of picking the truth at random among the options."""
         return 1.0 / len(self.options)
 
 

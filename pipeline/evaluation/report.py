@@ -113,6 +113,7 @@ def heatmap(frame: pl.DataFrame, run: str, release: str, out: Path) -> Path:
 
 
 def domain_heatmap(frame: pl.DataFrame, rate: float, release: str, out: Path) -> Path:
+    """Success per run and domain at failure rate ``rate``, saved as a PNG in ``out``; its path."""
     part = frame.filter(pl.col("failure_rate") == rate)
     runs, domains, grid = _grid(part, "agent", "domain")
     figure, axis = plt.subplots(figsize=(1.3 * len(domains) + 3.5, 0.55 * len(runs) + 1.8))
@@ -126,6 +127,7 @@ def domain_heatmap(frame: pl.DataFrame, rate: float, release: str, out: Path) ->
 
 
 def success_vs_budget(frame: pl.DataFrame, rate: float, release: str, out: Path) -> Path:
+    """Success of every run against decoy budget B at failure rate ``rate``, saved as a PNG; its path."""
     part = frame.filter(pl.col("failure_rate") == rate)
     figure, axis = plt.subplots(figsize=(7, 4.2))
     for run in sorted(set(part["agent"].to_list())):

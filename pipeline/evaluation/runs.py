@@ -105,6 +105,7 @@ class RunStore:
             handle.write(json.dumps(row, default=str) + "\n")
 
     def write_results(self) -> pl.DataFrame:
+        """Write every finished row, sorted, to the results Parquet file (atomically); the frame."""
         rows = list(self.finished().values())
         frame = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
         if frame.height:
@@ -116,5 +117,6 @@ class RunStore:
 
 
 def read_transcript(path: Path) -> dict[str, Any]:
+    """The record of a gzipped JSON transcript file."""
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         return json.load(handle)

@@ -56,6 +56,7 @@ def _block(label: str, text: str) -> str:
 
 
 def render_messages(messages: list[dict[str, Any]]) -> str:
+    """An LLM episode's messages as readable text: reasoning, content and tool calls."""
     out = []
     for message in messages:
         role = message.get("role", "?")
@@ -76,6 +77,7 @@ def render_messages(messages: list[dict[str, Any]]) -> str:
 
 
 def render_calls(calls: list[dict[str, Any]]) -> str:
+    """A baseline episode's tool calls as numbered lines, each with its result's status and message."""
     lines = []
     for n, call in enumerate(calls, 1):
         result = call.get("result", {})
@@ -87,6 +89,7 @@ def render_calls(calls: list[dict[str, Any]]) -> str:
 
 
 def show(run: Path, task: str, rate: float | None = None, trial: int | None = None) -> str:
+    """The transcript of ``task``'s episode in ``run``, readable, under a header of its results."""
     row = find_episode(run, task, rate, trial)
     path = run / "transcripts" / f"{row['episode_id']}.json.gz"
     if not path.is_file():

@@ -45,15 +45,18 @@ def build_task(
 
 
 def candidate_ids(draft: Draft, cell: Cell) -> list[str]:
+    """``cell``'s candidate ids in role order: the truth, then its decoys, then its filtered items."""
     truth = draft.truth[cell[0]][cell[1]]
     return [truth, *draft.decoys.get(cell, []), *draft.filtered.get(cell, [])]
 
 
 def truth_choice(draft: Draft) -> dict[Cell, str]:
+    """The truth item id of each hidden cell of ``draft``."""
     return {cell: draft.truth[cell[0]][cell[1]] for cell in draft.hidden}
 
 
 def build_answer(draft: Draft, task_id: str) -> Answer:
+    """The answer file's content: the truth grid and each hidden cell's roles."""
     roles = tuple(
         SlotRoles(
             cell[0],

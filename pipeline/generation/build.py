@@ -132,6 +132,7 @@ def _finish(
 def crosscheck_answer(
     task: Task, answer: Answer, solver: SolverSettings, milp: str = "highs"
 ) -> dict[str, Any]:
+    """The MILP cross-check record of ``answer`` (truth feasible, unique, no decoy usable) by ``milp``."""
     decoys = {(role.row, role.col): list(role.decoys) for role in answer.roles if role.decoys}
     return crosscheck(task, answer.truth_choice(), decoys, solver, milp)
 

@@ -43,10 +43,13 @@ class Draft:
         return item_id
 
     def drop_item(self, item_id: str) -> None:
+        """Forget the item ``item_id`` (nothing happens when it is unknown)."""
         self.items.pop(item_id, None)
 
     def truth_record(self, cell: Cell) -> Record:
+        """The record of the truth item in ``cell``."""
         return self.items[self.truth[cell[0]][cell[1]]]
 
     def cells(self) -> list[Cell]:
+        """Every cell of the grid, in row-major order."""
         return [(r, c) for r in range(self.rows) for c in range(self.cols)]

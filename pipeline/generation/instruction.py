@@ -14,6 +14,7 @@ def _words(name: str) -> str:
 
 
 def describe_rule(rule: GlobalRule, domain: Domain) -> str:
+    """``rule`` as an English clause in ``domain``'s nouns."""
     scope = _SCOPE[rule.scope].format(row=domain.row_noun, col=domain.col_noun)
     attribute, plural = _words(rule.attribute), domain.item_plural
     if rule.kind == RuleKind.SUM_MAX:
@@ -30,6 +31,7 @@ def describe_rule(rule: GlobalRule, domain: Domain) -> str:
 
 
 def describe_slot_rule(rule: SlotRule) -> str:
+    """A slot rule as an English phrase, e.g. ``price at most 20``."""
     words = {"<=": "at most", ">=": "at least", "in": "one of", "not_in": "none of"}[rule.op]
     value = ", ".join(rule.value) if isinstance(rule.value, tuple) else rule.value
     return f"{_words(rule.attribute)} {words} {value}"
@@ -42,6 +44,7 @@ def write_instruction(
     rules: list[GlobalRule],
     slot_rules: dict[tuple[int, int], list[SlotRule]],
 ) -> str:
+    """The task's instruction in English: the grid, every global rule and each hidden cell's slot rules."""
     lines = [
         f"You are solving a {domain.task_phrase} task. Fill the {rows}x{cols} grid with "
         f"{domain.item_noun} ids.",

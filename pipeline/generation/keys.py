@@ -35,10 +35,12 @@ class TaskKey:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "salt"}
 
     def canonical(self) -> str:
+        """The key as ``name=value`` text in a fixed order, with the salt when there is one."""
         text = "|".join(f"{k}={v}" for k, v in sorted(self.public().items()))
         return text + (f"|salt={self.salt}" if self.salt else "")
 
     def digest(self, *salt: object) -> bytes:
+        """The SHA-256 digest of the canonical key followed by the extra parts ``salt``."""
         text = self.canonical() + "|" + "|".join(str(s) for s in salt)
         return hashlib.sha256(text.encode("utf-8")).digest()
 
@@ -48,6 +50,7 @@ class TaskKey:
 
     @property
     def task_id(self) -> str:
+        """The task's id: the domain and 12 hex digits of the key's digest."""
         return f"{self.domain}-{self.digest('task_id').hex()[:12]}"
 
 
@@ -83,6 +86,7 @@ class GenerationSettings:
         )
 
     def validate(self) -> None:
+        """Raise :class:`GenerationError` naming the first setting out of range."""
         if self.allocation not in ALLOCATION_POLICIES:
             raise GenerationError(
                 f"allocation={self.allocation!r} is unknown; use one of {ALLOCATION_POLICIES}"

@@ -36,6 +36,7 @@ Cell = tuple[int, int]
 
 
 def search_space(answer: Answer) -> int:
+    """Completions of the hidden cells over truth and decoys: the product of (1 + decoys) per cell."""
     return math.prod(1 + len(role.decoys) for role in answer.roles)
 
 

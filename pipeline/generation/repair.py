@@ -28,6 +28,8 @@ from solvers.results import INFEASIBLE, UNKNOWN, SolverSettings, SolverTimeout
 
 @dataclass
 class RepairStats:
+    """What the repair of one draft did: rounds, bound tightenings and cell redraws."""
+
     rounds: int = 0
     tightenings: int = 0
     cell_redraws: int = 0

@@ -28,6 +28,7 @@ def qualifies(draft: Draft) -> bool:
 
 
 def resistant_enough(resistant: int, decoys: int, share: float) -> bool:
+    """Whether ``resistant`` of ``decoys`` decoys reach the share ``share``."""
     return resistant >= share * decoys - 1e-9
 
 

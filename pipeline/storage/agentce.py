@@ -119,6 +119,7 @@ INSTANCE_FIELDS = (
 
 
 def read_file(path: Path) -> dict[str, Any]:
+    """An AgentCE dataset file's content; a clear error when it is unreadable or not such a file."""
     try:
         data = json.loads(path.read_text())
     except OSError as error:

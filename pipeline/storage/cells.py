@@ -26,10 +26,12 @@ def settings_fingerprint(settings: GenerationSettings, salt: str = "") -> str:
 
 
 def cell_path(root: Path, key: TaskKey, fingerprint: str) -> Path:
+    """Where the cell store under ``root`` keeps ``key``'s task made with settings ``fingerprint``."""
     return root / fingerprint / key.domain / f"{key.task_id}.json"
 
 
 def load_cell(path: Path, key: TaskKey) -> CertifiedTask | None:
+    """The task stored at ``path``, or None when it is missing, unreadable, or of another key or format."""
     try:
         record = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -46,6 +48,7 @@ def load_cell(path: Path, key: TaskKey) -> CertifiedTask | None:
 
 
 def store_cell(path: Path, made: CertifiedTask) -> None:
+    """Write ``made`` to ``path`` atomically (through a temporary file)."""
     record = {
         "format": FORMAT,
         "key": made.key.public(),

@@ -70,10 +70,12 @@ class ReleaseRecord:
 
     @property
     def task(self) -> dict[str, Any]:
+        """The task file, as a dict."""
         return _cached_json(self.release, self.task_file)
 
     @property
     def answer(self) -> dict[str, Any]:
+        """The answer file, as a dict."""
         return _cached_json(self.release, "answers/" + self.task_file[len("tasks/") :])
 
     def episode(self, settings: Any = None, seed: int = 0) -> Any:

@@ -102,6 +102,7 @@ def load_json(data: bytes, where: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
 
 
 def read_json(root: Path, relative: str) -> Any:
+    """The parsed JSON of the regular file ``relative`` under ``root``, within the size and depth limits."""
     return load_json(read_bytes(root, relative), relative)
 
 

@@ -38,12 +38,15 @@ from solvers.task_io import answer_from_dict, task_from_dict
 
 @dataclass
 class VerifyReport:
+    """What verifying a release found: its tasks, and the failures per task and per file."""
+
     tasks: dict[str, str] = field(default_factory=dict)  # task_id -> domain
     failures: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     file_failures: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
+        """Whether nothing failed."""
         return not self.failures and not self.file_failures
 
 

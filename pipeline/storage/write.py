@@ -83,14 +83,17 @@ def check_target(target: Path, overwrite: bool) -> None:
 
 
 def dumps(record: dict[str, Any]) -> bytes:
+    """``record`` as indented UTF-8 JSON bytes with a final newline."""
     return (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def sha256(data: bytes) -> str:
+    """The SHA-256 hex digest of ``data``."""
     return hashlib.sha256(data).hexdigest()
 
 
 def software_versions() -> dict[str, str]:
+    """The versions of Python and of each package in ``PACKAGES`` ("unknown" when missing)."""
     versions = {"python": platform.python_version()}
     for package in PACKAGES:
         try:
@@ -180,6 +183,7 @@ def atomic_folder(target: Path, overwrite: bool) -> Iterator[Path]:
 
 
 def metadata_row(made: CertifiedTask, task_bytes: bytes, answer_bytes: bytes) -> dict[str, Any]:
+    """The ``metadata.parquet`` row of one certified task: key, roles, certificate, measures, file digests."""
     task, answer, key = made.task, made.answer, made.key
     measures, certificate, check = answer.measures, answer.certificate, answer.crosscheck
     distance = measures.get("distance_to_ambiguity", {})
@@ -327,6 +331,7 @@ def _write(path: Path, data: bytes) -> str:
 
 
 def counts(frame: pl.DataFrame) -> dict[str, Any]:
+    """The release's counts: tasks, tasks per domain, certified, cross-checked, decoys."""
     per_domain = Counter(frame["domain"].to_list())
     return {
         "tasks": frame.height,
@@ -338,6 +343,8 @@ def counts(frame: pl.DataFrame) -> dict[str, Any]:
 
 
 def hb_table(frame: pl.DataFrame, value: str, fmt: str) -> str:
+    """A Markdown table over H (rows) and B (columns): the task count, or the mean of ``value``
+    formatted with ``fmt``."""
     budgets = sorted(set(frame["decoy_budget"].to_list()))
     lines = ["| H \\ B | " + " | ".join(str(b) for b in budgets) + " |", "|---|" + "---|" * len(budgets)]
     for hidden in sorted(set(frame["hidden_slots"].to_list())):
@@ -368,6 +375,8 @@ PRIVATE = (
 def dataset_card(
     name: str, version: str, frame: pl.DataFrame, integrity: str = "", salted: bool = False
 ) -> str:
+    """The release's README.md (dataset card): contents, loading, per-(H, B) tables and the
+    ``integrity`` audit text."""
     stats = counts(frame)
     domains = ", ".join(f"{d} ({n})" for d, n in stats["per_domain"].items())
     return f"""# {name} v{version}
