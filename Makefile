@@ -26,9 +26,9 @@ test-slow: $(STAMP) ## Run the slow tests too
 	$(PY) -m pytest -m "slow or not slow"
 
 lint: $(STAMP) ## ruff and mypy on the packages
-	$(PY) -m ruff check domains solvers pipeline env agents gridbench tests bench
-	$(PY) -m ruff format --check domains solvers pipeline env agents gridbench tests bench
-	$(PY) -m mypy domains solvers pipeline env agents gridbench
+	$(PY) -m ruff check domains solvers pipeline env gridbench tests bench
+	$(PY) -m ruff format --check domains solvers pipeline env gridbench tests bench
+	$(PY) -m mypy domains solvers pipeline env gridbench
 
 bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_generate.py $(ARGS)

@@ -15,8 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agents import make_agent  # noqa: E402
 from env import EnvSettings, Episode  # noqa: E402
+from gridbench.agents import make_agent  # noqa: E402
 from pipeline import TaskKey, generate_task  # noqa: E402
 
 HIDDEN = (1, 5, 7, 11, 15, 21)

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def _serve(release: str, queue: mp.Queue) -> None:
-    from agents.llm.loopback import LoopbackServer, Script, ScriptedPolicy
+    from gridbench.agents.llm.loopback import LoopbackServer, Script, ScriptedPolicy
 
     server = LoopbackServer(ScriptedPolicy(Path(release)), Script())
     queue.put(server.start())
@@ -53,8 +53,8 @@ def _release(folder: Path, tasks: int) -> Path:
 
 
 async def _play(release: Path, url: str, episodes: int, concurrency: int) -> list:
-    from agents.llm import LLMAgent, LLMSettings, load_templates
     from env import EnvSettings, Episode
+    from gridbench.agents.llm import LLMAgent, LLMSettings, load_templates
     from solvers.task_io import task_from_dict
 
     tasks = [task_from_dict(json.loads(p.read_text())) for p in sorted((release / "tasks").rglob("*.json"))]

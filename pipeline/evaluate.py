@@ -14,8 +14,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from agents.registry import agent_spec
 from env import EnvSettings
+from gridbench.agents.registry import agent_spec
 from gridbench.errors import UserError
 from pipeline.cli import command
 from pipeline.config import register_configs

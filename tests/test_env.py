@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agents import make_agent
 from env import EnvSettings, Episode, openai_schemas, score
+from gridbench.agents import make_agent
 from pipeline import TaskKey, generate_task
 
 MADE = generate_task(TaskKey("course", 5, 7, 5, 8, 25, seed=4))

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from agents.llm.loopback import RECOVERABLE, LoopbackServer, Script, ScriptedPolicy
+from gridbench.agents.llm.loopback import RECOVERABLE, LoopbackServer, Script, ScriptedPolicy
 from pipeline.evaluate import evaluate
 from pipeline.evaluation.runs import read_transcript
 from tests.helpers_release import build_small, compose_config

@@ -22,8 +22,8 @@ from typing import Any
 
 import polars as pl
 
-from agents.registry import AgentSpec, make_agent
 from env import EnvSettings, Episode, score
+from gridbench.agents.registry import AgentSpec, make_agent
 from gridbench.errors import UserError
 from pipeline.evaluation.runs import RunStore, call_columns
 from pipeline.parallel import Progress, parallel_imap

@@ -2,7 +2,7 @@
 testing and benchmarking the runner over real HTTP with the real ``openai`` client -- and for
 users to smoke-test their setup without a model:
 
-    python -m agents.llm.loopback release=outputs/releases/gridbench-v1.0.0 port=8765
+    python -m gridbench.agents.llm.loopback release=outputs/releases/gridbench-v1.0.0 port=8765
     make eval ARGS="agent=llm agent.model=scripted agent.base_url=http://127.0.0.1:8765/v1"
 
 The policy reads the release's answer files (it is a test oracle, not a model): it places each
@@ -96,7 +96,7 @@ def _key(name: str, arguments: Any) -> str:
 def _succeeded(messages: list[dict[str, Any]]) -> set[str]:
     """The calls of the conversation whose result was ``ok``: structured calls are paired with
     their tool messages by id, calls written in the text with the responses that follow."""
-    from agents.llm.toolcalls import parse_arguments, text_calls
+    from gridbench.agents.llm.toolcalls import parse_arguments, text_calls
 
     by_id: dict[str, str] = {}
     pending: list[str] = []
@@ -314,11 +314,11 @@ def _task_id(messages: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str]) -> None:
-    """``python -m agents.llm.loopback release=PATH [port=8765] [rate=0.2]``: serve until
+    """``python -m gridbench.agents.llm.loopback release=PATH [port=8765] [rate=0.2]``: serve until
     Ctrl-C."""
     options = dict(arg.split("=", 1) for arg in argv if "=" in arg)
     if "release" not in options:
-        raise SystemExit("usage: python -m agents.llm.loopback release=PATH [port=8765] [rate=0]")
+        raise SystemExit("usage: python -m gridbench.agents.llm.loopback release=PATH [port=8765] [rate=0]")
     server = LoopbackServer(
         ScriptedPolicy(Path(options["release"])), Script(rate=float(options.get("rate", 0)))
     )

@@ -24,9 +24,9 @@ from typing import Any
 
 import openai
 
-from agents.llm.prompt import PromptTemplates, render
-from agents.llm.toolcalls import ToolCall, structured_calls, text_calls
 from env import Episode, openai_schemas
+from gridbench.agents.llm.prompt import PromptTemplates, render
+from gridbench.agents.llm.toolcalls import ToolCall, structured_calls, text_calls
 from gridbench.errors import UserError
 
 END_REASONS = ("done", "max_steps", "no_tool_call", "context_length", "api_error")

@@ -17,8 +17,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from agents.base import call, hidden_cells, passes_slot
 from env import Episode
+from gridbench.agents.base import call, hidden_cells, passes_slot
 from gridbench.vocabulary import RuleKind
 from solvers.cpsat import CpSatModel
 from solvers.results import FEASIBLE

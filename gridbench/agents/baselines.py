@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 from statistics import median
 
-from agents.base import call, discover, hidden_cells, passes_slot, slot_passing
 from env import Episode
+from gridbench.agents.base import call, discover, hidden_cells, passes_slot, slot_passing
 from gridbench.errors import UserError
 
 

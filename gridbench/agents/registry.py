@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass, fields
 from typing import Any
 
-from agents.baselines import AGENTS
-from agents.budget_aware import BudgetAwareAgent
+from gridbench.agents.baselines import AGENTS
+from gridbench.agents.budget_aware import BudgetAwareAgent
 from gridbench.errors import UserError
 
 BASELINES: dict[str, Any] = {**AGENTS, "budget_aware": BudgetAwareAgent}
@@ -79,7 +79,7 @@ def make_agent(spec: AgentSpec) -> Any:
 
         return instantiate({"_target_": spec.config["_target_"], **(spec.config.get("kwargs") or {})})
     if spec.name == "llm":
-        from agents.llm import LLMAgent, LLMSettings, load_templates
+        from gridbench.agents.llm import LLMAgent, LLMSettings, load_templates
 
         known = {f.name for f in fields(LLMSettings)}
         settings = LLMSettings(**{k: v for k, v in spec.config.items() if k in known})
