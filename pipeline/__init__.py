@@ -12,7 +12,7 @@ from typing import Any
 
 _EXPORTS = {
     "CertifiedTask": "pipeline.generation.records",
-    "crosscheck_answer": "pipeline.generation.build",
+    "crosscheck_answer": "solvers.milp",
     "generate_task": "pipeline.generation.build",
     "ALLOCATION_POLICIES": "pipeline.generation.keys",
     "GenerationError": "pipeline.generation.keys",

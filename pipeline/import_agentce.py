@@ -17,46 +17,32 @@ from omegaconf import DictConfig
 
 from pipeline.cli import command, plain
 from pipeline.config import register_configs, solver_settings
-from pipeline.generation.certify import certify
-from pipeline.generation.measures import measure
 from pipeline.generation.records import CertifiedTask
+from pipeline.generation.seal import seal
 from pipeline.parallel import parallel_imap
 from pipeline.storage.agentce import convert, read_file
 from pipeline.storage.write import check_target, dumps, release_dir, write_release
-from solvers.milp import crosscheck
 from solvers.results import SolverSettings
-from solvers.task import Answer
 
 register_configs()
 
 
 def certify_instance(args: tuple[Any, ...]) -> tuple[CertifiedTask, dict[str, Any]]:
-    """Certify, measure and cross-check one imported instance; the certified task and its status row."""
+    """Seal one imported instance (certify, measure, cross-check); the task and its status row."""
     key, task, answer, solver, milp, node_limit = args
     start = time.perf_counter()
-    certificate = certify(task, answer, solver)
-    timings = {"certify_ms": certificate.pop("wall_ms")}
-    measures: dict[str, Any] = {}
-    check: dict[str, Any] = {}
-    if certificate["ok"]:
-        measures, timings["measures_ms"] = measure(task, answer, solver, node_limit)
-        if milp:
-            decoys = {(r.row, r.col): list(r.decoys) for r in answer.roles}
-            check = crosscheck(task, answer.truth_choice(), decoys, solver, milp)
-            timings["crosscheck_ms"] = check.pop("wall_ms")
-    timings["generate_ms"] = (time.perf_counter() - start) * 1000.0
-    made = CertifiedTask(
-        key, task, Answer(answer.task_id, answer.truth, answer.roles, certificate, check, measures), timings
-    )
+    sealed = seal(task, answer, solver, node_limit, milp)
+    timings = {**sealed.timings, "generate_ms": (time.perf_counter() - start) * 1000.0}
+    made = CertifiedTask(key, task, sealed.answer(answer), timings)
     status = {
         "task_id": task.task_id,
         "domain": task.domain,
         "hidden_slots": task.hidden_slots,
         "decoy_budget": task.decoy_budget,
-        "unique": certificate["uniqueness"] == "INFEASIBLE",
-        "certified": certificate["ok"],
-        "failures": certificate["failures"][:5],
-        "crosscheck_ok": check.get("ok") if check else None,
+        "unique": sealed.certificate.uniqueness == "INFEASIBLE",
+        "certified": sealed.certificate.ok,
+        "failures": list(sealed.certificate.failures[:5]),
+        "crosscheck_ok": sealed.crosscheck.ok if sealed.crosscheck else None,
     }
     return made, status
 

@@ -58,7 +58,7 @@ def build(cfg: DictConfig) -> int:
     )
     seconds = time.perf_counter() - start
     per_domain = Counter(m.task.domain for m in made)
-    certified = sum(bool(m.answer.certificate.get("ok")) for m in made)
+    certified = sum(bool(m.answer.certificate and m.answer.certificate.ok) for m in made)
     print(
         f"release {target}: {len(made)} tasks ({reused} reused from {release.cells_root}), "
         f"{certified} certified, {manifest['counts']['crosscheck_ok']} cross-checked by "

@@ -28,8 +28,9 @@ import pulp
 from gridbench.errors import UserError
 from gridbench.vocabulary import RuleKind
 from solvers.checker import rule_groups
+from solvers.records import CrossCheck
 from solvers.results import FEASIBLE, INFEASIBLE, UNKNOWN, Cell, SolveResult, SolverSettings
-from solvers.task import Task
+from solvers.task import Answer, Task
 
 MILP_SOLVERS = ("highs", "cbc")
 
@@ -245,29 +246,36 @@ def crosscheck(
     decoys: Mapping[Cell, list[str]],
     settings: SolverSettings | None = None,
     solver: str = "highs",
-) -> dict[str, Any]:
-    """Run the three MILP confirmations; returns a record with a status per proof.
+) -> CrossCheck:
+    """Run the three MILP confirmations; returns their verdict with a status per proof.
 
     ``most_decoys_used`` is the optimum of "use as many decoys as possible" over the feasible
     completions: 0 proves that no decoy is in any of them (the truth is one of them, so the
     optimum exists)."""
     model = MilpModel(task, settings, solver)
-    start = time.perf_counter()
     truth_result = model.truth_feasible(truth)
     other = model.other_completion(truth)
     most = model.most_decoys(decoys)
     decoys_ok = most.status == FEASIBLE and most.objective == 0
-    record = {
-        "solver": solver,
-        "solver_version": solver_version(solver),
-        "truth_feasible": truth_result.status == FEASIBLE,
-        "unique": other.status == INFEASIBLE,
-        "decoys_infeasible": decoys_ok,
-        "most_decoys_used": most.objective if most.status == FEASIBLE else None,
-        "statuses": {"truth": truth_result.status, "other": other.status, "most_decoys": most.status},
-        "wall_ms": round((time.perf_counter() - start) * 1000.0, 3),
-    }
-    record["ok"] = bool(record["truth_feasible"] and record["unique"] and decoys_ok)
+    counterexample = None
     if other.status == FEASIBLE and other.solution is not None:
-        record["counterexample"] = {f"{r},{c}": i for (r, c), i in sorted(other.solution.items())}
-    return record
+        counterexample = {f"{r},{c}": i for (r, c), i in sorted(other.solution.items())}
+    return CrossCheck(
+        solver=solver,
+        solver_version=solver_version(solver),
+        truth_feasible=truth_result.status == FEASIBLE,
+        unique=other.status == INFEASIBLE,
+        decoys_infeasible=decoys_ok,
+        most_decoys_used=most.objective if most.status == FEASIBLE else None,
+        statuses={"truth": truth_result.status, "other": other.status, "most_decoys": most.status},
+        ok=truth_result.status == FEASIBLE and other.status == INFEASIBLE and decoys_ok,
+        counterexample=counterexample,
+    )
+
+
+def crosscheck_answer(
+    task: Task, answer: Answer, settings: SolverSettings | None = None, solver: str = "highs"
+) -> CrossCheck:
+    """:func:`crosscheck` of an answer file's truth and decoys."""
+    decoys = {(role.row, role.col): list(role.decoys) for role in answer.roles if role.decoys}
+    return crosscheck(task, answer.truth_choice(), decoys, settings, solver)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from gridbench.vocabulary import RuleKind
 from solvers.checker import locally_valid_candidates, rule_groups
+from solvers.records import Resistance
 from solvers.task import GlobalRule, Task
 
 Cell = tuple[int, int]
@@ -117,17 +118,10 @@ def propagate(task: Task, options: Mapping[Cell, list[str]] | None = None) -> Pr
     return Propagation(first, {cell: frozenset(ids) for cell, ids in domains.items()}, rounds)
 
 
-def decoy_resistance(task: Task, decoys: Mapping[Cell, list[str]]) -> dict[str, int | bool]:
+def decoy_resistance(task: Task, decoys: Mapping[Cell, list[str]]) -> Resistance:
     """Decoys eliminated by one round, by the fixpoint, and the resistant rest."""
     result = propagate(task)
     total = sum(len(ids) for ids in decoys.values())
     one = sum(1 for cell, ids in decoys.items() for i in ids if i not in result.after_one_round[cell])
     fix = sum(1 for cell, ids in decoys.items() for i in ids if i not in result.fixpoint[cell])
-    return {
-        "decoys": total,
-        "one_round": one,
-        "fixpoint": fix,
-        "resistant": total - fix,
-        "rounds": result.rounds,
-        "decided": result.decided,
-    }
+    return Resistance(total, one, fix, total - fix, result.rounds, result.decided)

@@ -11,6 +11,7 @@ from typing import Any
 
 from gridbench.errors import UserError
 from gridbench.vocabulary import UPPER_BOUND_KINDS, RuleKind, Scope, SlotOp
+from solvers.records import Certificate, CrossCheck, Measures
 
 SCHEMA_VERSION = "1"
 Value = int | str
@@ -217,9 +218,9 @@ class Answer:
     task_id: str
     truth: tuple[tuple[str, ...], ...]
     roles: tuple[SlotRoles, ...]
-    certificate: dict[str, Any] = field(default_factory=dict)
-    crosscheck: dict[str, Any] = field(default_factory=dict)
-    measures: dict[str, Any] = field(default_factory=dict)
+    certificate: Certificate | None = None
+    crosscheck: CrossCheck | None = None  # None when the MILP cross-check was not run
+    measures: Measures | None = None
 
     def truth_choice(self) -> dict[tuple[int, int], str]:
         """The truth item id of each hidden cell."""
@@ -232,7 +233,7 @@ class Answer:
             "task_id": self.task_id,
             "truth": [list(row) for row in self.truth],
             "roles": [role.to_dict() for role in self.roles],
-            "certificate": self.certificate,
-            "crosscheck": self.crosscheck,
-            "measures": self.measures,
+            "certificate": self.certificate.to_dict() if self.certificate else {},
+            "crosscheck": self.crosscheck.to_dict() if self.crosscheck else {},
+            "measures": self.measures.to_dict() if self.measures else {},
         }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from solvers.records import Certificate, CrossCheck, Measures, Record, record_from
 from solvers.task import (
     SCHEMA_VERSION,
     Answer,
@@ -123,7 +124,12 @@ def answer_from_dict(data: dict[str, Any]) -> Answer:
         task_id=str(_require(data, "task_id", where)),
         truth=tuple(tuple(row) for row in _require(data, "truth", where)),
         roles=roles,
-        certificate=dict(data.get("certificate", {})),
-        crosscheck=dict(data.get("crosscheck", {})),
-        measures=dict(data.get("measures", {})),
+        certificate=_optional(Certificate, data.get("certificate"), f"{where} certificate"),
+        crosscheck=_optional(CrossCheck, data.get("crosscheck"), f"{where} crosscheck"),
+        measures=_optional(Measures, data.get("measures"), f"{where} measures"),
     )
+
+
+def _optional(cls: type[Record], data: Any, where: str) -> Record | None:
+    """A record, or None for an absent or empty object (a proof that was not run)."""
+    return record_from(cls, data, where) if data else None

@@ -26,7 +26,7 @@ def test_every_allocation_places_the_budget_on_the_promised_cells(allocation):
     cells = [role for role in made.answer.roles if role.decoys]
     assert len(cells) == decoy_cell_count(KEY, settings)
     assert sum(len(role.decoys) for role in cells) == KEY.decoy_budget
-    assert made.answer.certificate["ok"]
+    assert made.answer.certificate.ok
 
 
 def test_a_draft_that_cannot_be_repaired_is_redrawn_whole(monkeypatch):
@@ -43,7 +43,7 @@ def test_a_draft_that_cannot_be_repaired_is_redrawn_whole(monkeypatch):
 
     monkeypatch.setattr(build, "make_unique", failing_first)
     made = build.generate_task(KEY)
-    assert made.answer.certificate["attempt"] == 1 and made.answer.certificate["ok"]
+    assert made.answer.certificate.attempt == 1 and made.answer.certificate.ok
 
 
 def test_a_solver_time_out_redraws_and_in_the_end_is_an_error_never_a_proof(monkeypatch):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -35,9 +36,9 @@ def test_truth_passes_and_certificate_is_ok(generated):
     task, answer = generated.task, generated.answer
     truth = answer.truth_choice()
     assert is_valid_completion(task, truth)
-    assert answer.certificate["ok"] is True
-    assert answer.certificate["truth_feasible"] == "FEASIBLE"
-    assert answer.certificate["uniqueness"] == "INFEASIBLE"
+    assert answer.certificate.ok is True
+    assert answer.certificate.truth_feasible == "FEASIBLE"
+    assert answer.certificate.uniqueness == "INFEASIBLE"
     assert sum(len(role.decoys) for role in answer.roles) == task.decoy_budget
 
 
@@ -73,7 +74,7 @@ def test_cbc_confirms_independently(generated):
     task, answer = generated.task, generated.answer
     decoys = {(r.row, r.col): list(r.decoys) for r in answer.roles}
     record = crosscheck(task, answer.truth_choice(), decoys)
-    assert record["ok"], record
+    assert record.ok, record
 
 
 def test_files_round_trip(generated):
@@ -121,8 +122,8 @@ def test_different_index_gives_a_different_task():
 def test_min_margin_is_enforced_and_recorded():
     settings = GenerationSettings(min_margin=3)
     made = generate_task(TaskKey("course", 5, 7, 7, 8, 25, seed=3), settings)
-    distance = made.answer.measures["distance_to_ambiguity"]
-    assert distance["units"] is None or distance["units"] >= 3
+    distance = made.answer.measures.distance_to_ambiguity
+    assert distance.units is None or distance.units >= 3
 
 
 def test_a_solver_disagreement_is_recorded_settled_and_redrawn(monkeypatch, tmp_path):
@@ -130,21 +131,24 @@ def test_a_solver_disagreement_is_recorded_settled_and_redrawn(monkeypatch, tmp_
     enumeration settles it, the event is kept with both solvers' names and versions, the task
     is re-drawn, and the manifest counts the event."""
     import pipeline.generation.build as build
+    import pipeline.generation.seal as seal
     from pipeline.storage.write import write_release
 
-    real = build.crosscheck_answer
+    real = seal.crosscheck_answer
     calls = []
 
     def lying_once(task, answer, solver, milp="highs"):
         record = real(task, answer, solver, milp)
         calls.append(task.task_id)
         if len(calls) == 1:
-            record.update(ok=False, unique=False, statuses={**record["statuses"], "other": "FEASIBLE"})
+            record = dataclasses.replace(
+                record, ok=False, unique=False, statuses={**record.statuses, "other": "FEASIBLE"}
+            )
         return record
 
-    monkeypatch.setattr(build, "crosscheck_answer", lying_once)
+    monkeypatch.setattr(seal, "crosscheck_answer", lying_once)
     made = build.generate_task(small_key("course"), GenerationSettings(crosscheck=True))
-    assert len(calls) == 2 and made.answer.certificate["attempt"] == 1
+    assert len(calls) == 2 and made.answer.certificate.attempt == 1
     (event,) = made.events
     assert event["kind"] == "crosscheck_disagreement" and event["attempt"] == 0
     assert event["primary"]["solver"] == "ortools-cp-sat" and event["primary"]["version"]
@@ -163,3 +167,16 @@ def test_settling_by_enumeration_says_when_it_cannot():
     verdict = settle(made.task, made.answer, limit=10)
     assert verdict["method"] == "none" and "settle_limit=10" in verdict["reason"]
     assert settle(made.task, made.answer, limit=10**9)["truth_unique"] is True
+
+
+def test_a_renamed_field_in_an_answer_file_is_an_error_not_a_zero(generated):
+    from gridbench.errors import UserError
+
+    data = generated.answer.to_dict()
+    data["measures"]["dfs_nodez"] = data["measures"].pop("dfs_nodes")
+    with pytest.raises(UserError, match="missing field 'dfs_nodes'"):
+        answer_from_dict(data)
+    data = generated.answer.to_dict()
+    del data["certificate"]["ok"]
+    with pytest.raises(UserError, match="certificate: missing field 'ok'"):
+        answer_from_dict(data)

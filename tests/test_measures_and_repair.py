@@ -54,9 +54,9 @@ def test_measures_of_generated_tasks():
     made = generate_task(TaskKey("toy", 3, 3, 4, 6, 5, seed=2))
     task, answer = made.task, made.answer
     assert search_space(answer) == math.prod(1 + len(r.decoys) for r in answer.roles)
-    assert answer.measures["search_space"] == search_space(answer)
-    assert answer.measures["shallow_decoys"] == shallow_decoys(task, answer)
-    assert answer.measures["dfs_nodes"] == naive_dfs_nodes(task)[0]
+    assert answer.measures.search_space == search_space(answer)
+    assert answer.measures.shallow_decoys == shallow_decoys(task, answer)
+    assert answer.measures.dfs_nodes == naive_dfs_nodes(task)[0]
 
 
 def _unique_draft(seed: int) -> tuple[Draft, dict]:
@@ -113,7 +113,7 @@ def test_integrity_over_a_sample_of_tasks():
     for index, (hidden, budget) in enumerate([(5, 8), (7, 15), (11, 19), (15, 25), (21, 21)]):
         for domain in ("course", "travel", "workforce"):
             made = generate_task(TaskKey(domain, 5, 7, hidden, budget, 27, index=index))
-            shallow += made.answer.measures["shallow_decoys"]
+            shallow += made.answer.measures.shallow_decoys
             decoys += budget
             truth = {(r.row, r.col): r.truth for r in made.answer.roles}
             for slot in made.task.slots:
@@ -128,12 +128,12 @@ def test_a_solver_time_out_is_never_a_proof(monkeypatch):
     from solvers.results import UNKNOWN, SolveResult
 
     made = generate_task(TaskKey("toy", 3, 3, 4, 6, 5, seed=1))
-    assert certify(made.task, made.answer, SolverSettings())["ok"]
+    assert certify(made.task, made.answer, SolverSettings()).ok
     monkeypatch.setattr(CpSatModel, "solve", lambda self, *a, **k: SolveResult(UNKNOWN, 1.0))
     record = certify(made.task, made.answer, SolverSettings())
-    assert not record["ok"]
-    assert record["uniqueness"] == UNKNOWN and record["truth_feasible"] == UNKNOWN
-    assert any("not refuted (UNKNOWN)" in failure for failure in record["failures"])
+    assert not record.ok
+    assert record.uniqueness == UNKNOWN and record.truth_feasible == UNKNOWN
+    assert any("not refuted (UNKNOWN)" in failure for failure in record.failures)
 
 
 def test_surface_shortcuts_stay_near_chance():

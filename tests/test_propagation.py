@@ -87,12 +87,12 @@ def test_propagation_never_removes_an_option_of_a_completion(task):
 
 def test_resistance_counts_add_up_on_generated_tasks():
     made = generate_task(TaskKey("course", 5, 7, 11, 19, 25, seed=4))
-    record = made.answer.measures["propagation"]
+    record = made.answer.measures.propagation
     decoys = {(r.row, r.col): list(r.decoys) for r in made.answer.roles}
     assert record == decoy_resistance(made.task, decoys)
-    assert record["decoys"] == 19
-    assert 0 <= record["one_round"] <= record["fixpoint"] <= 19
-    assert record["resistant"] == 19 - record["fixpoint"]
+    assert record.decoys == 19
+    assert 0 <= record.one_round <= record.fixpoint <= 19
+    assert record.resistant == 19 - record.fixpoint
 
 
 @pytest.mark.parametrize(
@@ -104,10 +104,10 @@ def test_min_resistant_share_is_met_on_every_qualifying_task(domain, hidden, bud
     for seed in range(3):
         made = generate_task(TaskKey(domain, rows, cols, hidden, budget, k, seed=seed), settings)
         decoy_cells = sum(1 for role in made.answer.roles if role.decoys)
-        record = made.answer.measures["propagation"]
-        assert made.answer.certificate["ok"]
+        record = made.answer.measures.propagation
+        assert made.answer.certificate.ok
         if decoy_cells >= 2:
-            assert record["resistant"] * 2 >= record["decoys"], record
+            assert record.resistant * 2 >= record.decoys, record
 
 
 def test_resistance_setting_changes_tasks_and_zero_keeps_todays_behaviour():

@@ -113,13 +113,13 @@ def test_least_loosening_in_one_solve_matches_the_brute_force_minimum(task):
     grid = [[truth.get((r, c), task.grid[r][c]) for c in range(task.cols)] for r in range(task.rows)]
     roles = tuple(SlotRoles(s.row, s.col, truth[(s.row, s.col)], (), ()) for s in task.slots)
     record = distance_to_ambiguity(task, Answer(task.task_id, grid, roles), None)
-    assert record["units"] == min(finite)
+    assert record.units == min(finite)
     named = [
         rule.name
         for rule, units in zip(task.global_constraints, per_rule, strict=True)
         if units == min(finite)
     ]
-    assert min(finite) == 0 or record["rule"] in named
+    assert min(finite) == 0 or record.rule in named
 
 
 @given(small_tasks())

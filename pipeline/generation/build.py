@@ -7,24 +7,24 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from typing import Any
 
 from domains import get_domain
 from pipeline.generation.assemble import build_answer, build_task
 from pipeline.generation.candidates import allocate_decoys, draw_exchangeable, draw_filtered
-from pipeline.generation.certify import certify
 from pipeline.generation.constrain import draw_global_rules
 from pipeline.generation.draft import Draft
 from pipeline.generation.keys import GenerationError, GenerationSettings, TaskKey
-from pipeline.generation.measures import measure
 from pipeline.generation.records import CertifiedTask
 from pipeline.generation.repair import RepairFailed, RepairStats, make_unique
 from pipeline.generation.resist import loosen_for_resistance
 from pipeline.generation.sample import sample_grid
+from pipeline.generation.seal import seal
 from pipeline.generation.validate import decoy_cell_count, validate_key
 from solvers.checker import enumerate_completions, locally_valid_candidates
-from solvers.cpsat import SOLVER_NAME, SOLVER_VERSION, CpSatModel
-from solvers.milp import crosscheck
+from solvers.cpsat import SOLVER_NAME, SOLVER_VERSION
+from solvers.records import CrossCheck
 from solvers.results import SolverSettings, SolverTimeout
 from solvers.task import Answer, Task
 
@@ -90,51 +90,33 @@ def _finish(
     attempt: int,
     start: float,
 ) -> CertifiedTask | dict[str, Any]:
-    """Certify, measure and cross-check a unique draft: the task, or the disagreement event
-    when the MILP cross-check contradicts CP-SAT."""
+    """Seal a unique draft (certify, measure, cross-check): the task, or the disagreement
+    event when the MILP cross-check contradicts CP-SAT."""
     for cell in draft.hidden:
         draw_filtered(draft, cell, key.candidates_per_slot - 1 - len(draft.decoys.get(cell, [])))
     task = build_task(draft, key.task_id, key.decoy_budget, key.candidates_per_slot)
     answer = build_answer(draft, key.task_id)
     generate_ms = (time.perf_counter() - start) * 1000.0
-    model = CpSatModel(task, solver, answer.truth_choice())
-    certificate = certify(task, answer, solver, model)
-    if any("UNKNOWN" in failure for failure in certificate["failures"]):
-        raise SolverTimeout(f"the final certificate hit the time limit: {certificate['failures'][:2]}")
-    if not certificate["ok"]:
-        raise GenerationError(f"task {key.task_id}: final certificate failed: {certificate['failures']}")
-    measures, measures_ms = measure(task, answer, solver, settings.dfs_node_limit, model)
-    timings = {
-        "generate_ms": generate_ms,
-        "certify_ms": certificate.pop("wall_ms"),
-        "measures_ms": measures_ms,
-    }
-    certificate.update(
-        {
-            "seed": key.seed,
-            "index": key.index,
-            "attempt": attempt,
-            "repair_rounds": stats.rounds,
-            "tightenings": stats.tightenings,
-            "cell_redraws": stats.cell_redraws,
-        }
+    milp = settings.crosscheck_solver if settings.crosscheck else None
+    sealed = seal(task, answer, solver, settings.dfs_node_limit, milp)
+    if sealed.unknown:
+        raise SolverTimeout(f"the final certificate hit the time limit: {sealed.certificate.failures[:2]}")
+    if not sealed.certificate.ok:
+        raise GenerationError(f"task {key.task_id}: final certificate failed: {sealed.certificate.failures}")
+    if sealed.crosscheck is not None and not sealed.crosscheck.ok:
+        return disagreement(task, answer, sealed.crosscheck, attempt, settings.settle_limit)
+    certificate = replace(
+        sealed.certificate,
+        seed=key.seed,
+        index=key.index,
+        attempt=attempt,
+        repair_rounds=stats.rounds,
+        tightenings=stats.tightenings,
+        cell_redraws=stats.cell_redraws,
     )
-    check: dict[str, Any] = {}
-    if settings.crosscheck:
-        check = crosscheck_answer(task, answer, solver, settings.crosscheck_solver)
-        timings["crosscheck_ms"] = check.pop("wall_ms")
-        if not check["ok"]:
-            return disagreement(task, answer, check, attempt, settings.settle_limit)
-    answer = Answer(answer.task_id, answer.truth, answer.roles, certificate, check, measures)
-    return CertifiedTask(key, task, answer, timings)
-
-
-def crosscheck_answer(
-    task: Task, answer: Answer, solver: SolverSettings, milp: str = "highs"
-) -> dict[str, Any]:
-    """The MILP cross-check record of ``answer`` (truth feasible, unique, no decoy usable) by ``milp``."""
-    decoys = {(role.row, role.col): list(role.decoys) for role in answer.roles if role.decoys}
-    return crosscheck(task, answer.truth_choice(), decoys, solver, milp)
+    return CertifiedTask(
+        key, task, sealed.answer(answer, certificate), {"generate_ms": generate_ms, **sealed.timings}
+    )
 
 
 def settle(task: Task, answer: Answer, limit: int) -> dict[str, Any]:
@@ -152,23 +134,21 @@ def settle(task: Task, answer: Answer, limit: int) -> dict[str, Any]:
     }
 
 
-def disagreement(
-    task: Task, answer: Answer, check: dict[str, Any], attempt: int, limit: int
-) -> dict[str, Any]:
+def disagreement(task: Task, answer: Answer, check: CrossCheck, attempt: int, limit: int) -> dict[str, Any]:
     """The build event of a CP-SAT / MILP disagreement on one draft (which is re-drawn)."""
     verdict = settle(task, answer, limit)
     if verdict.get("right") == "milp":
-        verdict["right"] = check["solver"]
+        verdict["right"] = check.solver
     return {
         "kind": "crosscheck_disagreement",
         "attempt": attempt,
-        "reason": f"{check['solver']} disagrees with {SOLVER_NAME}",
+        "reason": f"{check.solver} disagrees with {SOLVER_NAME}",
         "primary": {"solver": SOLVER_NAME, "version": SOLVER_VERSION, "unique": True},
         "secondary": {
-            "solver": check["solver"],
-            "version": check["solver_version"],
-            "statuses": check["statuses"],
-            "most_decoys_used": check.get("most_decoys_used"),
+            "solver": check.solver,
+            "version": check.solver_version,
+            "statuses": check.statuses,
+            "most_decoys_used": check.most_decoys_used,
         },
         "settled": verdict,
     }

@@ -8,21 +8,18 @@ any decoy (one INFEASIBLE solve for all of them; per-decoy solves only to name a
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 from solvers.checker import slot_violations
 from solvers.cpsat import SOLVER_NAME, SOLVER_VERSION, CpSatModel
+from solvers.records import Certificate
 from solvers.results import FEASIBLE, INFEASIBLE, SolverSettings
 from solvers.task import Answer, Task
 
 
 def certify(
     task: Task, answer: Answer, settings: SolverSettings, model: CpSatModel | None = None
-) -> dict[str, Any]:
-    """Run every proof; returns the certificate record (``ok`` is the verdict). ``model`` is
-    a CP-SAT model of this task and truth, built here when not given."""
-    start = time.perf_counter()
+) -> Certificate:
+    """Run every proof; returns the certificate (``ok`` is the verdict). ``model`` is a CP-SAT
+    model of this task and truth, built here when not given."""
     truth = answer.truth_choice()
     model = model or CpSatModel(task, settings, truth)
     truth_result = model.check_assignment(truth)
@@ -43,20 +40,19 @@ def certify(
             filtered_checked += 1
             if not slot_violations(rules, task.items[item_id]):
                 failures.append(f"filtered {item_id} at {(role.row, role.col)} passes its slot")
-    return {
-        "ok": not failures,
-        "solver": SOLVER_NAME,
-        "solver_version": SOLVER_VERSION,
-        "solver_seed": settings.seed,
-        "workers": settings.workers,
-        "truth_feasible": truth_result.status,
-        "uniqueness": other.status,
-        "decoys_refuted": decoys_status,
-        "decoys_checked": len(decoys),
-        "filtered_checked": filtered_checked,
-        "failures": failures,
-        "wall_ms": (time.perf_counter() - start) * 1000.0,
-    }
+    return Certificate(
+        ok=not failures,
+        solver=SOLVER_NAME,
+        solver_version=SOLVER_VERSION,
+        solver_seed=settings.seed,
+        workers=settings.workers,
+        truth_feasible=truth_result.status,
+        uniqueness=other.status,
+        decoys_refuted=decoys_status,
+        decoys_checked=len(decoys),
+        filtered_checked=filtered_checked,
+        failures=tuple(failures),
+    )
 
 
 def _refute_decoys(model: CpSatModel, decoys: list[tuple[tuple[int, int], str]]) -> tuple[str, list[str]]:

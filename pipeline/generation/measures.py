@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 from gridbench.vocabulary import RuleKind
@@ -29,6 +28,7 @@ from solvers.checker import (
 )
 from solvers.cpsat import CpSatModel
 from solvers.propagation import decoy_resistance
+from solvers.records import Distance, Measures
 from solvers.results import FEASIBLE, UNKNOWN, SolverSettings, SolverTimeout
 from solvers.task import Answer, Task
 
@@ -139,8 +139,8 @@ class _LimitReached(Exception):
 
 
 def distance_to_ambiguity(
-    task: Task, answer: Answer, settings: SolverSettings, model: CpSatModel | None = None
-) -> dict[str, Any]:
+    task: Task, answer: Answer, settings: SolverSettings | None, model: CpSatModel | None = None
+) -> Distance:
     """The smallest loosening of any single bound that lets a second completion through (one
     CP-SAT solve), the rule loosened, and that loosening as a share of the bound."""
     model = model or CpSatModel(task, settings, answer.truth_choice())
@@ -148,7 +148,7 @@ def distance_to_ambiguity(
     if result.status == UNKNOWN:
         raise SolverTimeout(f"task {task.task_id}: distance to ambiguity returned UNKNOWN")
     if result.status != FEASIBLE or result.objective is None or result.solution is None:
-        return {"units": None, "share": None, "rule": None}
+        return Distance(None, None, None)
     grid = fill(task, result.solution)
     broken = [
         rule
@@ -161,7 +161,7 @@ def distance_to_ambiguity(
     ]
     rule = broken[0] if broken else None
     share = round(result.objective / rule.bound, 6) if rule is not None and rule.bound else None
-    return {"units": result.objective, "share": share, "rule": rule.name if rule else None}
+    return Distance(result.objective, share, rule.name if rule else None)
 
 
 def decoy_direction(task: Task, answer: Answer) -> dict[str, list[int]]:
@@ -179,24 +179,22 @@ def decoy_direction(task: Task, answer: Answer) -> dict[str, list[int]]:
 
 def measure(
     task: Task, answer: Answer, settings: SolverSettings, node_limit: int, model: CpSatModel | None = None
-) -> tuple[dict[str, Any], float]:
-    """All measures and the milliseconds they took (``model``: the task's CP-SAT model)."""
-    start = time.perf_counter()
+) -> Measures:
+    """All measures of a certified task (``model``: the task's CP-SAT model)."""
     nodes, found, capped = CanonicalSearch(task, node_limit).run()
     if not found and not capped:
         raise RuntimeError(f"task {task.task_id}: canonical search found no completion")
     space = search_space(answer)
-    result = {
-        "search_space": space,
-        "log10_search_space": round(math.log10(space), 6),
-        "shallow_decoys": shallow_decoys(task, answer),
-        "dfs_nodes": nodes,
-        "dfs_capped": capped,
-        "distance_to_ambiguity": distance_to_ambiguity(task, answer, settings, model),
-        "decoy_direction": decoy_direction(task, answer),
-        "propagation": decoy_resistance(task, {(r.row, r.col): list(r.decoys) for r in answer.roles}),
-    }
-    return result, (time.perf_counter() - start) * 1000.0
+    return Measures(
+        search_space=space,
+        log10_search_space=round(math.log10(space), 6),
+        shallow_decoys=shallow_decoys(task, answer),
+        dfs_nodes=nodes,
+        dfs_capped=capped,
+        distance_to_ambiguity=distance_to_ambiguity(task, answer, settings, model),
+        propagation=decoy_resistance(task, {(r.row, r.col): list(r.decoys) for r in answer.roles}),
+        decoy_direction=decoy_direction(task, answer),
+    )
 
 
 __all__ = ["CanonicalSearch", "measure", "search_space", "shallow_decoys"]

@@ -34,7 +34,7 @@ def resistant_enough(resistant: int, decoys: int, share: float) -> bool:
 
 def _resistance(task: Task, draft: Draft) -> tuple[int, int]:
     result = decoy_resistance(task, {cell: list(ids) for cell, ids in draft.decoys.items()})
-    return int(result["resistant"]), int(result["decoys"])
+    return result.resistant, result.decoys
 
 
 def _vacuous_units(task: Task, rule: GlobalRule) -> int:

@@ -24,13 +24,13 @@ import jsonschema
 import polars as pl
 
 from domains import DomainError, get_domain
-from pipeline.generation.certify import certify
 from pipeline.generation.instruction import write_instruction
+from pipeline.generation.seal import Sealed, seal
 from pipeline.parallel import parallel_imap
 from pipeline.storage.read import read_manifest
 from pipeline.storage.safe import ReleaseError, read_bytes, read_json, walk
 from pipeline.storage.write import SCHEMA_DIR, sha256
-from solvers.milp import crosscheck
+from solvers.milp import crosscheck_answer
 from solvers.results import SolverSettings
 from solvers.task import Answer, Task, TaskFormatError
 from solvers.task_io import answer_from_dict, task_from_dict
@@ -221,15 +221,14 @@ def _prove(
     reasons += task_shape(task, task_rel) + consistency(task, answer)
     if reasons:
         return task.task_id, task.domain, reasons
-    reasons += certify(task, answer, solver)["failures"]
-    if milp:
-        decoys = {(r.row, r.col): list(r.decoys) for r in answer.roles}
-        record = crosscheck(task, answer.truth_choice(), decoys, solver, milp)
-        if not record["ok"]:
-            reasons.append(
-                f"{record['solver']} disagrees: {record['statuses']}"
-                + (f", second solution {record['counterexample']}" if "counterexample" in record else "")
-            )
+    sealed = seal(task, answer, solver, milp=milp)
+    reasons += list(sealed.certificate.failures)
+    if milp and sealed.crosscheck is None:  # certificate failed: cross-check it on its own
+        sealed = Sealed(sealed.certificate, None, crosscheck_answer(task, answer, solver, milp))
+    check = sealed.crosscheck
+    if check is not None and not check.ok:
+        second = f", second solution {check.counterexample}" if check.counterexample else ""
+        reasons.append(f"{check.solver} disagrees: {check.statuses}{second}")
     return task.task_id, task.domain, reasons
 
 

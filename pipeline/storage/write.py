@@ -185,10 +185,10 @@ def atomic_folder(target: Path, overwrite: bool) -> Iterator[Path]:
 def metadata_row(made: CertifiedTask, task_bytes: bytes, answer_bytes: bytes) -> dict[str, Any]:
     """The ``metadata.parquet`` row of one certified task: key, roles, certificate, measures, file digests."""
     task, answer, key = made.task, made.answer, made.key
-    measures, certificate, check = answer.measures, answer.certificate, answer.crosscheck
-    distance = measures.get("distance_to_ambiguity", {})
-    propagation = measures.get("propagation", {})
-    space = int(measures.get("search_space", 0))
+    certificate, measures, check = answer.certificate, answer.measures, answer.crosscheck
+    if certificate is None or measures is None:
+        raise ReleaseError(f"task {task.task_id} has no certificate or measures; only sealed tasks ship")
+    distance, propagation = measures.distance_to_ambiguity, measures.propagation
     return {
         "task_id": task.task_id,
         "domain": task.domain,
@@ -201,28 +201,28 @@ def metadata_row(made: CertifiedTask, task_bytes: bytes, answer_bytes: bytes) ->
         "index": key.index,
         "n_decoys": sum(len(r.decoys) for r in answer.roles),
         "n_filtered": sum(len(r.filtered) for r in answer.roles),
-        "unique": certificate.get("uniqueness") == "INFEASIBLE",
-        "certificate_status": "ok" if certificate.get("ok") else "failed",
-        "crosscheck_status": ("not_run" if not check else "ok" if check.get("ok") else "failed"),
-        "repair_rounds": int(certificate.get("repair_rounds", 0)),
-        "tightenings": int(certificate.get("tightenings", 0)),
-        "cell_redraws": int(certificate.get("cell_redraws", 0)),
-        "task_redraws": int(certificate.get("attempt", 0)),
-        "search_space": space if space <= INT64_MAX else None,
-        "log10_search_space": float(measures.get("log10_search_space", 0.0)),
-        "shallow_decoys": int(measures.get("shallow_decoys", 0)),
-        "dfs_nodes": int(measures.get("dfs_nodes", 0)),
-        "dfs_capped": bool(measures.get("dfs_capped", False)),
-        "distance_units": distance.get("units"),
-        "distance_share": distance.get("share"),
-        "distance_rule": distance.get("rule"),
-        "decoys_one_round": propagation.get("one_round"),
-        "decoys_fixpoint": propagation.get("fixpoint"),
-        "resistant_decoys": propagation.get("resistant"),
+        "unique": certificate.uniqueness == "INFEASIBLE",
+        "certificate_status": "ok" if certificate.ok else "failed",
+        "crosscheck_status": "not_run" if check is None else "ok" if check.ok else "failed",
+        "repair_rounds": certificate.repair_rounds,
+        "tightenings": certificate.tightenings,
+        "cell_redraws": certificate.cell_redraws,
+        "task_redraws": certificate.attempt,
+        "search_space": measures.search_space if measures.search_space <= INT64_MAX else None,
+        "log10_search_space": measures.log10_search_space,
+        "shallow_decoys": measures.shallow_decoys,
+        "dfs_nodes": measures.dfs_nodes,
+        "dfs_capped": measures.dfs_capped,
+        "distance_units": distance.units,
+        "distance_share": distance.share,
+        "distance_rule": distance.rule,
+        "decoys_one_round": propagation.one_round,
+        "decoys_fixpoint": propagation.fixpoint,
+        "resistant_decoys": propagation.resistant,
         "resistant_share": (
-            round(propagation["resistant"] / propagation["decoys"], 6) if propagation.get("decoys") else None
+            round(propagation.resistant / propagation.decoys, 6) if propagation.decoys else None
         ),
-        "decided_by_propagation": propagation.get("decided"),
+        "decided_by_propagation": propagation.decided,
         "task_sha256": sha256(task_bytes),
         "answer_sha256": sha256(answer_bytes),
     }
