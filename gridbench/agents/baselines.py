@@ -4,10 +4,9 @@ policies that audit integrity (they must do no better than chance on decoy cells
 from __future__ import annotations
 
 import random
-from statistics import median
 
 from env import Episode
-from gridbench.agents.base import call, discover, hidden_cells, passes_slot, slot_passing
+from gridbench.agents.base import atypicality, call, discover, hidden_cells, passes_slot, slot_passing
 from gridbench.errors import UserError
 
 
@@ -100,15 +99,8 @@ class ShortcutAgent:
                 for candidate in discover(episode, cell, field):
                     if candidate["id"] in values:
                         values[candidate["id"]][field] = int(candidate[field])
-        fields = sorted({f for v in values.values() for f in v})
-        centre = {f: median(values[i].get(f, 0) for i in options) for f in fields}
-        spread = {
-            f: (max(values[i].get(f, 0) for i in options) - min(values[i].get(f, 0) for i in options)) or 1
-            for f in fields
-        }
-        return min(
-            options, key=lambda i: (sum(abs(values[i].get(f, 0) - centre[f]) / spread[f] for f in fields), i)
-        )
+        scores = atypicality([{f: float(v) for f, v in values[i].items()} for i in options])
+        return min(zip(scores, options, strict=True))[1]
 
 
 AGENTS = {

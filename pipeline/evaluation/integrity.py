@@ -30,6 +30,7 @@ from statistics import mean
 from typing import Any
 
 from domains import CategoricalAttribute, NumericAttribute, get_domain
+from gridbench.agents.base import atypicality
 from gridbench.vocabulary import SUM_KINDS, RuleKind
 from solvers.checker import locally_valid_candidates, rule_groups
 from solvers.task import Answer, GlobalRule, Slot, Task
@@ -71,12 +72,6 @@ def _ranks(values: list[float]) -> list[float]:
     return [rank / top for rank in ranks]
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    half = len(ordered) // 2
-    return ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
-
-
 def sum_directions(domain_name: str) -> dict[str, int]:
     """Per attribute, the domain's own preference: -1 when its sum is capped (cheaper looks
     better), +1 when it is a minimum (more looks better)."""
@@ -99,7 +94,7 @@ def candidate_side_features(task: Task, slot: Slot, options: list[str]) -> list[
     directions = sum_directions(task.domain)
     rows: list[Features] = [{} for _ in options]
     rank_sum = [0.0] * len(options)
-    typical = [0.0] * len(options)
+    numeric: list[dict[str, float]] = [{} for _ in options]
     for attribute in domain.attributes:
         name = f"{task.domain}.{attribute.name}"
         if isinstance(attribute, NumericAttribute):
@@ -107,7 +102,6 @@ def candidate_side_features(task: Task, slot: Slot, options: list[str]) -> list[
             span = float(attribute.high - attribute.low)
             ranks, centre = _ranks(values), sum(values) / len(values)
             spread = (sum((v - centre) ** 2 for v in values) / len(values)) ** 0.5 or 1.0
-            middle, width = _median(values), (max(values) - min(values)) or 1.0
             for k, value in enumerate(values):
                 rows[k][f"{name}.value"] = (value - attribute.low) / span
                 rows[k][f"{name}.rank"] = ranks[k]
@@ -115,12 +109,13 @@ def candidate_side_features(task: Task, slot: Slot, options: list[str]) -> list[
                 rows[k][f"{name}.directed_rank"] = ranks[k] * directions.get(attribute.name, 0)
                 rows[k][f"{name}.margin"] = _margin(slot, attribute.name, value) / span
                 rank_sum[k] += ranks[k] * directions.get(attribute.name, 0)
-                typical[k] += abs(value - middle) / width
+                numeric[k][attribute.name] = value
         elif isinstance(attribute, CategoricalAttribute):
             counts = Counter(r[attribute.name] for r in records)
             for k, record in enumerate(records):
                 rows[k][f"{name}.share_in_cell"] = counts[record[attribute.name]] / len(options)
                 rows[k][f"{name}={record[attribute.name]}"] = 1.0
+    typical = atypicality(numeric)
     position = {item_id: n for n, item_id in enumerate(slot.candidates)}
     id_ranks = _ranks([float(sum(j < i for j in options)) for i in options])
     names = [str(task.items[i]["name"]) for i in options]
