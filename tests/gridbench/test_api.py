@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 import gridbench
+from tests import ROOT
 from tests.helpers_release import build_small
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from gridbench.errors import UserError
+from tests import ROOT
 from tests.helpers_release import build_small, compose_config, small_release_overrides
-
-ROOT = Path(__file__).resolve().parent.parent
 
 BAD_RELEASE = [
     (["release.name=../x"], "release.name="),

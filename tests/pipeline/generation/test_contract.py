@@ -101,7 +101,7 @@ def test_same_key_same_bytes_across_processes_and_hash_seeds():
     here = _bytes(key)
     assert here == _bytes(key)
     code = (
-        "import sys; from tests.test_generator_contract import _bytes, small_key; "
+        "import sys; from tests.pipeline.generation.test_contract import _bytes, small_key; "
         "sys.stdout.write(_bytes(small_key('course')))"
     )
     for hash_seed in ("1", "12345"):

@@ -16,6 +16,7 @@ from pipeline.storage.safe import ReleaseError
 from pipeline.storage.verify import verify_release
 from pipeline.storage.write import SCHEMA_DIR
 from solvers.results import SolverSettings
+from tests import ROOT
 from tests.helpers_release import (
     build_small,
     compose_config,
@@ -24,8 +25,6 @@ from tests.helpers_release import (
     rerender,
     task_with_decoys,
 )
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import ROOT
 from tests.helpers_release import build_small, compose_config, copy_release, redigest, rerender
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,9 @@ import pytest
 from gridbench.agents.llm.loopback import RECOVERABLE, LoopbackServer, Script, ScriptedPolicy
 from pipeline.evaluate import evaluate
 from pipeline.evaluation.runs import read_transcript
+from tests import ROOT
 from tests.helpers_release import build_small, compose_config
 
-ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-loopback-0123456789-SECRET"
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -13,9 +12,9 @@ from gridbench.errors import SolverTimeout
 from pipeline import GenerationError, GenerationSettings, TaskKey, decoy_cell_count, generate_task
 from solvers.cpsat import CpSatModel
 from solvers.results import UNKNOWN, SolveResult
+from tests import ROOT
 from tests.helpers_release import compose_config
 
-ROOT = Path(__file__).resolve().parent.parent
 KEY = TaskKey("course", 5, 7, 11, 15, 25, seed=5)
 
 

@@ -13,9 +13,10 @@ from pipeline.storage.verify import verify_release
 from solvers.results import SolverSettings
 from solvers.task import TaskFormatError
 from solvers.task_io import task_from_dict
+from tests import ROOT
 from tests.helpers_release import compose_config
 
-ANCHORS = Path(__file__).resolve().parent.parent.parent / "shared" / "anchors" / "agentce_5x5"
+ANCHORS = ROOT.parent / "shared" / "anchors" / "agentce_5x5"
 FILES = sorted(ANCHORS.glob("*.json"))
 pytestmark = pytest.mark.skipif(not FILES, reason="../shared/anchors is not beside the checkout")
 
