@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from env.budgets import UNLIMITED, EnvSettings
@@ -25,6 +26,28 @@ CATEGORY_OPS = CATEGORY_QUERY_OPS
 
 def _result(status: str, message: str, data: Any = None) -> dict[str, Any]:
     return {"status": status, "message": message, "data": data}
+
+
+@dataclass(frozen=True)
+class ToolNames:
+    """The domain tools' names of one episode, built once (they are compared on every call)."""
+
+    query: str
+    item_info: str
+    item_attributes: str
+    slot_check: str
+    global_check: str
+
+    @staticmethod
+    def of(domain: str) -> ToolNames:
+        """The names of ``domain``'s tools."""
+        return ToolNames(
+            f"query_{domain}_candidate_from_attribute",
+            f"get_{domain}_item_info",
+            f"get_{domain}_item_attributes",
+            f"check_{domain}_slot_constraints",
+            f"check_{domain}_global_constraints",
+        )
 
 
 class Episode:
@@ -46,6 +69,7 @@ class Episode:
             f"check_{d}_slot_constraints": "check_d_slot_constraints",
             f"check_{d}_global_constraints": "check_d_global_constraints",
         }
+        self.names = ToolNames.of(d)
         self.handlers = {name: getattr(self, "_" + domain_tools.get(name, name)) for name in self.tools}
         self.slots = {(s.row, s.col): s for s in task.slots}
         self.grid: list[list[str | None]] = [list(row) for row in task.grid]
@@ -154,18 +178,18 @@ class Episode:
                 f"({args['row']}, {args['col']}); find candidates with "
                 f"query_{d}_candidate_from_attribute"
             )
-        if name == f"check_{d}_slot_constraints" and self.grid[args["row"]][args["col"]] is None:
+        if name == self.names.slot_check and self.grid[args["row"]][args["col"]] is None:
             raise ArgumentError(f"cell ({args['row']}, {args['col']}) is empty; set_slot first")
         if "field" in args:
             self._known_field(args["field"])
-        if name == f"query_{d}_candidate_from_attribute":
+        if name == self.names.query:
             args = {**args, "value": self._query_value(args["field"], args["operator"], args["value"])}
-        if name == f"get_{d}_item_info" and args["id"] not in self.visible:
+        if name == self.names.item_info and args["id"] not in self.visible:
             raise ArgumentError(
                 f"{clip(repr(args['id']))} is not an item fixed in the grid; "
                 f"candidates are read with query_{d}_candidate_from_attribute"
             )
-        if name == f"get_{d}_item_attributes":
+        if name == self.names.item_attributes:
             unknown = [i for i in args["ids"] if i not in self.visible]
             if unknown:
                 raise ArgumentError(f"not items fixed in the grid: {clip(repr(unknown))}")
@@ -177,13 +201,9 @@ class Episode:
 
     def _exhausted(self, name: str, args: dict[str, Any]) -> str:
         """Why the call cannot run for lack of budget ("" when it can)."""
-        d = self.task.domain
-        if (
-            name == f"query_{d}_candidate_from_attribute"
-            and self.queries_left[(args["row"], args["col"])] == 0
-        ):
+        if name == self.names.query and self.queries_left[(args["row"], args["col"])] == 0:
             return f"no queries left for cell ({args['row']}, {args['col']})"
-        if name == f"check_{d}_global_constraints" and self.checks_left == 0:
+        if name == self.names.global_check and self.checks_left == 0:
             return "no global checks left"
         return ""
 

@@ -11,6 +11,7 @@ cells break them, ``satisfied`` otherwise; lower-bound rules (``sum_min``, ``cou
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -51,13 +52,18 @@ def passes_slot(slot: Slot, item: Record) -> bool:
     return all(slot_rule_holds(rule, item) for rule in slot.constraints)
 
 
-def rule_groups(rule: GlobalRule, rows: int, cols: int) -> list[list[Cell]]:
+def rule_groups(rule: GlobalRule, rows: int, cols: int) -> tuple[tuple[Cell, ...], ...]:
     """The cell groups a rule applies to separately: the grid, each row, or each column."""
-    if rule.scope == "row":
-        return [[(r, c) for c in range(cols)] for r in range(rows)]
-    if rule.scope == "col":
-        return [[(r, c) for r in range(rows)] for c in range(cols)]
-    return [[(r, c) for r in range(rows) for c in range(cols)]]
+    return _groups(str(rule.scope), rows, cols)
+
+
+@functools.lru_cache(maxsize=1024)
+def _groups(scope: str, rows: int, cols: int) -> tuple[tuple[Cell, ...], ...]:
+    if scope == "row":
+        return tuple(tuple((r, c) for c in range(cols)) for r in range(rows))
+    if scope == "col":
+        return tuple(tuple((r, c) for r in range(rows)) for c in range(cols))
+    return (tuple((r, c) for r in range(rows) for c in range(cols)),)
 
 
 def rule_measure(rule: GlobalRule, records: Sequence[Record]) -> int:
@@ -93,9 +99,16 @@ def group_records(
     return records, len(records) == len(group)
 
 
-def rule_status(rule: GlobalRule, grid: Sequence[Sequence[str | None]], items: Mapping[str, Record]) -> str:
-    """``satisfied``, ``violated`` or ``pending`` for one rule on a full or partial grid."""
-    complete = all(cell is not None for row in grid for cell in row)
+def rule_status(
+    rule: GlobalRule,
+    grid: Sequence[Sequence[str | None]],
+    items: Mapping[str, Record],
+    complete: bool | None = None,
+) -> str:
+    """``satisfied``, ``violated`` or ``pending`` for one rule on a full or partial grid
+    (``complete``: whether every cell is filled, when the caller knows)."""
+    if complete is None:
+        complete = all(cell is not None for row in grid for cell in row)
     if not rule.is_upper_bound and not complete:
         return PENDING
     for group in rule_groups(rule, len(grid), len(grid[0])):
@@ -107,7 +120,8 @@ def rule_status(rule: GlobalRule, grid: Sequence[Sequence[str | None]], items: M
 
 def check_global(task: Task, grid: Sequence[Sequence[str | None]]) -> dict[str, str]:
     """Status of every global rule of ``task`` on ``grid``, by rule name."""
-    return {rule.name: rule_status(rule, grid, task.items) for rule in task.global_constraints}
+    complete = all(cell is not None for row in grid for cell in row)
+    return {rule.name: rule_status(rule, grid, task.items, complete) for rule in task.global_constraints}
 
 
 def fill(task: Task, choice: Choice) -> list[list[str | None]]:

@@ -91,7 +91,7 @@ class CpSatModel:
         return max((abs(int(item[rule.attribute])) for item in self.task.items.values()), default=1)
 
     def _group_expressions(
-        self, rule: GlobalRule, group: list[Cell]
+        self, rule: GlobalRule, group: Sequence[Cell]
     ) -> list[tuple[int, list[tuple[Literal, int]]]]:
         """(constant, [(literal, coefficient)]) per linear row of one rule group."""
         if rule.kind == RuleKind.REPEAT_MAX:
@@ -109,7 +109,7 @@ class CpSatModel:
     def _value(self, cell: Cell, item_id: str, rule: GlobalRule) -> object:
         return self.task.items[item_id][rule.attribute]
 
-    def _contribution(self, group: list[Cell], weight, rule: GlobalRule):  # type: ignore[no-untyped-def]
+    def _contribution(self, group: Sequence[Cell], weight, rule: GlobalRule):  # type: ignore[no-untyped-def]
         constant, terms = 0, []
         for cell in group:
             fixed = self.task.grid[cell[0]][cell[1]]

@@ -18,7 +18,7 @@ import functools
 import re
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,7 +123,7 @@ class MilpModel:
         visible = self.task.grid[cell[0]][cell[1]]
         return [visible] if visible is not None else self.options[cell]
 
-    def _sum(self, cells: list[Cell], coef: Any) -> tuple[int, tuple[tuple[int, int], ...]]:
+    def _sum(self, cells: Sequence[Cell], coef: Any) -> tuple[int, tuple[tuple[int, int], ...]]:
         constant, terms = 0, []
         for r, c in cells:
             visible = self.task.grid[r][c]
