@@ -91,14 +91,9 @@ class RunStore:
         if transcript is not None:
             path = self.transcripts / f"{row['episode_id']}.json.gz"
             temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            with gzip.open(temporary, "wt", encoding="utf-8", compresslevel=6) as handle:
-                json.dump(
-                    {"episode_id": row["episode_id"], "task_id": row["task_id"], "transcript": transcript},
-                    handle,
-                    ensure_ascii=False,
-                    separators=(",", ":"),
-                    default=str,
-                )
+            record = {"episode_id": row["episode_id"], "task_id": row["task_id"], "transcript": transcript}
+            text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+            temporary.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0))
             temporary.replace(path)
         target = self.api_errors if row.get("end_reason") == "api_error" else self.episodes
         with open(target, "a", encoding="utf-8") as handle:
