@@ -52,3 +52,9 @@ def test_score_agrees_with_the_answer_and_solves_when_there_is_none(release):
     assert not scored["success"] and scored["wrong_cells"] == [[role["row"], role["col"]]]
     assert gridbench.score(record.task, wrong) == scored  # the truth found by solving
     assert gridbench.score(record.task, [[None]])["success"] is False  # a wrong shape scores 0
+
+
+def test_writing_a_release_imports_no_solver():
+    code = "import sys, pipeline.storage.write; print('ortools' in sys.modules or 'pulp' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr

@@ -112,3 +112,27 @@ def test_unknown_agents_and_empty_filters_are_clear_errors(release, tmp_path):
         )
         with pytest.raises(ValueError, match=message):
             evaluate(cfg)
+
+
+def test_swapped_answers_and_a_corrupt_results_file_are_clear_errors(release, tmp_path):
+    import shutil
+
+    from gridbench.errors import UserError
+    from pipeline.evaluate import evaluate
+    from pipeline.evaluation.report import make_report
+    from tests.helpers_release import copy_release
+
+    copy = copy_release(release, tmp_path / "swapped")
+    answers = sorted((copy / "answers").rglob("*.json"))
+    first, second = answers[0], answers[1]
+    shutil.copy(first, tmp_path / "hold.json")
+    shutil.copy(second, first)
+    shutil.copy(tmp_path / "hold.json", second)
+    cfg = compose_config([f"release={copy}", f"output_root={tmp_path}/runs", "workers=1"], "evaluate", "apps")
+    with pytest.raises(UserError, match="its answer file is for task"):
+        evaluate(cfg)
+    run = tmp_path / "broken" / "x"
+    run.mkdir(parents=True)
+    (run / "results.parquet").write_bytes(b"PAR1 this is not a parquet file")
+    with pytest.raises(UserError, match="results.parquet cannot be read"):
+        make_report([tmp_path / "broken"], tmp_path / "report")
