@@ -3,8 +3,10 @@
 Written separately from the CP-SAT path on purpose: it evaluates slot rules and builds the
 rule rows itself, from the task data alone, so a bug in one model is unlikely to be repeated
 in the other. It confirms (a) the truth is feasible, (b) no other completion exists, and
-(c) no decoy appears in any feasible completion (one MILP: the largest number of decoys a
-feasible completion can use is 0; the record keeps that objective).
+(c) no decoy appears in any feasible completion. One MILP proves all three when the model's
+own locally valid options are exactly the answer's truth and decoys: the largest number of
+decoys a feasible completion can use is 0 (the record keeps that objective); otherwise three
+solves tell which proof fails.
 
 The formulation is plain data (binary columns, linear rows) built once per task; each
 question adds its rows and objective and hands the whole to a back-end. HiGHS is the
@@ -247,12 +249,34 @@ def crosscheck(
     settings: SolverSettings | None = None,
     solver: str = "highs",
 ) -> CrossCheck:
-    """Run the three MILP confirmations; returns their verdict with a status per proof.
+    """The MILP's verdict on the truth and the decoys, with a status per solve.
 
     ``most_decoys_used`` is the optimum of "use as many decoys as possible" over the feasible
-    completions: 0 proves that no decoy is in any of them (the truth is one of them, so the
-    optimum exists)."""
+    completions. When the model's own locally valid options of each hidden cell are exactly
+    its truth and its decoys, a decoy is every way a cell can leave the truth, so one solve
+    proves everything: an optimum of 0 is reached only by the all-truth completion (the truth
+    is feasible), and no other completion exists (it would use a decoy). Otherwise, or when
+    that solve does not return 0, three separate solves (truth fixed; "not the truth"; most
+    decoys) say which proof fails and give a counterexample."""
     model = MilpModel(task, settings, solver)
+    exact = all(
+        truth[cell] in ids and set(ids) - {truth[cell]} == set(decoys.get(cell, ()))
+        for cell, ids in model.options.items()
+    )
+    if exact:
+        most = model.most_decoys(decoys)
+        if most.status == FEASIBLE and most.objective == 0:
+            return CrossCheck(
+                solver=solver,
+                solver_version=solver_version(solver),
+                truth_feasible=True,
+                unique=True,
+                decoys_infeasible=True,
+                most_decoys_used=0,
+                statuses={"most_decoys": most.status},
+                ok=True,
+                counterexample=None,
+            )
     truth_result = model.truth_feasible(truth)
     other = model.other_completion(truth)
     most = model.most_decoys(decoys)

@@ -162,9 +162,9 @@ def readable_features(
         visible = [task.items[task.grid[r][c]] for r, c in group if task.grid[r][c] is not None]  # type: ignore[index]
         open_cells = sum(1 for r, c in group if task.grid[r][c] is None)
         name = f"{task.domain}.{rule.name}"
+        features = _rule_features(rule, name, visible, open_cells, domain)
         for k, item_id in enumerate(options):
-            record = task.items[item_id]
-            rows[k].update(_rule_features(rule, name, record, visible, open_cells, domain))
+            rows[k].update(features(task.items[item_id]))
         if rule.kind in SUM_KINDS:
             attribute = domain.numeric(rule.attribute)
             others = [
@@ -207,25 +207,30 @@ def _residual_features(
 
 
 def _rule_features(
-    rule: GlobalRule, name: str, record: dict[str, Any], visible: list[dict], open_cells: int, domain: Any
-) -> Features:
+    rule: GlobalRule, name: str, visible: list[dict], open_cells: int, domain: Any
+) -> Callable[[dict[str, Any]], Features]:
+    """The features ``rule`` gives an option (a function of its record); what the visible cells
+    contribute is counted once."""
     attribute = rule.attribute
     if rule.kind in SUM_KINDS:
         numeric = domain.numeric(attribute)
         span = float(numeric.high - numeric.low)
         need = (rule.bound - sum(int(v[attribute]) for v in visible)) / open_cells
-        gap = (int(record[attribute]) - need) / span
-        return {f"{name}.gap_to_share": gap, f"{name}.abs_gap_to_share": abs(gap)}
+
+        def gap(record: dict[str, Any]) -> Features:
+            value = (int(record[attribute]) - need) / span
+            return {f"{name}.gap_to_share": value, f"{name}.abs_gap_to_share": abs(value)}
+
+        return gap
     if rule.kind == RuleKind.REPEAT_MAX:
-        used = sum(1 for v in visible if v[attribute] == record[attribute])
-        return {f"{name}.room": float(rule.bound - used)}
+        used = Counter(v[attribute] for v in visible)
+        return lambda record: {f"{name}.room": float(rule.bound - used[record[attribute]])}
     if rule.kind == RuleKind.COUNT_MIN_THRESHOLD:
-        meets = int(record[attribute]) >= int(rule.at_least or 0)
-        have = sum(1 for v in visible if int(v[attribute]) >= int(rule.at_least or 0))
-        return {f"{name}.meets_x_need": float(meets) * (rule.bound - have) / open_cells}
-    has = record[attribute] == rule.equals
-    have = sum(1 for v in visible if v[attribute] == rule.equals)
-    return {f"{name}.has_x_need": float(has) * (rule.bound - have) / open_cells}
+        at_least = int(rule.at_least or 0)
+        need_share = (rule.bound - sum(1 for v in visible if int(v[attribute]) >= at_least)) / open_cells
+        return lambda record: {f"{name}.meets_x_need": float(int(record[attribute]) >= at_least) * need_share}
+    share = (rule.bound - sum(1 for v in visible if v[attribute] == rule.equals)) / open_cells
+    return lambda record: {f"{name}.has_x_need": float(record[attribute] == rule.equals) * share}
 
 
 # Simple policies ---------------------------------------------------------------------------

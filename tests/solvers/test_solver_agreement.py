@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from solvers.checker import is_valid_completion, locally_valid_candidates
 from solvers.cpsat import CpSatModel
-from solvers.milp import MILP_SOLVERS, MilpModel
+from solvers.milp import MILP_SOLVERS, MilpModel, crosscheck
 from solvers.results import FEASIBLE, INFEASIBLE
 from tests.brute import all_choices, completions, distance
 from tests.strategies import small_tasks
@@ -130,3 +131,30 @@ def test_brute_force_enumeration_is_complete(task):
     listed = list(enumerate_completions(task))
     assert listed == completions(task)
     assert len(list(all_choices(task))) >= len(listed)
+
+
+@pytest.mark.parametrize("solver", MILP_SOLVERS)
+@given(task=small_tasks(), data=st.data())
+def test_crosscheck_verdict_matches_brute_force(solver, task, data):
+    """The cross-check's verdict (one solve when the answer's decoys are the model's other
+    options, three otherwise) is exactly brute force's, whichever completion is called the
+    truth and whether or not the decoy list is complete."""
+    found = completions(task)
+    if not found:
+        return
+    truth = data.draw(st.sampled_from(found))
+    valid = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
+    decoys = {cell: [i for i in ids if i != truth[cell]] for cell, ids in valid.items()}
+    if data.draw(st.booleans()):  # an incomplete decoy list: the one-solve proof does not apply
+        cell = data.draw(st.sampled_from(sorted(decoys)))
+        decoys[cell] = decoys[cell][1:]
+    check = crosscheck(task, truth, {c: ids for c, ids in decoys.items() if ids}, solver=solver)
+    unique = len(found) == 1
+    used = max(sum(choice[c] in decoys[c] for c in choice) for choice in found)
+    assert check.truth_feasible
+    assert check.unique == unique
+    assert check.most_decoys_used == used
+    assert check.decoys_infeasible == (used == 0)
+    assert check.ok == (unique and used == 0)
+    if not unique:
+        assert check.counterexample is not None

@@ -11,6 +11,8 @@ import jsonschema
 import polars as pl
 import pytest
 from hydra.errors import ConfigCompositionException
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pipeline.storage.safe import ReleaseError
 from pipeline.storage.verify import verify_release
@@ -294,3 +296,21 @@ def test_every_paper_preset_builds_a_few_tasks(grid, picks, tmp_path):
         made = generate_task(key, settings)
         assert made.answer.certificate.ok and made.answer.crosscheck.ok
         assert made.answer.crosscheck.most_decoys_used == 0
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@given(st.dictionaries(st.text(max_size=8), _JSON, max_size=6))
+def test_release_json_layout_round_trips(record):
+    """The release files' JSON layout (two levels indented, compact below) parses back to the
+    same value, and the same value always gives the same bytes."""
+    from pipeline.storage.write import dumps
+
+    data = dumps(record)
+    assert json.loads(data) == record
+    assert data == dumps(json.loads(data)) and data.endswith(b"\n")
