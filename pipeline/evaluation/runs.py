@@ -86,14 +86,27 @@ class RunStore:
                     rows[row["episode_id"]] = row
         return rows
 
+    def unanswered(self) -> set[str]:
+        """Episodes whose requests kept failing and that no later run has finished."""
+        ids = set()
+        if self.api_errors.exists():
+            for line in self.api_errors.read_text().splitlines():
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(row, dict) and "episode_id" in row:
+                    ids.add(str(row["episode_id"]))
+        return ids - set(self.finished())
+
     def save(self, row: dict[str, Any], transcript: Any) -> None:
-        """Transcript first (atomically), then the row: the row is the commit."""
+        """Transcript first (atomically; a message list, or the bytes of
+        :func:`encode_transcript`), then the row: the row is the commit."""
         if transcript is not None:
             path = self.transcripts / f"{row['episode_id']}.json.gz"
             temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            record = {"episode_id": row["episode_id"], "task_id": row["task_id"], "transcript": transcript}
-            text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
-            temporary.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0))
+            data = transcript if isinstance(transcript, bytes) else encode_transcript(row, transcript)
+            temporary.write_bytes(data)
             temporary.replace(path)
         target = self.api_errors if row.get("end_reason") == "api_error" else self.episodes
         with open(target, "a", encoding="utf-8") as handle:
@@ -109,6 +122,14 @@ class RunStore:
         frame.write_parquet(temporary)
         temporary.replace(self.results)
         return frame
+
+
+def encode_transcript(row: dict[str, Any], transcript: Any) -> bytes:
+    """The gzipped JSON file of one episode's transcript (done where the episode ran, so that
+    worker processes compress in parallel and send bytes, not a pickled message list)."""
+    record = {"episode_id": row["episode_id"], "task_id": row["task_id"], "transcript": transcript}
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+    return gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
 
 
 def read_transcript(path: Path) -> dict[str, Any]:

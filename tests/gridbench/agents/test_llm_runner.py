@@ -16,7 +16,7 @@ import pytest
 
 from gridbench.agents.llm.loopback import RECOVERABLE, LoopbackServer, Script, ScriptedPolicy
 from pipeline.evaluate import evaluate
-from pipeline.evaluation.runs import read_transcript
+from pipeline.evaluation.runs import RunStore, read_transcript
 from tests import ROOT
 from tests.helpers_release import build_small, compose_config
 
@@ -114,9 +114,12 @@ def test_an_api_that_keeps_failing_is_not_scored_and_is_retried_on_resume(
     assert first.height == 0  # nothing scored: every episode hit the permanent 500
     errors = next((tmp_path / release.name).glob("*/api_errors.jsonl")).read_text().splitlines()
     assert len(errors) == 8 and all(json.loads(e)["end_reason"] == "api_error" for e in errors)
+    store = RunStore(next((tmp_path / release.name).glob("*/api_errors.jsonl")).parent)
+    assert len(store.unanswered()) == 8
     loopback.script = Script()
     second = run(release, url, tmp_path, monkeypatch=monkeypatch)
     assert second.height == 8 and second["success"].all()
+    assert store.unanswered() == set()  # answered since: no longer reported as api errors
 
 
 def test_mixed_faults_with_tool_failures_still_solve_every_episode(release, server, tmp_path, monkeypatch):
