@@ -119,6 +119,7 @@ class ImportConfig:
     """The schema of the AgentCE import command (``conf/apps/import_agentce.yaml``)."""
 
     source: str = "../shared/anchors/agentce_5x5"
+    source_licence: str = ""  # the imported data's LICENSE file; empty: beside the source files
     release: ReleaseConf = field(default_factory=ReleaseConf)  # name and version: conf/apps
     crosscheck_solver: str = "highs"
     dfs_node_limit: int = 50_000

@@ -47,9 +47,10 @@ def copy_release(source: Path, target: Path) -> Path:
     return target
 
 
-def redigest(release: Path) -> None:
-    """Re-sign the release as a careful attacker would -- the digests in metadata.parquet, then
-    those of the manifest -- so that only the deeper checks and the proofs can catch an edit."""
+def redigest(release: Path, tables: bool = True) -> None:
+    """Re-sign the release as a careful attacker would -- the data/ tables rebuilt from the
+    JSON files (``tables``), the digests in metadata.parquet, then those of the manifest -- so
+    that only the deeper checks and the proofs can catch an edit."""
     import polars as pl
 
     def digest(relative: str) -> str | None:
@@ -73,11 +74,36 @@ def redigest(release: Path) -> None:
             ),
         )
         meta.write_parquet(meta_path)
+    if tables:
+        _rebuild_tables(release)
     manifest_path = release / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     for relative in manifest["files"]:
         manifest["files"][relative] = digest(relative) or manifest["files"][relative]
     manifest_path.write_text(json.dumps(manifest))
+
+
+def _rebuild_tables(release: Path) -> None:
+    """Rewrite data/ from the JSON files where they still parse (an attack on the JSON that a
+    table cannot hold leaves the tables as they were)."""
+    from pipeline.storage.tables import ANSWER, table_bytes, task_type
+
+    tasks: dict[str, list[dict]] = {}
+    answers = []
+    try:
+        for path in sorted((release / "tasks").glob("*/*.json")):
+            task = json.loads(path.read_text())
+            tasks.setdefault(path.parent.name, []).append(task)
+            answer = release / "answers" / path.parent.name / path.name
+            if answer.is_file():
+                answers.append(json.loads(answer.read_text()))
+        built = {f"data/tasks/{d}.parquet": table_bytes(rows, task_type(d), d) for d, rows in tasks.items()}
+        built["data/answers.parquet"] = table_bytes(answers, ANSWER, "answers")
+    except Exception:
+        return
+    for relative, data in built.items():
+        if (release / relative).is_file():
+            (release / relative).write_bytes(data)
 
 
 def rerender(task: dict) -> dict:

@@ -17,6 +17,8 @@ from typing import Any
 from gridbench.errors import UserError
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_TABLE_BYTES = 4 * 1024 * 1024 * 1024  # a Parquet table of a very large release
+MAX_TABLE_EXPANSION = 64  # uncompressed / compressed size a table may declare
 MAX_JSON_DEPTH = 64
 
 
@@ -52,8 +54,11 @@ def regular_file(root: Path, relative: str) -> Path:
     return path
 
 
-def read_bytes(root: Path, relative: str, limit: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of a regular file inside ``root``, at most ``limit`` of them."""
+def read_bytes(root: Path, relative: str, limit: int | None = None) -> bytes:
+    """The bytes of a regular file inside ``root``, at most ``limit`` of them (by default
+    :data:`MAX_TABLE_BYTES` for a Parquet table, :data:`MAX_FILE_BYTES` for anything else)."""
+    if limit is None:
+        limit = MAX_TABLE_BYTES if relative.endswith(".parquet") else MAX_FILE_BYTES
     path = regular_file(root, relative)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     descriptor = os.open(path, flags)
@@ -125,3 +130,25 @@ def walk(root: Path) -> tuple[set[str], list[str]]:
                 problems.append(f"{relative}: a special file (FIFO, socket or device)")
         dirs[:] = [d for d in dirs if not os.path.islink(base / d)]
     return files, problems
+
+
+def read_table_rows(data: bytes, relative: str) -> list[dict[str, Any]]:
+    """The rows of an untrusted Parquet file: its footer is read first, and a file that
+    declares more than :data:`MAX_TABLE_EXPANSION` times its size uncompressed (a
+    decompression bomb) is refused before any page is decompressed."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    try:
+        handle = pq.ParquetFile(io.BytesIO(data))
+        declared = sum(
+            handle.metadata.row_group(g).total_byte_size for g in range(handle.metadata.num_row_groups)
+        )
+        if declared > MAX_TABLE_EXPANSION * max(len(data), 1024 * 1024):
+            raise ReleaseError(f"{relative}: declares {declared} bytes uncompressed, which is refused")
+        return handle.read().to_pylist()
+    except ReleaseError:
+        raise
+    except Exception as error:  # pyarrow raises several kinds for a damaged file
+        raise ReleaseError(f"{relative}: unreadable Parquet ({type(error).__name__})") from None

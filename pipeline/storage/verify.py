@@ -3,7 +3,8 @@
 1. Files: every listed path is relative and inside the release and names a regular file; no
    symlink or special file anywhere; every file matches its digest; nothing unlisted.
 2. Release: the manifest's counts match the files; each task lives in the folder of its
-   domain under its own id, once; `metadata.parquet` describes exactly these files.
+   domain under its own id, once; `metadata.parquet` describes exactly these files; the
+   `data/` tables hold exactly these files, each row decoding to its file.
 3. Each task: the JSON Schemas; the answer belongs to the task; candidates are unique and of
    the promised number; the instruction is exactly what the task data renders to; then the
    proofs (CP-SAT, and the MILP cross-check when asked).
@@ -28,7 +29,7 @@ from pipeline.generation.instruction import write_instruction
 from pipeline.generation.seal import Sealed, seal
 from pipeline.parallel import parallel_imap
 from pipeline.storage.read import read_manifest
-from pipeline.storage.safe import ReleaseError, read_bytes, read_json, walk
+from pipeline.storage.safe import ReleaseError, read_bytes, read_json, read_table_rows, walk
 from pipeline.storage.write import SCHEMA_DIR, sha256
 from solvers.milp import crosscheck_answer
 from solvers.results import SolverSettings
@@ -100,7 +101,56 @@ def check_release(path: Path, manifest: dict[str, Any], report: VerifyReport) ->
         if "tasks/" + name[len("answers/") :] not in listed:
             failures.append(f"{name}: an answer without a task file")
     _check_metadata(path, listed, tasks, failures)
+    _check_tables(path, listed, tasks, failures)
     return [name for name in tasks if name.count("/") == 2]
+
+
+def _check_tables(path: Path, listed: dict[str, str], tasks: list[str], failures: list[str]) -> None:
+    """``data/``: one table per domain holding exactly that domain's task files, and one
+    holding every answer file, each row decoding to its file."""
+    from pipeline.storage.tables import decode_answer, decode_task
+
+    by_domain: dict[str, dict[str, str]] = defaultdict(dict)
+    for name in tasks:
+        if name.count("/") == 2:
+            by_domain[name.split("/")[1]][name.rsplit("/", 1)[-1][: -len(".json")]] = name
+    expected = {f"data/tasks/{domain}.parquet": files for domain, files in by_domain.items()}
+    answers = {
+        task_id: "answers/" + name[len("tasks/") :]
+        for files in by_domain.values()
+        for task_id, name in files.items()
+    }
+    expected["data/answers.parquet"] = answers
+    for extra in sorted(n for n in listed if n.startswith("data/") and n not in expected):
+        failures.append(f"{extra}: a table of no domain of this release")
+    for table, files in sorted(expected.items()):
+        if table not in listed:
+            failures.append(f"manifest.json: {table} is not listed (rebuild the release to add data/ tables)")
+            continue
+        try:
+            rows = read_table_rows(read_bytes(path, table), table)
+        except ReleaseError as error:
+            failures.append(str(error))
+            continue
+        decode = decode_answer if table == "data/answers.parquet" else decode_task
+        seen: set[str] = set()
+        for number, row in enumerate(rows):
+            task_id = row.get("task_id")
+            if task_id not in files or task_id in seen:
+                failures.append(
+                    f"{table}: row {number} ({str(task_id)[:40]}) is not one of its files, or repeats"
+                )
+                continue
+            seen.add(task_id)
+            try:
+                same = decode(row) == read_json(path, files[task_id])
+            except Exception as error:  # a damaged row or file: say which
+                failures.append(f"{table}: row {number} ({task_id}) unreadable ({type(error).__name__})")
+                continue
+            if not same:
+                failures.append(f"{table}: row {number} ({task_id}) differs from {files[task_id]}")
+        if len(seen) != len(files):
+            failures.append(f"{table}: {len(files) - len(seen)} of its {len(files)} files have no row")
 
 
 def _check_metadata(path: Path, listed: dict[str, str], tasks: list[str], failures: list[str]) -> None:

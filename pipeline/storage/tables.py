@@ -1,0 +1,326 @@
+"""The release's JSON files as Parquet tables with declared, stable nested types.
+
+``data/tasks/<domain>.parquet`` (one row per task; the item struct has the domain's own
+attributes) and ``data/answers.parquet`` (one row per answer). Every column has a declared
+Arrow type, so a value that is null in one row and a number in another is still one type,
+and a grid with a hidden cell at (0, 0) (a leading null) is an ordinary nullable list.
+
+The JSON shapes that a table cannot hold as they are get a fixed encoding, undone by
+:func:`decode_task` / :func:`decode_answer` (``decode(row) == the JSON file``, tested):
+
+- a dict with open keys (``crosscheck.statuses``, ``measures.decoy_direction``, a
+  counterexample) is a list of ``{"key", "value"}``;
+- a slot rule's ``value`` (a number for ``<=`` / ``>=``, a list of strings for ``in`` /
+  ``not_in``) is ``{"number", "strings"}``;
+- a key that the JSON leaves out when it has no value (``equals``, ``at_least``,
+  ``counterexample``, an imported task's ``origin`` and ``source_instruction``) is null;
+- an empty record (``"crosscheck": {}`` when no MILP ran) is a null struct.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from domains import NumericAttribute, get_domain
+from gridbench.errors import UserError
+
+# A tiny type language: enough to declare the files' shapes once and to encode and decode
+# by walking the declaration.
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A number, string or boolean."""
+
+    arrow: pa.DataType
+
+
+@dataclass(frozen=True)
+class ListOf:
+    """A JSON array of one type."""
+
+    item: Any
+
+
+@dataclass(frozen=True)
+class Field:
+    """A key of an object: ``optional`` keys are left out of the JSON when null."""
+
+    name: str
+    type: Any
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class Record:
+    """A JSON object with known keys; ``empty_is_null``: ``{}`` is stored as a null struct."""
+
+    fields: tuple[Field, ...]
+    empty_is_null: bool = False
+
+
+@dataclass(frozen=True)
+class OpenMap:
+    """A JSON object with open keys, stored as a list of ``{"key", "value"}``."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class NumberOrStrings:
+    """An integer or a list of strings (a slot rule's value)."""
+
+
+INT, STR, BOOL, FLOAT = Scalar(pa.int64()), Scalar(pa.string()), Scalar(pa.bool_()), Scalar(pa.float64())
+
+
+def arrow_type(kind: Any) -> pa.DataType:
+    """The Arrow type of a declared type."""
+    if isinstance(kind, Scalar):
+        return kind.arrow
+    if isinstance(kind, ListOf):
+        return pa.list_(arrow_type(kind.item))
+    if isinstance(kind, Record):
+        return pa.struct([pa.field(f.name, arrow_type(f.type)) for f in kind.fields])
+    if isinstance(kind, OpenMap):
+        return pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", arrow_type(kind.value))]))
+    if isinstance(kind, NumberOrStrings):
+        return pa.struct([pa.field("number", pa.int64()), pa.field("strings", pa.list_(pa.string()))])
+    raise TypeError(kind)
+
+
+def encode(value: Any, kind: Any, where: str) -> Any:
+    """``value`` (JSON) as the Python value of its Arrow column; a key the declaration does
+    not know is an error naming it (nothing is dropped silently)."""
+    if value is None:
+        return None
+    if isinstance(kind, Scalar):
+        return float(value) if kind is FLOAT else value
+    if isinstance(kind, ListOf):
+        return [encode(v, kind.item, f"{where}[]") for v in value]
+    if isinstance(kind, OpenMap):
+        return [{"key": str(k), "value": encode(v, kind.value, f"{where}.{k}")} for k, v in value.items()]
+    if isinstance(kind, NumberOrStrings):
+        return {"strings": list(value), "number": None} if isinstance(value, list) else {"number": value}
+    if kind.empty_is_null and value == {}:
+        return None
+    known = {f.name for f in kind.fields}
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise UserError(
+            f"{where}: key {unknown[0]!r} has no column in the release tables "
+            f"(known: {sorted(known)}); add it to pipeline/storage/tables.py"
+        )
+    return {f.name: encode(value.get(f.name), f.type, f"{where}.{f.name}") for f in kind.fields}
+
+
+def decode(value: Any, kind: Any) -> Any:
+    """The JSON value a column value encodes (the inverse of :func:`encode`)."""
+    if isinstance(kind, Record):
+        if value is None:
+            return {} if kind.empty_is_null else None
+        out = {}
+        for f in kind.fields:
+            item = value.get(f.name)
+            if item is None and f.optional:
+                continue
+            out[f.name] = decode(item, f.type)
+        return out
+    if value is None:
+        return None
+    if isinstance(kind, ListOf):
+        return [decode(v, kind.item) for v in value]
+    if isinstance(kind, OpenMap):
+        return {entry["key"]: decode(entry["value"], kind.value) for entry in value}
+    if isinstance(kind, NumberOrStrings):
+        return list(value["strings"]) if value.get("strings") is not None else value["number"]
+    return value
+
+
+# The declarations -----------------------------------------------------------------------
+
+SLOT_RULE = Record((Field("attribute", STR), Field("op", STR), Field("value", NumberOrStrings())))
+GLOBAL_RULE = Record(
+    (
+        Field("name", STR),
+        Field("kind", STR),
+        Field("attribute", STR),
+        Field("scope", STR),
+        Field("bound", INT),
+        Field("equals", STR, optional=True),
+        Field("at_least", INT, optional=True),
+    )
+)
+SLOT = Record(
+    (
+        Field("row", INT),
+        Field("col", INT),
+        Field("candidates", ListOf(STR)),
+        Field("constraints", ListOf(SLOT_RULE)),
+    )
+)
+
+
+def item_type(domain: str) -> Record:
+    """An item of ``domain``: id, name and the domain's attributes, each with its type."""
+    attributes = get_domain(domain).attributes
+    return Record(
+        (
+            Field("id", STR),
+            Field("name", STR),
+            *(Field(a.name, INT if isinstance(a, NumericAttribute) else STR) for a in attributes),
+        )
+    )
+
+
+def task_type(domain: str) -> Record:
+    """A task file of ``domain``."""
+    return Record(
+        (
+            Field("schema_version", STR),
+            Field("task_id", STR),
+            Field("domain", STR),
+            Field("rows", INT),
+            Field("cols", INT),
+            Field("hidden_slots", INT),
+            Field("decoy_budget", INT),
+            Field("candidates_per_slot", INT),
+            Field("grid", ListOf(ListOf(STR))),
+            Field("items", ListOf(item_type(domain))),
+            Field("slots", ListOf(SLOT)),
+            Field("global_constraints", ListOf(GLOBAL_RULE)),
+            Field("instruction", STR),
+            Field("origin", STR, optional=True),
+            Field("source_instruction", STR, optional=True),
+        )
+    )
+
+
+CERTIFICATE = Record(
+    (
+        Field("ok", BOOL),
+        Field("solver", STR),
+        Field("solver_version", STR),
+        Field("solver_seed", INT),
+        Field("workers", INT),
+        Field("truth_feasible", STR),
+        Field("uniqueness", STR),
+        Field("decoys_refuted", STR),
+        Field("decoys_checked", INT),
+        Field("filtered_checked", INT),
+        Field("failures", ListOf(STR)),
+        Field("seed", INT),
+        Field("index", INT),
+        Field("attempt", INT),
+        Field("repair_rounds", INT),
+        Field("tightenings", INT),
+        Field("cell_redraws", INT),
+    ),
+    empty_is_null=True,
+)
+CROSSCHECK = Record(
+    (
+        Field("solver", STR),
+        Field("solver_version", STR),
+        Field("truth_feasible", BOOL),
+        Field("unique", BOOL),
+        Field("decoys_infeasible", BOOL),
+        Field("most_decoys_used", INT),
+        Field("statuses", OpenMap(STR)),
+        Field("ok", BOOL),
+        Field("counterexample", OpenMap(STR), optional=True),
+    ),
+    empty_is_null=True,
+)
+MEASURES = Record(
+    (
+        Field("search_space", INT),
+        Field("log10_search_space", FLOAT),
+        Field("shallow_decoys", INT),
+        Field("dfs_nodes", INT),
+        Field("dfs_capped", BOOL),
+        Field(
+            "distance_to_ambiguity", Record((Field("units", INT), Field("share", FLOAT), Field("rule", STR)))
+        ),
+        Field(
+            "propagation",
+            Record(
+                (
+                    Field("decoys", INT),
+                    Field("one_round", INT),
+                    Field("fixpoint", INT),
+                    Field("resistant", INT),
+                    Field("rounds", INT),
+                    Field("decided", BOOL),
+                )
+            ),
+        ),
+        Field("decoy_direction", OpenMap(ListOf(INT))),
+    ),
+    empty_is_null=True,
+)
+ROLE = Record(
+    (
+        Field("row", INT),
+        Field("col", INT),
+        Field("truth", STR),
+        Field("decoys", ListOf(STR)),
+        Field("filtered", ListOf(STR)),
+    )
+)
+ANSWER = Record(
+    (
+        Field("schema_version", STR),
+        Field("task_id", STR),
+        Field("truth", ListOf(ListOf(STR))),
+        Field("roles", ListOf(ROLE)),
+        Field("certificate", CERTIFICATE),
+        Field("crosscheck", CROSSCHECK),
+        Field("measures", MEASURES),
+    )
+)
+
+
+def schema_of(kind: Record) -> pa.Schema:
+    """The Arrow schema of a table whose rows are ``kind``."""
+    return pa.schema([pa.field(f.name, arrow_type(f.type)) for f in kind.fields])
+
+
+def table_bytes(rows: list[dict[str, Any]], kind: Record, where: str) -> bytes:
+    """The Parquet file of ``rows`` (JSON dicts of one kind): same rows, same bytes."""
+    encoded = [encode(row, kind, f"{where} {row.get('task_id', '?')}") for row in rows]
+    table = pa.Table.from_pylist(encoded, schema=schema_of(kind))
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd", compression_level=9, write_statistics=False)
+    return sink.getvalue()
+
+
+def read_table(data: bytes) -> list[dict[str, Any]]:
+    """The rows of a Parquet file's bytes, as Python values."""
+    return pq.read_table(io.BytesIO(data)).to_pylist()
+
+
+def decode_task(row: dict[str, Any]) -> dict[str, Any]:
+    """The task file a row of ``data/tasks/<domain>.parquet`` (or of the Hugging Face
+    dataset of that configuration) came from."""
+    return decode(row, task_type(str(row["domain"])))
+
+
+def decode_answer(row: dict[str, Any]) -> dict[str, Any]:
+    """The answer file a row of ``data/answers.parquet`` came from."""
+    return decode(row, ANSWER)
+
+
+def item_attributes_match(task: dict[str, Any]) -> None:
+    """Every item attribute of the task's domain is present (a missing one would come back
+    as null); raises naming the item and the attribute."""
+    names = [a.name for a in get_domain(str(task["domain"])).attributes]
+    for item in task.get("items", ()):
+        missing = [n for n in names if n not in item]
+        if missing:
+            raise UserError(f"task {task.get('task_id')}: item {item.get('id')} has no {missing[0]!r}")

@@ -1,0 +1,151 @@
+"""The release's data/ tables: every row decodes to its JSON file; the tables load in Hugging
+Face `datasets` (offline, every configuration of the card's header), polars and DuckDB; the
+codec round-trips the shapes the generator does not produce today."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from pipeline.storage.tables import (
+    ANSWER,
+    decode_answer,
+    decode_task,
+    read_table,
+    table_bytes,
+    task_type,
+)
+from tests.helpers_release import build_small
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    return build_small(tmp_path_factory.mktemp("tables"), "tables")
+
+
+def _files(release: Path, kind: str) -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_text()) for p in sorted((release / kind).rglob("*.json"))}
+
+
+def _header(release: Path) -> dict:
+    text = (release / "README.md").read_text()
+    assert text.startswith("---\n")
+    return yaml.safe_load(text.split("---\n")[1])
+
+
+def test_every_row_decodes_to_its_file_and_every_file_has_one_row(release):
+    tasks, answers = _files(release, "tasks"), _files(release, "answers")
+    seen = []
+    for table in sorted((release / "data" / "tasks").glob("*.parquet")):
+        for row in pq.read_table(table).to_pylist():
+            assert row["domain"] == table.stem
+            assert decode_task(row) == tasks[row["task_id"]]
+            seen.append(row["task_id"])
+    assert sorted(seen) == sorted(tasks)
+    rows = pq.read_table(release / "data" / "answers.parquet").to_pylist()
+    assert sorted(r["task_id"] for r in rows) == sorted(answers)
+    assert all(decode_answer(r) == answers[r["task_id"]] for r in rows)
+
+
+def test_the_card_header_declares_a_licence_and_a_configuration_per_table(release):
+    header = _header(release)
+    assert header["license"] == "cc-by-4.0" and (release / "LICENSE").read_text().strip()
+    names = {c["config_name"]: c["data_files"][0]["path"] for c in header["configs"]}
+    domains = sorted(p.name for p in (release / "tasks").iterdir())
+    assert names == {
+        "metadata": "metadata.parquet",
+        "answers": "data/answers.parquet",
+        **{d: f"data/tasks/{d}.parquet" for d in domains},
+    }
+    assert {"task_categories", "tags", "size_categories", "pretty_name"} <= set(header)
+
+
+def test_every_configuration_loads_in_hugging_face_datasets_offline(release, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import datasets
+
+    datasets.disable_progress_bars()
+    tasks, answers = _files(release, "tasks"), _files(release, "answers")
+    for config in _header(release)["configs"]:
+        name = config["config_name"]
+        loaded = datasets.load_dataset(str(release), name, split="test", cache_dir=str(tmp_path / "cache"))
+        if name == "metadata":
+            assert sorted(loaded["task_id"]) == sorted(tasks)
+        elif name == "answers":
+            assert len(loaded) == len(answers)
+            assert all(decode_answer(row) == answers[row["task_id"]] for row in loaded)
+        else:
+            assert len(loaded) == sum(t["domain"] == name for t in tasks.values()) > 0
+            assert all(decode_task(row) == tasks[row["task_id"]] for row in loaded)
+    default = datasets.load_dataset(str(release), cache_dir=str(tmp_path / "cache"))
+    assert set(default) == {"test"} and "hidden_slots" in default["test"].column_names
+
+
+def test_polars_and_duckdb_read_the_tables(release):
+    import duckdb
+    import polars as pl
+
+    tasks = _files(release, "tasks")
+    for table in sorted((release / "data" / "tasks").glob("*.parquet")):
+        frame = pl.scan_parquet(table).select("task_id", "hidden_slots", "grid").collect()
+        for row in frame.iter_rows(named=True):
+            assert row["hidden_slots"] == tasks[row["task_id"]]["hidden_slots"]
+            assert row["grid"] == tasks[row["task_id"]]["grid"]  # leading nulls included
+        ((count, hidden),) = duckdb.sql(
+            f"select count(*), sum(hidden_slots) from read_parquet('{table}')"
+        ).fetchall()
+        expected = [t for t in tasks.values() if t["domain"] == table.stem]
+        assert count == len(expected) and hidden == sum(t["hidden_slots"] for t in expected)
+    ((bounds,),) = duckdb.sql(
+        f"select sum(len(roles)) from read_parquet('{release / 'data' / 'answers.parquet'}')"
+    ).fetchall()
+    assert bounds == sum(len(a["roles"]) for a in _files(release, "answers").values())
+
+
+def test_the_codec_round_trips_shapes_the_generator_does_not_make_today(release):
+    """``in`` / ``not_in`` slot values, count rules with ``equals``, a hidden (0, 0) cell, an
+    imported task's extra keys, a counterexample, an empty certificate."""
+    task = copy.deepcopy(next(t for t in _files(release, "tasks").values() if t["domain"] == "course"))
+    task["slots"][0]["constraints"] = [
+        {"attribute": "category", "op": "in", "value": ["math", "elective"]},
+        {"attribute": "teacher", "op": "not_in", "value": []},
+        {"attribute": "credits", "op": "<=", "value": 4},
+    ]
+    rule = {"attribute": "category", "bound": 1}
+    task["global_constraints"] += [
+        {**rule, "name": "x", "kind": "count_min", "scope": "row", "equals": "math"},
+        {
+            **rule,
+            "name": "y",
+            "kind": "count_min_threshold",
+            "scope": "col",
+            "attribute": "credits",
+            "at_least": 3,
+        },
+    ]
+    task["grid"][0][0] = None
+    task["origin"], task["source_instruction"] = "file.json", "You are ..."
+    (row,) = read_table(table_bytes([task], task_type("course"), "t"))
+    assert decode_task(row) == task
+    answer = copy.deepcopy(next(iter(_files(release, "answers").values())))
+    answer["crosscheck"] = {**answer["crosscheck"], "counterexample": {"0,1": "a", "2,3": "b"}}
+    answer["certificate"] = {}
+    answer["measures"]["distance_to_ambiguity"] = {"units": None, "share": None, "rule": None}
+    (row,) = read_table(table_bytes([answer], ANSWER, "a"))
+    assert decode_answer(row) == answer
+
+
+def test_a_key_without_a_column_is_an_error_naming_it(release):
+    from gridbench.errors import UserError
+
+    task = copy.deepcopy(next(iter(_files(release, "tasks").values())))
+    task["slots"][0]["secret"] = 1
+    with pytest.raises(UserError, match="'secret' has no column"):
+        table_bytes([task], task_type(task["domain"]), "data/tasks")
