@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow lint bench release verify import audit eval show report clean
+.PHONY: help install test test-slow lint bench release verify import audit eval show report hub clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -34,6 +34,7 @@ bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_generate.py $(ARGS)
 	$(PY) bench/bench_env.py
 	$(PY) bench/bench_runner.py
+	$(PY) bench/bench_api.py
 
 release: $(STAMP) ## Build the default release (5x7, six domains, 324 tasks); ARGS="..." = Hydra overrides
 	$(PY) -m pipeline.release $(ARGS)
@@ -55,6 +56,9 @@ show: $(STAMP) ## Print one transcript: make show ARGS="run=outputs/runs/R/RUN t
 
 report: $(STAMP) ## Heatmaps, tables and summary of the runs of a release
 	$(PY) -m pipeline.report $(ARGS)
+
+hub: $(STAMP) ## Publish a release to the Hugging Face Hub: make hub ARGS="release=PATH repo_id=ORG/NAME [dry_run=true]"
+	$(PY) -m pipeline.hub $(ARGS)
 
 clean: ## Remove caches (keeps .venv and outputs/)
 	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -9,6 +9,8 @@ The stable API (names load on first use, so ``import gridbench`` is cheap)::
     episode.call("get_current_grid_state")
     gridbench.score(record.task, submitted_grid)        # success, fraction_correct, wrong_cells
     made = gridbench.generate_task(gridbench.TaskKey("course", 5, 7, 11, 15, 25))
+    tasks = gridbench.create_dataset(["course", "meal"], size=1000, seed=0, levels=3)
+    tasks[0].task, tasks[0].answer, tasks[0].score(grid)   # generated and certified on first use
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ _EXPORTS = {
     "UserError": "gridbench.errors",
     "SolverTimeout": "gridbench.errors",
     "score": "gridbench.scoring",
+    "create_dataset": "gridbench.procedural",
+    "curriculum": "gridbench.procedural",
+    "Level": "gridbench.procedural",
+    "TaskDataset": "gridbench.procedural",
+    "GeneratedTask": "gridbench.procedural",
 }
 
 __all__ = sorted(_EXPORTS)

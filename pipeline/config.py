@@ -195,6 +195,19 @@ class AuditConfig:
 
 
 @dataclass
+class HubConfig:
+    """The schema of the publish command (``conf/apps/hub.yaml``)."""
+
+    release: str = "outputs/releases/gridbench-v1.0.0"
+    repo_id: str = ""
+    dry_run: bool = False
+    private: bool = False
+    answers: bool = True
+    token_env: str = "HF_TOKEN"
+    message: str = ""
+
+
+@dataclass
 class ReportConfig:
     """The schema of the report command (``conf/apps/report.yaml``)."""
 
@@ -213,6 +226,7 @@ def register_configs() -> None:
     store.store(name="base_evaluate", node=EvaluateConfig)
     store.store(name="base_report", node=ReportConfig)
     store.store(name="base_audit", node=AuditConfig)
+    store.store(name="base_hub", node=HubConfig)
 
 
 def generation_settings(cfg: DictConfig) -> GenerationSettings:

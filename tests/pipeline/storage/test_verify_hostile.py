@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests import ROOT
 from tests.helpers_release import build_small, compose_config, copy_release, redigest, rerender
@@ -304,3 +306,32 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+@given(
+    st.recursive(
+        st.none() | st.integers() | st.text(alphabet='[]{}"\\ab'),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(st.text(alphabet='[{"\\', max_size=3), inner, max_size=3)
+        ),
+        max_leaves=40,
+    )
+)
+def test_json_depth_is_the_nesting_of_the_value(value):
+    from pipeline.storage.safe import json_depth, load_json
+
+    def reference(node) -> int:
+        if isinstance(node, dict):
+            return 1 + max(map(reference, node.values()), default=0)
+        if isinstance(node, list):
+            return 1 + max(map(reference, node), default=0)
+        return 0
+
+    assert json_depth(value) == reference(value)
+    data = json.dumps(value).encode()
+    if reference(value) <= 3:
+        assert load_json(data, "x", max_depth=3) == value
+    else:
+        with pytest.raises(Exception, match="nested deeper than 3"):
+            load_json(data, "x", max_depth=3)

@@ -1,0 +1,102 @@
+"""`python -m pipeline.hub release=PATH repo_id=ORG/NAME` (make hub): publish a release as a
+Hugging Face dataset repository.
+
+The release's files are checked against its manifest first (a release that fails that is not
+uploaded). The token is read from the environment variable ``token_env`` (default
+``HF_TOKEN``) and handed to `huggingface_hub` only: it is written nowhere. ``dry_run=true``
+lists what would be uploaded and touches no network. ``answers=false`` holds the answers
+back (for a salted, held-out release).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from gridbench.errors import UserError
+from pipeline.cli import command
+from pipeline.config import register_configs
+
+register_configs()
+
+REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+ANSWER_FILES = ("answers/", "data/answers.parquet")
+
+
+def upload_plan(release: Path, answers: bool) -> tuple[dict[str, Any], list[str]]:
+    """The release's manifest and the files to upload (the manifest's files and the
+    manifest itself; answers left out when ``answers`` is False). Refuses a release whose
+    files do not match their digests."""
+    from pipeline.storage.read import read_manifest
+    from pipeline.storage.verify import VerifyReport, check_files
+
+    manifest = read_manifest(release)
+    report = VerifyReport()
+    check_files(release, manifest, report)
+    if report.file_failures:
+        raise UserError(
+            f"{release} does not match its manifest ({report.file_failures[0]}); run "
+            "`make verify` and rebuild before publishing"
+        )
+    files = sorted(manifest["files"]) + ["manifest.json"]
+    if not answers:
+        files = [name for name in files if not name.startswith(ANSWER_FILES)]
+    return manifest, files
+
+
+def run_hub(cfg: DictConfig) -> int:
+    """Upload (or, with ``dry_run``, list) a release to the Hub; the exit code."""
+    release, repo_id = Path(str(cfg.release)), str(cfg.repo_id or "")
+    if not REPO_ID.match(repo_id):
+        raise UserError(
+            f"repo_id={repo_id[:100]!r}: give the dataset repository as ORG/NAME, e.g. repo_id=me/gridbench"
+        )
+    manifest, files = upload_plan(release, bool(cfg.answers))
+    total = sum((release / name).stat().st_size for name in files)
+    salted = bool((manifest.get("config") or {}).get("release", {}).get("salted"))
+    print(
+        f"{'dry run: would upload' if cfg.dry_run else 'uploading'} {len(files)} files "
+        f"({total / 1e6:.1f} MB) of {release.name} to https://huggingface.co/datasets/{repo_id} "
+        f"({'private' if cfg.private else 'public'} repository"
+        f"{', answers held back' if not cfg.answers else ''})"
+    )
+    if salted and cfg.answers:
+        print("note: this release is salted (held-out); answers=false keeps its answers off the Hub")
+    if cfg.dry_run:
+        for name in files:
+            print(f"  {name}  {(release / name).stat().st_size} bytes")
+        return 0
+    token = os.environ.get(str(cfg.token_env), "")
+    if not token:
+        raise UserError(f"no Hugging Face token: set {cfg.token_env} to a write token (or use dry_run=true)")
+    try:
+        from huggingface_hub import HfApi
+
+        api = HfApi(token=token)
+        api.create_repo(repo_id, repo_type="dataset", private=bool(cfg.private), exist_ok=True)
+        commit = api.upload_folder(
+            repo_id=repo_id,
+            repo_type="dataset",
+            folder_path=str(release),
+            allow_patterns=files,
+            commit_message=str(cfg.message or f"{manifest['name']} v{manifest['version']}"),
+        )
+    except Exception as error:  # network, authentication, permissions: one line, never the token
+        text = str(error).replace(token, "***").splitlines()[0][:200] if str(error) else ""
+        raise UserError(
+            f"upload to {repo_id} failed ({type(error).__name__}: {text}); check the network and "
+            f"that {cfg.token_env} holds a write token, or try dry_run=true"
+        ) from None
+    print(f"published: {getattr(commit, 'commit_url', commit)}")
+    return 0
+
+
+main = command("hub")(run_hub)
+
+
+if __name__ == "__main__":
+    main()

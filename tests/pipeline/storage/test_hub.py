@@ -1,0 +1,89 @@
+"""`make hub`: the dry run lists exactly the release's files; a missing token, a bad repo id,
+a damaged release and an unreachable Hub are each one line and exit 2; the token is written
+nowhere."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gridbench.errors import UserError
+from tests import ROOT
+from tests.helpers_release import build_small, compose_config, copy_release
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    return build_small(tmp_path_factory.mktemp("hub"), "hub")
+
+
+def _run(release: Path, *overrides: str) -> int:
+    from pipeline.hub import run_hub
+
+    cfg = compose_config([f"release={release}", *overrides], "hub", "apps")
+    return run_hub(cfg)
+
+
+def test_the_dry_run_lists_every_file_of_the_release(release, capsys):
+    import json
+
+    assert _run(release, "repo_id=me/grid", "dry_run=true") == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith("  ")]
+    manifest = json.loads((release / "manifest.json").read_text())
+    assert listed == sorted(manifest["files"]) + ["manifest.json"]
+    assert _run(release, "repo_id=me/grid", "dry_run=true", "answers=false") == 0
+    held = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith("  ")]
+    assert held and not any(n.startswith("answers/") or n == "data/answers.parquet" for n in held)
+    assert set(listed) - set(held) == {n for n in listed if n.startswith("answers/")} | {
+        "data/answers.parquet"
+    }
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["repo_id=not a repo"], "ORG/NAME"),
+        (["repo_id=me/grid", "token_env=GRIDBENCH_NO_SUCH_TOKEN"], "no Hugging Face token"),
+    ],
+)
+def test_bad_input_is_a_clear_error(release, overrides, message):
+    with pytest.raises(UserError, match=message):
+        _run(release, *overrides)
+
+
+def test_a_damaged_release_is_not_published(release, tmp_path):
+    copy = copy_release(release, tmp_path / "copy")
+    next((copy / "tasks").rglob("*.json")).write_text("{}")
+    with pytest.raises(UserError, match="does not match its manifest"):
+        _run(copy, "repo_id=me/grid", "dry_run=true")
+
+
+def test_an_unreachable_hub_is_one_line_and_the_token_is_written_nowhere(release, tmp_path):
+    token = "hf_gridbenchTESTtoken0123456789"
+    env = {**os.environ, "HF_TOKEN": token, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipeline.hub",
+            f"release={release}",
+            "repo_id=me/grid",
+            f"hydra.run.dir={tmp_path}/hydra",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "upload to me/grid failed" in errors[0]
+    assert "Traceback" not in done.stderr and token not in done.stdout + done.stderr
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert token.encode() not in path.read_bytes(), path
