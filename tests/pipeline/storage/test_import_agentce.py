@@ -61,6 +61,26 @@ def _import_and_verify(tmp_path, source: Path, expected: int) -> None:
     assert sum(status["unique"] for status in report) == expected  # measured: all are unique
     verified = verify_release(release, SolverSettings(), milp=None, workers=2)
     assert verified.ok and len(verified.tasks) == expected
+    assert (release / "LICENSE").read_text() == (ANCHORS / "LICENSE").read_text()  # verbatim
+    card = (release / "README.md").read_text()
+    assert "\nlicense: mit\n" in card.split("---")[1]
+    assert "Copyright (c) 2026 xuanyu" in card and "uservan/AgentCE_Bench" in card
+    assert "drawn from one distribution" not in card  # not our construction: not claimed
+
+
+def test_an_import_without_a_licence_stops(tmp_path):
+    import shutil
+
+    from gridbench.errors import UserError
+    from pipeline.import_agentce import run_import
+
+    shutil.copy(FILES[0], tmp_path / FILES[0].name)
+    cfg = compose_config(
+        [f"source={tmp_path}", f"release.output_root={tmp_path}/out"], "import_agentce", "apps"
+    )
+    with pytest.raises(UserError, match="no licence for the imported data"):
+        run_import(cfg)
+    assert not (tmp_path / "out").exists()
 
 
 def test_import_one_file_and_verify(tmp_path):
