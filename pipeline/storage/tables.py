@@ -102,7 +102,15 @@ def encode(value: Any, kind: Any, where: str) -> Any:
     if isinstance(kind, Scalar):
         return float(value) if kind is FLOAT else value
     if isinstance(kind, ListOf):
-        return [encode(v, kind.item, f"{where}[]") for v in value]
+        item = kind.item
+        if isinstance(item, Scalar) and item is not FLOAT:  # ids, grid rows: as they are
+            return list(value)
+        if isinstance(item, Record) and _flat(item):  # items: Arrow reads the dicts by name
+            known = {f.name for f in item.fields}
+            if all(known.issuperset(record) for record in value):
+                return value
+            return [encode(v, item, f"{where}[]") for v in value]  # names the unknown key
+        return [encode(v, item, f"{where}[]") for v in value]
     if isinstance(kind, OpenMap):
         return [{"key": str(k), "value": encode(v, kind.value, f"{where}.{k}")} for k, v in value.items()]
     if isinstance(kind, NumberOrStrings):
@@ -117,6 +125,13 @@ def encode(value: Any, kind: Any, where: str) -> Any:
             f"(known: {sorted(known)}); add it to pipeline/storage/tables.py"
         )
     return {f.name: encode(value.get(f.name), f.type, f"{where}.{f.name}") for f in kind.fields}
+
+
+def _flat(kind: Record) -> bool:
+    """A record of plain scalars (no float conversion, no optional keys, not nullable)."""
+    return not kind.empty_is_null and all(
+        isinstance(f.type, Scalar) and f.type is not FLOAT and not f.optional for f in kind.fields
+    )
 
 
 def decode(value: Any, kind: Any) -> Any:
@@ -296,7 +311,7 @@ def table_bytes(rows: list[dict[str, Any]], kind: Record, where: str) -> bytes:
     encoded = [encode(row, kind, f"{where} {row.get('task_id', '?')}") for row in rows]
     table = pa.Table.from_pylist(encoded, schema=schema_of(kind))
     sink = io.BytesIO()
-    pq.write_table(table, sink, compression="zstd", compression_level=9, write_statistics=False)
+    pq.write_table(table, sink, compression="zstd", write_statistics=False)
     return sink.getvalue()
 
 

@@ -149,3 +149,7 @@ def test_a_key_without_a_column_is_an_error_naming_it(release):
     task["slots"][0]["secret"] = 1
     with pytest.raises(UserError, match="'secret' has no column"):
         table_bytes([task], task_type(task["domain"]), "data/tasks")
+    task = copy.deepcopy(next(iter(_files(release, "tasks").values())))
+    task["items"][3]["colour"] = "red"
+    with pytest.raises(UserError, match="'colour' has no column"):
+        table_bytes([task], task_type(task["domain"]), "data/tasks")
