@@ -118,6 +118,20 @@ class Episode:
             )
         return result
 
+    def reject(self, message: str, raw: Any = None) -> dict[str, Any]:
+        """Answer an action an adapter could not read as a tool call at all (free text sent to
+        a gymnasium ``step``, say): it counts as a step and an invalid call, like any other."""
+        self.steps += 1
+        self.invalid += 1
+        if self.steps > self.settings.max_steps:
+            self.finished = self.truncated = True
+            limit = self.settings.max_steps
+            message = f"the step limit of {limit} tool calls is reached; the episode is over"
+        result = _result("error", clip(message, MESSAGE_LIMIT))
+        if self.trace is not None:
+            self.trace.append({"tool": None, "arguments": clip(repr(raw)), "result": result})
+        return result
+
     def _call(self, name: Any, arguments: Any) -> dict[str, Any]:
         """Validate everything first (an invalid call is always ``error``, never an injected
         ``failed``), then the budgets, then the failure draw, then the tool itself."""

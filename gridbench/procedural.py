@@ -145,16 +145,21 @@ class TaskDataset(Sequence[GeneratedTask]):
         """The curriculum level of item ``index`` (items are ordered easiest first)."""
         return index * len(self.levels) // self.size
 
+    def domain_of(self, index: int) -> str:
+        """The domain of item ``index``, known without generating it (a re-draw keeps it)."""
+        digest = hashlib.sha256(f"gridbench-dataset|{self.seed}|{index}|domain".encode()).digest()
+        return self.domains[int.from_bytes(digest[:8], "big") % len(self.domains)]
+
     def key(self, index: int, redraw: int = 0) -> Any:
-        """The task key of item ``index``: its domain, H and B drawn from its level (``redraw``
-        > 0: the draw that replaces a (domain, H, B) that could not be certified)."""
+        """The task key of item ``index``: its domain, and H and B drawn from its level
+        (``redraw`` > 0: the H and B that replace a draw that could not be certified)."""
         from pipeline.generation.keys import TaskKey
 
         level = self.levels[self.level_of(index)]
         tag = f"gridbench-dataset|{self.seed}|{index}" + (f"|redraw={redraw}" if redraw else "")
         digest = hashlib.sha256(tag.encode()).digest()
         rng = random.Random(int.from_bytes(digest[:8], "big"))
-        domain = rng.choice(self.domains)
+        domain = self.domain_of(index)
         hidden, budget = rng.choice(level.hidden_slots), rng.choice(level.decoy_budgets)
         candidates = max(self.candidates_per_slot, budget + ROOM_OVER_BUDGET)
         return TaskKey(domain, self.rows, self.cols, hidden, budget, candidates, self.seed, index, self.salt)

@@ -1,0 +1,228 @@
+"""The episode core every adapter plays through.
+
+A :class:`Session` is one task being played: an :class:`env.Episode` (budgets, failure
+injection, argument validation, the step limit), the task's prompt, its tool schemas, the
+text a tool result is shown as, and its score. Inspect, MCP, gymnasium and TRL only translate
+between their own call conventions and :meth:`Session.call`; none of them decides anything
+about the game, so a task scores the same whichever way it is played.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from env import EnvSettings, Episode, openai_schemas
+from env.scoring import score as episode_stats
+from env.scoring import score_grid, solve_truth
+from gridbench.errors import UserError
+from solvers.task import Answer, Task
+from solvers.task_io import answer_from_dict, task_from_dict
+
+ACTION_HELP = 'an action is one tool call: {"name": TOOL, "arguments": {...}} (a JSON object or its text)'
+
+
+def result_text(result: Mapping[str, Any]) -> str:
+    """A tool result as the model reads it: the JSON text the LLM runner sends, too."""
+    return json.dumps(result, ensure_ascii=False, default=str)
+
+
+class Session:
+    """One task played through an adapter: the episode, its prompt, tools and score."""
+
+    def __init__(
+        self,
+        task: Mapping[str, Any] | Task,
+        answer: Mapping[str, Any] | Answer | None = None,
+        settings: EnvSettings | None = None,
+        seed: int = 0,
+        templates: Any = None,
+    ) -> None:
+        self.task = task if isinstance(task, Task) else task_from_dict(dict(task))
+        self.answer = (
+            answer if isinstance(answer, Answer) or answer is None else answer_from_dict(dict(answer))
+        )
+        self.episode = Episode(self.task, settings or EnvSettings(), seed=seed)
+        self.tools: list[dict[str, Any]] = openai_schemas(self.task.domain)
+        self.tool_names = [tool["function"]["name"] for tool in self.tools]
+        self._templates = templates
+        self._truth: dict[tuple[int, int], str] | None = None
+
+    @property
+    def task_id(self) -> str:
+        """The task's id."""
+        return self.task.task_id
+
+    @property
+    def over(self) -> bool:
+        """Whether the episode has ended (``done`` was called, or the step limit passed)."""
+        return self.episode.finished
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the episode ended on the step limit rather than on ``done``."""
+        return self.episode.truncated
+
+    def messages(self) -> list[dict[str, str]]:
+        """The system and first user message, rendered as the LLM runner renders them."""
+        from gridbench.agents.llm.prompt import load_templates, render
+
+        templates = self._templates or load_templates()
+        return render(templates, self.episode)
+
+    def call(self, name: Any, arguments: Any = None) -> dict[str, Any]:
+        """One tool call on the episode (never raises)."""
+        return self.episode.call(name, arguments)
+
+    def act(self, action: Any) -> dict[str, Any]:
+        """One tool call given as an action: a dict or JSON text ``{"name", "arguments"}`` (an
+        OpenAI ``tool_call`` or its ``function`` works too). Anything else is an invalid step."""
+        call = parse_action(action)
+        if isinstance(call, str):
+            return self.episode.reject(call, action)
+        return self.call(*call)
+
+    def truth(self) -> dict[tuple[int, int], str]:
+        """The truth of every hidden cell: from the answer, or from solving the task."""
+        if self._truth is None:
+            self._truth = self.answer.truth_choice() if self.answer is not None else solve_truth(self.task)
+        return self._truth
+
+    def score(self) -> dict[str, Any]:
+        """``success``, ``fraction_correct``, ``wrong_cells`` of the grid as it is now (the same
+        scoring as ``gridbench.score``), with what the episode spent."""
+        graded = score_grid(self.episode.grid, self.truth())
+        if self.answer is not None:
+            stats = episode_stats(self.episode, self.answer)
+        else:
+            stats = {
+                "steps": self.episode.steps,
+                "invalid_calls": self.episode.invalid,
+                "failed_calls": self.episode.failures,
+                "finished": self.episode.finished,
+            }
+        return {**stats, **graded, "truncated": self.episode.truncated}
+
+    def reward(self, partial: bool = False) -> float:
+        """1.0 for a solved grid, else 0.0; with ``partial`` the fraction of hidden cells right."""
+        graded = score_grid(self.episode.grid, self.truth())
+        return float(graded["fraction_correct"] if partial else graded["success"])
+
+
+def parse_action(action: Any) -> tuple[str, Any] | str:
+    """``(name, arguments)`` of an action, or a message saying why it is not a tool call."""
+    if isinstance(action, bytes | bytearray):
+        action = action.decode("utf-8", "replace")
+    if isinstance(action, str):
+        try:
+            action = json.loads(action)
+        except ValueError:
+            return f"the action is not JSON; {ACTION_HELP}"
+    if isinstance(action, Mapping) and isinstance(action.get("function"), Mapping):
+        action = action["function"]  # an OpenAI tool_call
+    if not isinstance(action, Mapping) or not isinstance(action.get("name"), str):
+        return f"the action has no tool name; {ACTION_HELP}"
+    extra = sorted(set(action) - {"name", "arguments", "id", "type"})
+    if extra:
+        return f"the action has unknown keys {extra[:5]}; {ACTION_HELP}"
+    return action["name"], action.get("arguments")
+
+
+# Selecting the tasks of a release -------------------------------------------------------
+
+
+def values(value: Any, name: str, kind: type) -> list[Any] | None:
+    """A filter given as a list, a single value or a comma-separated string (as command lines
+    pass them), or None; wrong values are a :class:`UserError` naming the option."""
+    if value is None or value == "" or value == []:
+        return None
+    if isinstance(value, str):
+        value = [part.strip() for part in value.strip("[]").split(",") if part.strip()]
+    elif not isinstance(value, list | tuple | range | set):
+        value = [value]
+    out: list[Any] = []
+    for item in value:
+        try:
+            if kind is int:
+                if isinstance(item, bool) or (isinstance(item, float) and not item.is_integer()):
+                    raise ValueError
+                out.append(int(item))
+            else:
+                if not isinstance(item, str) or not item:
+                    raise ValueError
+                out.append(item)
+        except (TypeError, ValueError):
+            raise UserError(
+                f"{name}={value!r}: give a list of {kind.__name__}s (or a comma-separated string)"
+            ) from None
+    return out
+
+
+def select(
+    release: str | Path,
+    domains: Any = None,
+    hidden_slots: Any = None,
+    decoy_budgets: Any = None,
+    task_ids: Any = None,
+) -> Sequence[Any]:
+    """The records of the release at ``release`` with those domains, H, B and task ids; a filter
+    that leaves nothing is an error that lists what the release holds."""
+    from pipeline.storage.read import load_release
+
+    if not release:
+        raise UserError("release=PATH is required: the folder written by `make release`")
+    whole = load_release(release)
+    chosen = whole.filter(
+        values(domains, "domains", str),
+        values(hidden_slots, "hidden_slots", int),
+        values(decoy_budgets, "decoy_budgets", int),
+    ).records
+    ids = values(task_ids, "task_ids", str)
+    if ids is not None:
+        unknown = sorted(set(ids) - {r.task_id for r in whole.records})
+        if unknown:
+            raise UserError(f"task_ids: {unknown[:5]} are not tasks of {whole.path.name}")
+        chosen = [r for r in chosen if r.task_id in set(ids)]
+    if not chosen:
+        held = whole.records
+        raise UserError(
+            f"no task of {whole.path.name} matches the filters; it holds domains "
+            f"{sorted({r.domain for r in held})}, H {sorted({r.hidden_slots for r in held})}, "
+            f"B {sorted({r.decoy_budget for r in held})}"
+        )
+    return chosen
+
+
+def env_settings(
+    failure_rate: float = 0.0,
+    query_budget: str | int = "unlimited",
+    check_budget: str | int = "unlimited",
+    max_steps: int = 1_000_000,
+    **extra: Any,
+) -> EnvSettings:
+    """:class:`EnvSettings` from adapter options (numbers may come as strings)."""
+
+    def budget(value: Any) -> str | int:
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value)
+        return value
+
+    try:
+        settings = EnvSettings(
+            query_budget=budget(query_budget),
+            check_budget=budget(check_budget),
+            failure_rate=float(failure_rate),
+            max_steps=int(max_steps),
+            **extra,
+        )
+    except (TypeError, ValueError) as error:
+        raise UserError(f"episode settings: {error}") from None
+    settings.validate()
+    return settings
+
+
+def records_of(items: Iterable[Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``(task, answer)`` dicts of release records or generated tasks."""
+    return [(item.task, item.answer) for item in items]

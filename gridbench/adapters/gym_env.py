@@ -1,0 +1,144 @@
+"""The gymnasium environment ``gridbench/Grid-v0`` (registered by ``import gridbench.gym``).
+
+    import gymnasium, gridbench.gym
+    env = gymnasium.make("gridbench/Grid-v0", release=PATH, failure_rate=0.1)
+    prompt, info = env.reset(seed=0)                     # info["tools"]: the JSON schemas
+    text, reward, terminated, truncated, info = env.step(
+        {"name": "set_slot", "arguments": {"row": 0, "col": 3, "id": "C1a2b3c"}})
+
+An observation is text: the task prompt after ``reset``, the JSON text of the tool result
+after ``step`` (what the LLM runner shows a model). An action is one tool call, a dict or its
+JSON text; anything else is an invalid step, answered with an error observation. The
+reward is 0 until the episode ends, then 1.0 for a solved grid (``reward="partial"``: the
+fraction of hidden cells right). ``terminated`` when ``done`` was called, ``truncated`` when
+``max_steps`` calls were made without it.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+import gymnasium as gym
+from gymnasium import spaces
+
+from gridbench.adapters.core import Session, env_settings, result_text, select
+from gridbench.errors import UserError
+
+OBSERVATION_LIMIT = 1_000_000  # characters
+ACTION_LIMIT = 100_000
+
+
+class AnyText(spaces.Text):
+    """Text of any characters (samples are printable ASCII): prompts and tool results hold
+    whatever the task's names and an agent's echoed input hold."""
+
+    def __init__(self, max_length: int) -> None:
+        super().__init__(max_length=max_length, min_length=0, charset=string.printable)
+
+    def contains(self, x: Any) -> bool:
+        """Any string of at most ``max_length`` characters."""
+        return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
+
+
+class GridEnv(gym.Env[str, Any]):
+    """One task per episode, from a release (filtered) or from any sequence of items with
+    ``.task`` and ``.answer`` (``gridbench.create_dataset(...)``, ``load_release(...)``)."""
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        release: str | None = None,
+        tasks: Any = None,
+        domains: Any = None,
+        hidden_slots: Any = None,
+        decoy_budgets: Any = None,
+        failure_rate: float = 0.0,
+        query_budget: str | int = "unlimited",
+        check_budget: str | int = "unlimited",
+        max_steps: int = 200,
+        reward: str = "success",
+        render_mode: str | None = None,
+    ) -> None:
+        if (release is None) == (tasks is None):
+            raise UserError("give release=PATH or tasks=... (e.g. gridbench.create_dataset(...)), not both")
+        if reward not in ("success", "partial"):
+            raise UserError(f"reward={reward!r}: use 'success' or 'partial'")
+        if render_mode not in (None, "ansi"):
+            raise UserError(f"render_mode={render_mode!r}: use None or 'ansi'")
+        self.items: Any = (
+            list(select(release, domains, hidden_slots, decoy_budgets)) if release is not None else tasks
+        )
+        if (
+            not hasattr(self.items, "__getitem__")
+            or not hasattr(self.items, "__len__")
+            or not len(self.items)
+        ):
+            raise UserError("tasks= must be a non-empty sequence of items with .task and .answer")
+        self.settings = env_settings(failure_rate, query_budget, check_budget, max_steps)
+        self.partial = reward == "partial"
+        self.render_mode = render_mode
+        self.observation_space = AnyText(OBSERVATION_LIMIT)
+        self.action_space = AnyText(ACTION_LIMIT)
+        self.session: Session | None = None
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """A new episode. ``options``: ``index`` or ``task_id`` picks the task (else the seeded
+        RNG does), ``episode_seed`` the seed of the injected failures (else the RNG's)."""
+        super().reset(seed=seed)
+        options = dict(options or {})
+        index = options.get("index")
+        if "task_id" in options:
+            ids = [item.task["task_id"] for item in self._indexable()]
+            if options["task_id"] not in ids:
+                raise UserError(
+                    f"task_id {str(options['task_id'])[:80]!r} is not among the environment's tasks"
+                )
+            index = ids.index(options["task_id"])
+        if index is None:
+            index = int(self.np_random.integers(len(self.items)))
+        episode_seed = options.get("episode_seed")
+        if episode_seed is None:
+            episode_seed = int(self.np_random.integers(2**31))
+        item = self.items[int(index)]
+        self.session = Session(item.task, item.answer, self.settings, seed=int(episode_seed))
+        messages = self.session.messages()
+        prompt = f"{messages[0]['content']}\n\n{messages[1]['content']}"
+        return prompt, self._info(messages=messages, tools=self.session.tools)
+
+    def _indexable(self) -> list[Any]:
+        return [self.items[i] for i in range(len(self.items))]
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """One tool call; the reward is paid when the episode ends."""
+        session = self.session
+        if session is None:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        result = session.act(action)
+        over = session.over or session.episode.steps >= self.settings.max_steps
+        truncated = over and not (session.over and not session.truncated)
+        terminated = over and not truncated
+        reward = session.reward(self.partial) if over else 0.0
+        info = self._info(result=result)
+        if over:
+            info["score"] = session.score()
+        return result_text(result), reward, terminated, truncated, info
+
+    def _info(self, **extra: Any) -> dict[str, Any]:
+        assert self.session is not None
+        episode = self.session.episode
+        return {
+            "task_id": self.session.task_id,
+            "domain": self.session.task.domain,
+            "steps": episode.steps,
+            **extra,
+        }
+
+    def render(self) -> str | None:  # type: ignore[override]
+        """``ansi``: the grid as it is now, one row per line (``.`` for an empty cell)."""
+        if self.render_mode != "ansi" or self.session is None:
+            return None
+        return "\n".join(" ".join(cell or "." for cell in row) for row in self.session.episode.grid)
