@@ -15,6 +15,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	@# the build leaves gridbench.egg-info here; from this folder it would shadow the installed
+	@# metadata (its entry points and editable marker, which Inspect AI reads): remove it
+	rm -rf gridbench.egg-info
 	touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install the pinned dependencies

@@ -284,7 +284,7 @@ def test_killing_a_command_with_a_worker_pool_leaves_no_worker_behind(tmp_path):
         "sys.path.insert(0, sys.argv[1])\n"
         "from pipeline.parallel import parallel_imap\n"
         "def work(n):\n"
-        "    print(os.getpid(), flush=True)\n"
+        "    os.write(1, f'{os.getpid()}\\n'.encode())  # one write: two workers' lines never interleave\n"
         "    time.sleep(60)\n"
         "if __name__ == '__main__':\n"
         "    for _ in parallel_imap(work, list(range(4)), 2, '', show=False):\n"

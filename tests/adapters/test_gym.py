@@ -1,0 +1,112 @@
+"""The gymnasium environment: the checker, rewards, truncation, hostile actions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gymnasium
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import gridbench
+import gridbench.gym  # noqa: F401
+from gridbench.errors import UserError
+from tests.adapters.helpers import solving_moves
+from tests.helpers_release import build_small
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    return build_small(tmp_path_factory.mktemp("gym"), "gym")
+
+
+def make(release: Path, **kwargs):
+    return gymnasium.make("gridbench/Grid-v0", release=str(release), **kwargs)
+
+
+def test_passes_the_gymnasium_checker(release):
+    check_env(make(release, failure_rate=0.2).unwrapped, skip_render_check=False)
+
+
+def test_reset_is_seeded_and_a_solve_pays_1_at_the_end(release):
+    env = make(release)
+    first, info = env.reset(seed=3)
+    again, info2 = env.reset(seed=3)
+    assert first == again and info["task_id"] == info2["task_id"] and len(info["tools"]) == 11
+    assert info["task_id"] in first and "done()" in first
+    record = gridbench.load_release(release)[info["task_id"]]
+    rewards = []
+    for name, arguments in solving_moves(record):
+        _, reward, terminated, truncated, step_info = env.step({"name": name, "arguments": arguments})
+        rewards.append(reward)
+    assert terminated and not truncated and rewards[-1] == 1.0 and set(rewards[:-1]) == {0.0}
+    assert step_info["score"]["success"] and env.render() is None
+
+
+def test_the_step_limit_truncates_and_partial_reward_is_the_fraction_right(release):
+    record = gridbench.load_release(release).filter(hidden_slots=[4])[0]
+    env = make(release, max_steps=3, reward="partial", render_mode="ansi")
+    env.reset(options={"task_id": record.task_id})
+    moves = solving_moves(record)
+    outcomes = [env.step(json.dumps({"name": n, "arguments": a})) for n, a in moves[:3]]
+    *_, (text, reward, terminated, truncated, info) = outcomes
+    assert truncated and not terminated and reward == 0.75 and info["score"]["fraction_correct"] == 0.75
+    assert [o[1] for o in outcomes[:2]] == [0.0, 0.0] and "." in env.render()
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        "",
+        "not json",
+        "[]",
+        "{}",
+        '{"name": 5}',
+        '{"name": "done", "extra": 1}',
+        None,
+        42,
+        b"\xff\xfe",
+        {"name": "set_slot", "arguments": "[1, 2"},
+        {"function": {"name": "nope", "arguments": "{}"}},
+        "x" * 50_000,
+    ],
+)
+def test_any_action_is_answered_never_raised(release, action):
+    env = make(release)
+    env.reset(seed=0)
+    text, reward, terminated, truncated, info = env.step(action)
+    result = json.loads(text)
+    assert result["status"] == "error" and reward == 0.0 and not terminated and not truncated
+    assert info["steps"] == 1 and len(result["message"]) <= 1000
+
+
+def test_openai_tool_calls_and_generated_tasks_work(release):
+    tasks = gridbench.create_dataset(
+        ["toy"], size=2, seed=5, grid="4x4", hidden_slots=2, decoy_budgets=1, candidates_per_slot=4
+    )
+    env = gymnasium.make("gridbench/Grid-v0", tasks=tasks)
+    _, info = env.reset(options={"index": 1})
+    assert info["task_id"] == tasks[1].task_id
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_global_check_budget", "arguments": "{}"},
+    }
+    assert json.loads(env.step(call)[0])["status"] == "ok"
+
+
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [
+        ({}, "release=PATH or tasks"),
+        ({"release": "R", "reward": "dense"}, "reward"),
+        ({"release": "R", "domains": "chess"}, "no task"),
+        ({"release": "R", "failure_rate": -1}, "failure_rate"),
+        ({"tasks": []}, "non-empty"),
+    ],
+)
+def test_bad_options_name_the_problem(release, kwargs, needle):
+    kwargs = {k: (str(release) if v == "R" else v) for k, v in kwargs.items()}
+    with pytest.raises(UserError, match=needle):
+        gymnasium.make("gridbench/Grid-v0", **kwargs)

@@ -1,0 +1,106 @@
+"""The Inspect AI task, played offline by Inspect's mockllm with scripted tool calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import read_eval_log
+from inspect_ai.model import get_model
+from inspect_ai.util._json import json_schema_dump
+
+import gridbench
+from env import openai_schemas
+from gridbench.adapters.core import Session
+from gridbench.adapters.inspect_task import gridbench as gridbench_task
+from gridbench.adapters.inspect_task import tool_defs
+from gridbench.errors import UserError
+from tests.adapters.helpers import inspect_policy, solving_moves
+from tests.helpers_release import build_small
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    return build_small(tmp_path_factory.mktemp("inspect"), "inspect")
+
+
+def run(release: Path, moves: dict, log_dir: Path, **task_args):
+    logs = inspect_eval(
+        "gridbench/gridbench",
+        model=get_model("mockllm/model", custom_outputs=inspect_policy(moves)),
+        task_args={"release": str(release), **task_args},
+        log_dir=str(log_dir),
+        display="none",
+        **task_args.pop("eval_args", {}),
+    )
+    assert logs[0].status == "success", logs[0].error
+    return read_eval_log(logs[0].location)
+
+
+def test_a_scripted_solve_scores_1_and_a_wrong_grid_0_and_the_log_reads_back(release, tmp_path):
+    records = gridbench.load_release(release).filter(domains=["course"], hidden_slots=[4])
+    solve, spoil = records[0], records[1]
+    wrong = solving_moves(spoil)
+    # the first move puts a wrong candidate in its cell
+    (name, args) = wrong[0]
+    task = spoil.task
+    cell = next(s for s in task["slots"] if (s["row"], s["col"]) == (args["row"], args["col"]))
+    args = {**args, "id": next(c for c in cell["candidates"] if c != args["id"])}
+    moves = {solve.task_id: solving_moves(solve), spoil.task_id: [(name, args)] + wrong[1:]}
+    log = run(release, moves, tmp_path, task_ids=[solve.task_id, spoil.task_id])
+    scores = {s.id: s.scores["grid_score"] for s in log.samples}
+    assert scores[solve.task_id].value == "C" and scores[solve.task_id].metadata["fraction_correct"] == 1.0
+    assert scores[spoil.task_id].value == "I" and scores[spoil.task_id].metadata["fraction_correct"] == 0.75
+    assert scores[spoil.task_id].metadata["wrong_cells"] == [[args["row"], args["col"]]]
+    metrics = log.results.scores[0].metrics
+    assert metrics["accuracy"].value == 0.5 and "stderr" in metrics
+
+
+def test_filters_select_the_samples_and_epochs_are_trials_with_their_own_seeds(release, tmp_path):
+    held = gridbench.load_release(release).filter(domains=["toy"], decoy_budgets=[3])
+    moves = {r.task_id: [("get_current_grid_state", {})] * 6 for r in held}
+    log = run(
+        release,
+        moves,
+        tmp_path,
+        domains="toy",
+        decoy_budgets="3",
+        failure_rate=0.5,
+        eval_args={"epochs": 2},
+    )
+    assert held and sorted({s.id for s in log.samples}) == sorted(r.task_id for r in held)
+    assert sorted(s.epoch for s in log.samples) == sorted([1, 2] * len(held))
+    # a failure rate of 0.5 over 6 calls: the trials of a task draw different failures
+    for record in held:
+        trials = [
+            tuple(m.text for m in s.messages if m.role == "tool")
+            for s in log.samples
+            if s.id == record.task_id
+        ]
+        assert len(trials) == 2 and trials[0] != trials[1]
+
+
+def test_tools_are_the_episode_tools_with_the_same_schemas(release):
+    record = gridbench.load_release(release)[0]
+    defs = tool_defs(Session(record.task, record.answer))
+    ours = {s["function"]["name"]: s["function"] for s in openai_schemas(record.domain)}
+    assert [d.name for d in defs] == list(ours)
+    for d in defs:
+        assert d.description == ours[d.name]["description"]
+        assert json_schema_dump(d.parameters) == ours[d.name]["parameters"]
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        ({"release": "/no/such/release"}, "not a release"),
+        ({"domains": "chess"}, "no task"),
+        ({"hidden_slots": "four"}, "hidden_slots"),
+        ({"failure_rate": 1.5}, "failure_rate"),
+        ({"query_budget": "lots"}, "query_budget"),
+    ],
+)
+def test_bad_task_arguments_stop_before_any_model_call(release, args, needle):
+    with pytest.raises(UserError, match=needle):
+        gridbench_task(**{"release": str(release), **args})

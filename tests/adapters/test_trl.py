@@ -1,0 +1,118 @@
+"""TRL environments, driven the way GRPOTrainer drives them (trl/trainer/grpo_trainer.py):
+tools found with inspect.getmembers, schemas by transformers' get_json_schema, calls as
+method(**arguments), the reset string appended to the prompt, get_reward at the end."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+
+import pytest
+from transformers.utils import get_json_schema
+
+import gridbench
+from env import openai_schemas
+from gridbench.adapters.trl import environments
+from gridbench.errors import UserError
+from tests.adapters.helpers import solving_moves
+from tests.helpers_release import build_small
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    return build_small(tmp_path_factory.mktemp("trl"), "trl")
+
+
+def tools_of(instance) -> dict:
+    """What GRPOTrainer exposes as tools: public functions of the class but reset/get_reward."""
+    return {
+        name: getattr(instance, name)
+        for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    }
+
+
+def rollout(factories, row, moves) -> tuple[str, list[dict], float]:
+    env = factories[row["environment"]]()
+    prompt = row["prompt"][-1]["content"] + env.reset(**{k: v for k, v in row.items() if k != "environment"})
+    tools = tools_of(env)
+    results = []
+    for name, arguments in moves:  # a tool call as the trainer parses it from the completion
+        call = {"type": "function", "function": {"name": name, "arguments": arguments}}
+        function = call["function"]
+        results.append(json.loads(tools[function["name"]](**function["arguments"])))
+    return prompt, results, env.get_reward()
+
+
+def test_schemas_seen_by_the_model_match_the_episode_tools(release):
+    rows, factories = environments(release=str(release))
+    assert sorted(factories) == ["course", "toy"] and len(rows) == 8
+    for domain, factory in factories.items():
+        ours = {s["function"]["name"]: s["function"] for s in openai_schemas(domain)}
+        tools = tools_of(factory())
+        assert sorted(tools) == sorted(ours)
+        for name, method in tools.items():
+            schema = get_json_schema(method)["function"]
+            expected = ours[name]["parameters"]
+            assert schema["name"] == name and schema["description"] == ours[name]["description"]
+            assert list(schema["parameters"]["properties"]) == list(expected["properties"])
+            assert schema["parameters"].get("required", []) == expected["required"]
+            for param, spec in schema["parameters"]["properties"].items():
+                if "enum" in expected["properties"][param]:
+                    assert spec["enum"] == list(expected["properties"][param]["enum"])
+
+
+def test_a_scripted_policy_solves_each_task_and_a_wrong_one_earns_nothing(release):
+    rows, factories = environments(release=str(release), trials=2)
+    loaded = gridbench.load_release(release)
+    assert len(rows) == 16 and {r["episode_seed"] for r in rows} == {0, 1}
+    for row in rows[::3]:
+        record = loaded[row["task_id"]]
+        prompt, results, reward = rollout(factories, row, solving_moves(record))
+        assert record.task_id in prompt and reward == 1.0 and {r["status"] for r in results} == {"ok"}
+        _, _, reward = rollout(factories, row, [("done", {})])
+        assert reward == 0.0
+
+
+def test_bad_calls_reach_the_episode_and_are_answered(release):
+    rows, factories = environments(release=str(release))
+    env = factories[rows[0]["environment"]]()
+    assert "reset() was not called" in env.set_slot(row=0, col=0, id=None)
+    env.reset(**{k: v for k, v in rows[0].items() if k != "environment"})
+    missing = json.loads(env.set_slot(row=0))
+    extra = json.loads(env.get_global_check_budget(colour="blue"))
+    wrong = json.loads(env.set_slot(row="zero", col=0, id=None))
+    assert [r["status"] for r in (missing, extra, wrong)] == ["error"] * 3
+    assert env.session.episode.invalid == 3
+
+
+def test_tasks_generated_on_the_fly_give_rows_without_generating(release):
+    tasks = gridbench.create_dataset(
+        ["toy", "course"], size=4, seed=11, grid="4x4", hidden_slots=2, decoy_budgets=1, candidates_per_slot=4
+    )
+    rows, factories = environments(tasks=tasks, reward="partial")
+    assert len(rows) == 4 and not tasks._cache  # nothing generated yet
+    row = rows[2]
+    env = factories[row["environment"]]()
+    env.reset(**{k: v for k, v in row.items() if k != "environment"})
+    assert env.session.task.domain == row["environment"] == tasks[2].task["domain"]
+    moves = solving_moves(tasks[2])
+    for name, arguments in moves[:1]:
+        getattr(env, name)(**arguments)
+    assert env.get_reward() == 0.5
+
+
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [
+        ({}, "release=PATH or tasks"),
+        ({"release": "R", "reward": "dense"}, "reward"),
+        ({"release": "R", "trials": 0}, "trials"),
+        ({"release": "R", "hidden_slots": [9]}, "no task"),
+    ],
+)
+def test_bad_options_name_the_problem(release, kwargs, needle):
+    kwargs = {k: (str(release) if v == "R" else v) for k, v in kwargs.items()}
+    with pytest.raises(UserError, match=needle):
+        environments(**kwargs)
