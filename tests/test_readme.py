@@ -9,7 +9,11 @@ import pytest
 from tests import ROOT
 from tests.helpers_release import compose_config
 
-SECTIONS = ("## Using a release from Python", "**Releases that travel.**")
+SECTIONS = (
+    "## Using a release from Python",
+    "**Releases that travel.**",
+    "## Playing from other harnesses",
+)
 
 
 def _blocks(heading: str) -> list[str]:

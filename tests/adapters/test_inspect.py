@@ -104,3 +104,33 @@ def test_tools_are_the_episode_tools_with_the_same_schemas(release):
 def test_bad_task_arguments_stop_before_any_model_call(release, args, needle):
     with pytest.raises(UserError, match=needle):
         gridbench_task(**{"release": str(release), **args})
+
+
+def test_the_inspect_cli_finds_the_task_through_the_entry_point(tmp_path):
+    """`inspect eval gridbench/gridbench` finds the task and runs its argument checks (an
+    offline mockllm call would need tiktoken's download, so the release is missing on purpose)."""
+    import subprocess
+    import sys
+
+    from tests import ROOT
+
+    inspect_cli = Path(sys.executable).parent / "inspect"
+    out = subprocess.run(
+        [
+            str(inspect_cli),
+            "eval",
+            "gridbench/gridbench",
+            "--model",
+            "mockllm/model",
+            "-T",
+            f"release={tmp_path}/missing",
+            "--log-dir",
+            str(tmp_path / "logs"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode != 0 and "not a release" in out.stdout + out.stderr
+    assert "No inspect tasks were found" not in out.stdout + out.stderr
