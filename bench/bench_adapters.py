@@ -111,7 +111,13 @@ def mcp_seconds(record, plan) -> float:
     async def run() -> float:
         server = StdioServerParameters(
             command=sys.executable,
-            args=["-m", "gridbench.mcp", f"release={RELEASE}", f"task={record.task_id}", "max_steps=1000000000"],
+            args=[
+                "-m",
+                "gridbench.mcp",
+                f"release={RELEASE}",
+                f"task={record.task_id}",
+                f"max_steps={10**9}",
+            ],
         )
         async with Client(server) as client:
             await client.list_tools()

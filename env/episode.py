@@ -123,7 +123,7 @@ class Episode:
         a gymnasium ``step``, say): it counts as a step and an invalid call, like any other."""
         self.steps += 1
         self.invalid += 1
-        if self.steps > self.settings.max_steps:
+        if self.steps > self.settings.max_steps and not self.finished:
             self.finished = self.truncated = True
             limit = self.settings.max_steps
             message = f"the step limit of {limit} tool calls is reached; the episode is over"
@@ -135,7 +135,7 @@ class Episode:
     def _call(self, name: Any, arguments: Any) -> dict[str, Any]:
         """Validate everything first (an invalid call is always ``error``, never an injected
         ``failed``), then the budgets, then the failure draw, then the tool itself."""
-        if self.steps > self.settings.max_steps:
+        if self.steps > self.settings.max_steps and not self.finished:
             self.invalid += 1
             self.finished = self.truncated = True
             return _result(
@@ -149,7 +149,8 @@ class Episode:
         self.calls[tool.name] += 1
         if self.finished:
             self.invalid += 1
-            return _result("error", "the episode is over (done was called)")
+            why = "the step limit was reached" if self.truncated else "done was called"
+            return _result("error", f"the episode is over ({why})")
         try:
             args = self._validate(tool.name, tool.parse(arguments))
         except ArgumentError as error:

@@ -89,8 +89,11 @@ def command(
 
 def run_cli(body: Callable[[DictConfig], int | None], cfg: DictConfig) -> None:
     """Run ``body``; a user error becomes one line on stderr and exit code 2."""
+    from pipeline.parallel import executor_of, use_executor
+
     try:
-        code = body(cfg)
+        with use_executor(executor_of(cfg)):
+            code = body(cfg)
     except USER_ERRORS as error:
         hint = "; raise solver.time_limit_s" if isinstance(error, SolverTimeout) else ""
         fail(f"{error}{hint}")
@@ -98,9 +101,14 @@ def run_cli(body: Callable[[DictConfig], int | None], cfg: DictConfig) -> None:
         sys.exit(code)
 
 
+# Where a command ran, not what it made: left out of what a release records.
+WHERE = ("hydra", "executor", "ray")
+
+
 def plain(cfg: DictConfig) -> dict[str, Any]:
-    """``cfg`` resolved into a plain dict, without the ``hydra`` node."""
+    """``cfg`` resolved into a plain dict, without the ``hydra`` node and the executor
+    (a release built on Ray is byte-identical to one built on the local pool)."""
     container = OmegaConf.to_container(cfg, resolve=True)
     if not isinstance(container, dict):
         raise UserError("configuration must be a mapping")
-    return {str(k): v for k, v in container.items() if k != "hydra"}
+    return {str(k): v for k, v in container.items() if k not in WHERE}

@@ -85,6 +85,18 @@ class TaskConf:
 
 
 @dataclass
+class RayConf:
+    """Where ``executor=ray`` runs (``ray.*`` on any command that fans out)."""
+
+    address: str = (
+        "local"  # local: start a local instance; auto: join the running cluster; or ray://HOST:PORT
+    )
+    num_cpus: Optional[int] = None  # noqa: UP045  (a local instance's CPUs; null: every core)
+    batch_size: int = 0  # jobs per Ray task; 0: about four Ray tasks per CPU
+    max_retries: int = 2  # a failed Ray task is retried this often, then reported by its jobs' keys
+
+
+@dataclass
 class Config:
     """The schema of the release and generate commands (``conf/config.yaml``)."""
 
@@ -94,6 +106,8 @@ class Config:
     solver: SolverConf = field(default_factory=SolverConf)
     generation: Any = field(default_factory=GenerationConf)  # typed by GenerationConf
     task: TaskConf = field(default_factory=TaskConf)
+    executor: str = "local"  # local: this machine's process pool | ray
+    ray: RayConf = field(default_factory=RayConf)
 
 
 @dataclass
@@ -112,6 +126,8 @@ class VerifyConfig:
     release: str = MISSING
     verify: VerifyOptions = field(default_factory=VerifyOptions)
     solver: SolverConf = field(default_factory=SolverConf)
+    executor: str = "local"  # local: this machine's process pool | ray
+    ray: RayConf = field(default_factory=RayConf)
 
 
 @dataclass
@@ -124,6 +140,8 @@ class ImportConfig:
     crosscheck_solver: str = "highs"
     dfs_node_limit: int = 50_000
     solver: SolverConf = field(default_factory=SolverConf)
+    executor: str = "local"  # local: this machine's process pool | ray
+    ray: RayConf = field(default_factory=RayConf)
 
 
 @dataclass
@@ -182,6 +200,8 @@ class EvaluateConfig:
     output_root: str = "outputs/runs"
     traces: bool = True
     resume: bool = True
+    executor: str = "local"  # local: this machine's process pool | ray
+    ray: RayConf = field(default_factory=RayConf)
 
 
 @dataclass

@@ -1,22 +1,126 @@
-"""One way to fan work out over processes, and one progress display for terminals and logs.
+"""One way to fan work out, and one progress display for terminals and logs.
 
-Workers are spawned (no state leaks from the parent; one worker runs in-process) and ignore
-Ctrl-C: the parent alone handles it, stops the pool and says so in one line.
+Two executors run :func:`parallel_imap`: ``local`` (the default) spawns a process pool on this
+machine -- workers leak no state from the parent (one worker runs in-process), ignore Ctrl-C
+(the parent alone handles it, stops the pool and says so in one line) and die with the
+parent; ``ray`` (``executor=ray`` on a command) sends the jobs in batches to a Ray instance,
+local or a cluster, retries a failed Ray task and then names its jobs. Both yield the same
+results in the same order, so a command's output does not depend on where it ran.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import math
 import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any, TypeVar
 
 from tqdm import tqdm
 
+from gridbench.errors import UserError
+
 Job = TypeVar("Job")
 LOG_EVERY_S = 10.0
+TASKS_PER_CPU = 4  # Ray tasks per CPU when ray.batch_size is 0: few enough to keep overhead small
+
+
+class ExecutorError(UserError):
+    """A job failed on the executor after its retries; the message names the jobs."""
+
+
+@dataclass(frozen=True)
+class Executor:
+    """Where :func:`parallel_imap` runs: ``local`` or ``ray`` (with its address and batching)."""
+
+    kind: str = "local"
+    address: str = "local"
+    num_cpus: int | None = None
+    batch_size: int = 0
+    max_retries: int = 2
+
+    def validate(self) -> None:
+        """Raise :class:`UserError` naming the first wrong setting."""
+        if self.kind not in ("local", "ray"):
+            raise UserError(f"executor={self.kind!r}: use local or ray")
+        if self.batch_size < 0 or self.max_retries < 0 or (self.num_cpus is not None and self.num_cpus < 1):
+            raise UserError("ray.batch_size and ray.max_retries must be >= 0, ray.num_cpus >= 1 or null")
+
+
+_EXECUTOR = Executor()
+
+
+@contextlib.contextmanager
+def use_executor(executor: Executor) -> Iterator[None]:
+    """Run :func:`parallel_imap` calls inside the block on ``executor``; a Ray instance this
+    process started is shut down at the end."""
+    global _EXECUTOR
+    executor.validate()
+    previous, _EXECUTOR = _EXECUTOR, executor
+    started = False
+    try:
+        if executor.kind == "ray":
+            started = _ray_init(executor)
+        yield
+    finally:
+        _EXECUTOR = previous
+        if started:
+            import ray
+
+            ray.shutdown()
+
+
+def executor_of(cfg: Any) -> Executor:
+    """The executor a command's config asks for (``executor`` and ``ray.*``; local if absent)."""
+    kind = str(cfg.get("executor", "local")) if hasattr(cfg, "get") else "local"
+    ray = cfg.get("ray") if kind == "ray" else None
+    if ray is None:
+        return Executor(kind)
+    return Executor(
+        kind,
+        str(ray.address),
+        None if ray.num_cpus is None else int(ray.num_cpus),
+        int(ray.batch_size),
+        int(ray.max_retries),
+    )
+
+
+def _ray_init(executor: Executor) -> bool:
+    """Connect to (or start) Ray; True when this process started the instance."""
+    try:
+        import ray
+    except ImportError:
+        raise UserError(
+            "executor=ray needs Ray: pip install 'gridbench[cluster]' (make install has it)"
+        ) from None
+    if ray.is_initialized():
+        return False
+    local = executor.address == "local"
+    try:
+        ray.init(
+            address=None if local else executor.address,
+            num_cpus=executor.num_cpus if local else None,
+            include_dashboard=False,
+            log_to_driver=True,
+            logging_level=logging.WARNING,
+            configure_logging=True,
+        )
+    except (ConnectionError, RuntimeError, ValueError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UserError(
+            f"ray.address={executor.address}: cannot reach Ray ({first[:200]}); start a cluster "
+            "(`ray start --head`) or use ray.address=local"
+        ) from None
+    return True
+
+
+def _run_batch(function: Callable[[Any], Any], batch: list[Any]) -> list[Any]:
+    return [function(job) for job in batch]
 
 
 def _worker_setup() -> None:
@@ -74,9 +178,13 @@ def parallel_imap(
     ordered: bool = True,
     show: bool = True,
 ) -> Iterator[Any]:
-    """Yield ``function(job)`` for every job (in order unless ``ordered`` is False)."""
+    """Yield ``function(job)`` for every job (in order unless ``ordered`` is False), on the
+    executor of the enclosing :func:`use_executor` (this machine's pool by default)."""
     progress = Progress(len(jobs), label, unit) if show else None
     try:
+        if _EXECUTOR.kind == "ray" and jobs:
+            yield from _ray_imap(function, jobs, ordered, progress)
+            return
         if workers <= 1 or len(jobs) <= 1:
             for job in jobs:
                 yield function(job)
@@ -92,3 +200,61 @@ def parallel_imap(
     finally:
         if progress:
             progress.close()
+
+
+def _batches(jobs: Sequence[Job], cpus: int, batch_size: int) -> list[list[Job]]:
+    size = batch_size or max(1, math.ceil(len(jobs) / (TASKS_PER_CPU * max(cpus, 1))))
+    return [list(jobs[i : i + size]) for i in range(0, len(jobs), size)]
+
+
+def _ray_imap(
+    function: Callable[[Job], Any], jobs: Sequence[Job], ordered: bool, progress: Progress | None
+) -> Iterator[Any]:
+    import ray
+
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    batches = _batches(jobs, cpus, _EXECUTOR.batch_size)
+    remote = ray.remote(max_retries=_EXECUTOR.max_retries, retry_exceptions=True)(_run_batch)
+    pending = {remote.remote(function, batch): i for i, batch in enumerate(batches)}
+    order = list(pending)
+    try:
+        if ordered:
+            for ref in order:
+                yield from _results(ref, batches[pending[ref]], progress)
+        else:
+            waiting = list(order)
+            while waiting:
+                done, waiting = ray.wait(waiting, num_returns=1)
+                yield from _results(done[0], batches[pending[done[0]]], progress)
+    finally:  # stopped early (an error, Ctrl-C): what is still running is cancelled
+        unfinished = ray.wait(order, num_returns=len(order), timeout=0)[1]
+        for ref in unfinished:
+            ray.cancel(ref, force=True)
+
+
+def _results(ref: Any, batch: list[Any], progress: Progress | None) -> Iterator[Any]:
+    import ray
+
+    try:
+        results = ray.get(ref)
+    except ray.exceptions.RayError as error:
+        keys = ", ".join(_key(job) for job in batch[:5]) + (
+            f" and {len(batch) - 5} more" if len(batch) > 5 else ""
+        )
+        cause = str(error).strip().splitlines()[-1][:300] if str(error).strip() else type(error).__name__
+        raise ExecutorError(
+            f"a Ray task failed after {_EXECUTOR.max_retries} retries; its jobs: {keys}; cause: {cause}"
+        ) from None
+    for result in results:
+        yield result
+        if progress:
+            progress.update()
+
+
+def _key(job: Any) -> str:
+    """A job's key for an error message: its ``key`` or ``task_id`` when it has one."""
+    for attribute in ("key", "task_id", "rel", "task_rel"):
+        value = getattr(job, attribute, None)
+        if value is not None:
+            return str(value)[:120]
+    return repr(job)[:120]

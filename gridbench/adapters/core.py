@@ -118,8 +118,8 @@ def parse_action(action: Any) -> tuple[str, Any] | str:
     if isinstance(action, str):
         try:
             action = json.loads(action)
-        except ValueError:
-            return f"the action is not JSON; {ACTION_HELP}"
+        except (ValueError, RecursionError):
+            return f"the action is not JSON (or is nested too deep); {ACTION_HELP}"
     if isinstance(action, Mapping) and isinstance(action.get("function"), Mapping):
         action = action["function"]  # an OpenAI tool_call
     if not isinstance(action, Mapping) or not isinstance(action.get("name"), str):

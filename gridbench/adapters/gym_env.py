@@ -29,6 +29,10 @@ OBSERVATION_LIMIT = 1_000_000  # characters
 ACTION_LIMIT = 100_000
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class AnyText(spaces.Text):
     """Text of any characters (samples are printable ASCII): prompts and tool results hold
     whatever the task's names and an agent's echoed input hold."""
@@ -82,50 +86,66 @@ class GridEnv(gym.Env[str, Any]):
         self.observation_space = AnyText(OBSERVATION_LIMIT)
         self.action_space = AnyText(ACTION_LIMIT)
         self.session: Session | None = None
+        self.ended: str | None = None  # "terminated" or "truncated" once the episode has ended
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        """A new episode. ``options``: ``index`` or ``task_id`` picks the task (else the seeded
-        RNG does), ``episode_seed`` the seed of the injected failures (else the RNG's)."""
+        """A new episode. ``options``: ``index`` or ``task_id`` (a release's tasks) picks the
+        task (else the seeded RNG does), ``episode_seed`` the seed of the injected failures
+        (else the RNG's). A wrong option is a :class:`UserError` naming it."""
         super().reset(seed=seed)
+        if options is not None and not isinstance(options, dict):
+            raise UserError(f"options must be a dict, got {type(options).__name__}")
         options = dict(options or {})
+        unknown = sorted(set(options) - {"index", "task_id", "episode_seed"})
+        if unknown:
+            raise UserError(f"unknown reset options {unknown[:5]}; use index, task_id, episode_seed")
         index = options.get("index")
         if "task_id" in options:
-            ids = [item.task["task_id"] for item in self._indexable()]
-            if options["task_id"] not in ids:
-                raise UserError(
-                    f"task_id {str(options['task_id'])[:80]!r} is not among the environment's tasks"
-                )
-            index = ids.index(options["task_id"])
+            index = self._index_of(options["task_id"])
         if index is None:
             index = int(self.np_random.integers(len(self.items)))
+        elif not _is_int(index) or not 0 <= index < len(self.items):
+            raise UserError(f"index={str(index)[:40]!r}: need an int in [0, {len(self.items)})")
         episode_seed = options.get("episode_seed")
         if episode_seed is None:
             episode_seed = int(self.np_random.integers(2**31))
-        item = self.items[int(index)]
+        elif not _is_int(episode_seed) or episode_seed < 0:
+            raise UserError(f"episode_seed={str(episode_seed)[:40]!r}: need an int >= 0")
+        item = self.items[index]
         self.session = Session(item.task, item.answer, self.settings, seed=int(episode_seed))
+        self.ended = None
         messages = self.session.messages()
         prompt = f"{messages[0]['content']}\n\n{messages[1]['content']}"
         return prompt, self._info(messages=messages, tools=self.session.tools)
 
-    def _indexable(self) -> list[Any]:
-        return [self.items[i] for i in range(len(self.items))]
+    def _index_of(self, task_id: Any) -> int:
+        if hasattr(self.items, "domain_of"):  # a create_dataset: ids are known only once made
+            raise UserError("task_id needs a release's tasks; with generated tasks use index")
+        for i in range(len(self.items)):
+            if getattr(self.items[i], "task_id", None) == task_id:
+                return i
+        raise UserError(f"task_id {str(task_id)[:80]!r} is not among the environment's tasks")
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """One tool call; the reward is paid when the episode ends."""
+        """One tool call; the reward is paid once, on the step that ends the episode. Steps
+        after the end are answered with an error, a reward of 0 and the same end flags."""
         session = self.session
         if session is None:
             raise gym.error.ResetNeeded("call reset() before step()")
+        ended_before = self.ended
         result = session.act(action)
-        over = session.over or session.episode.steps >= self.settings.max_steps
-        truncated = over and not (session.over and not session.truncated)
-        terminated = over and not truncated
-        reward = session.reward(self.partial) if over else 0.0
+        if ended_before is None and (session.over or session.episode.steps >= self.settings.max_steps):
+            done_called = session.over and not session.truncated
+            self.ended = "terminated" if done_called else "truncated"
         info = self._info(result=result)
-        if over:
-            info["score"] = session.score()
-        return result_text(result), reward, terminated, truncated, info
+        reward = 0.0
+        if self.ended is not None:
+            info["score"] = {**session.score(), "truncated": self.ended == "truncated"}
+            if ended_before is None:
+                reward = session.reward(self.partial)
+        return result_text(result), reward, self.ended == "terminated", self.ended == "truncated", info
 
     def _info(self, **extra: Any) -> dict[str, Any]:
         assert self.session is not None

@@ -11,10 +11,11 @@ LLM runner. The scorer is ``gridbench.score``: success, with the fraction correc
 episode's spending as metadata.
 
 One difference is Inspect's own: it checks tool arguments against the JSON schema before a
-tool runs, so a call that breaks the schema (a missing argument, a string for an integer)
-is answered by Inspect and never reaches the episode; the score's ``schema_errors`` counts
-them. Calls that fit the schema but not the task (a fixed cell, an id that is not a
-candidate) reach the episode and are answered, and counted, as everywhere else.
+tool runs, so a call that breaks the schema (a missing argument, a string for an integer) or
+names no tool is answered by Inspect, with Inspect's message, and never reaches the episode.
+It still counts as a step and an invalid call (towards ``max_steps``), and the score's
+``schema_errors`` counts them apart. Calls that fit the schema but not the task (a fixed
+cell, an id that is not a candidate) reach the episode and are answered as everywhere else.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import ToolDef, ToolParams
 
 from gridbench.adapters.core import Session, env_settings, result_text, select
+from gridbench.errors import UserError
 from pipeline.storage.safe import read_json
 
 REMINDER = "Please continue by calling one of the tools; call done() when every hidden cell is filled."
@@ -85,7 +87,13 @@ def play(
         state.tools = [tool.as_tool() for tool in tool_defs(session)]
         unanswered = 0
         while not session.over and not state.completed:
+            before = len(state.messages)
             state = await generate(state, tool_calls="single")
+            for message in state.messages[before:]:
+                # a call Inspect answered itself (it broke the schema, named no tool): the
+                # episode never saw it, but it is a step and an invalid call all the same
+                if isinstance(message, ChatMessageTool) and message.error is not None:
+                    session.episode.reject(f"answered by Inspect: {message.error.message}")
             if state.output.message.tool_calls:
                 unanswered = 0
                 continue
@@ -129,6 +137,14 @@ def grid_score(partial: bool = False) -> Any:
     return score
 
 
+def _flag(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise UserError(f"{name}={str(value)[:40]!r}: use true or false")
+
+
 @task
 def gridbench(
     release: str,
@@ -145,6 +161,7 @@ def gridbench(
 ) -> Task:
     """Every task of ``release`` (optionally filtered) as one sample, played with the
     episode's tools and scored by ``gridbench.score``."""
+    partial = _flag(partial, "partial")
     root = Path(release).expanduser().resolve()
     records = select(root, domains, hidden_slots, decoy_budgets, task_ids)
     settings: dict[str, Any] = {

@@ -57,8 +57,13 @@ class GridbenchEnvironment:
     def reset(self, task_index: int = 0, episode_seed: int = 0, **row: Any) -> str:
         """Start the rollout on item ``task_index``; returns the task prompt (system rules and
         the task), which TRL appends to the row's user message."""
-        item = self.items[int(task_index)]
-        self.session = Session(item.task, item.answer, self.settings, seed=int(episode_seed))
+        for name, value in (("task_index", task_index), ("episode_seed", episode_seed)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise UserError(f"{name}={str(value)[:40]!r}: need an int >= 0 (a row of environments())")
+        if task_index >= len(self.items):
+            raise UserError(f"task_index={task_index}: the environment has {len(self.items)} tasks")
+        item = self.items[task_index]
+        self.session = Session(item.task, item.answer, self.settings, seed=episode_seed)
         system, user = self.session.messages()
         return f"{system['content']}\n\n{user['content']}"
 
@@ -76,6 +81,11 @@ def _method(name: str, description: str, params: Sequence[Param]) -> Callable[..
     """A tool method: the signature and docstring TRL reads, the arguments passed through."""
 
     def method(self: GridbenchEnvironment, *args: Any, **kwargs: Any) -> str:
+        if len(args) > len(params):
+            if self.session is None:
+                return self._call(name, {})
+            message = f"{name} takes {len(params)} arguments, got {len(args)} positional ones"
+            return result_text(self.session.episode.reject(message, args))
         arguments = dict(zip([p.name for p in params], args, strict=False)) | kwargs
         return self._call(name, arguments)
 

@@ -4,9 +4,12 @@ answered by :meth:`Session.call`; the task prompt and the score as resources.
     python -m gridbench.mcp release=PATH task=TASK_ID [failure_rate=0.1] [transport=http port=8765]
 
 One server process plays one episode (over HTTP every client shares it): start one per
-episode. Arguments are not checked against the schema by the SDK, so every call, valid or
-not, reaches the episode and is answered and counted as everywhere else. A result with
-status ``error`` (an invalid call) is an MCP tool error (``isError``).
+episode. The SDK does not check arguments against the tool schemas, so every call with a tool
+name and an object of arguments, valid or not, reaches the episode and is answered and counted
+as everywhere else; a result with status ``error`` (an invalid call) is an MCP tool error
+(``isError``). A request that is not even that (arguments that are not an object, a name that
+is not a string, text that is not JSON) is refused by the SDK as a protocol error before it
+reaches the episode.
 """
 
 from __future__ import annotations
@@ -68,7 +71,24 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
         raise UserError(f"failure_rate={options['failure_rate']!r} must be a number in [0, 1)") from None
     if options["transport"] not in ("stdio", "http"):
         raise UserError(f"transport={options['transport']!r}: use stdio or http")
+    if not 1 <= options["port"] <= 65535:
+        raise UserError(f"port={options['port']}: need a port in 1..65535")
     return options
+
+
+def check_bind(host: str, port: int) -> None:
+    """Fail with one line, before serving, when ``host:port`` cannot be listened on."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        with socket.socket(infos[0][0], socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(infos[0][4])
+    except OSError as error:
+        raise UserError(
+            f"cannot listen on {host}:{port} ({error.strerror or error}); choose another host= or port="
+        ) from None
 
 
 def open_session(options: dict[str, Any]) -> Session:
@@ -182,6 +202,7 @@ def serve(options: dict[str, Any]) -> None:
     else:
         import uvicorn
 
+        check_bind(options["host"], options["port"])
         app = server.streamable_http_app(host=options["host"])
         uvicorn.run(app, host=options["host"], port=options["port"], log_level="warning", access_log=False)
 

@@ -110,3 +110,49 @@ def test_bad_options_name_the_problem(release, kwargs, needle):
     kwargs = {k: (str(release) if v == "R" else v) for k, v in kwargs.items()}
     with pytest.raises(UserError, match=needle):
         gymnasium.make("gridbench/Grid-v0", **kwargs)
+
+
+def test_the_reward_is_paid_once_and_the_end_flags_stay(release):
+    record = gridbench.load_release(release).filter(hidden_slots=[2])[0]
+    env = make(release, max_steps=4)
+    env.reset(options={"task_id": record.task_id, "episode_seed": 0})
+    steps = [env.step({"name": n, "arguments": a}) for n, a in solving_moves(record)]  # 2 sets + done
+    steps += [env.step({"name": "done", "arguments": {}}) for _ in range(3)]
+    assert [s[1] for s in steps] == [0.0, 0.0, 1.0, 0.0, 0.0, 0.0]
+    assert [(s[2], s[3]) for s in steps[2:]] == [(True, False)] * 4
+    assert all(not s[4]["score"]["truncated"] for s in steps[2:])
+    env.reset(options={"task_id": record.task_id})
+    ends = [env.step({"name": "get_global_check_budget", "arguments": {}}) for _ in range(6)]
+    assert [(s[1], s[2], s[3]) for s in ends][3:] == [(0.0, False, True)] * 3
+    assert ends[3][4]["score"]["truncated"]
+
+
+@pytest.mark.parametrize(
+    "options, needle",
+    [
+        ({"index": 99}, "index"),
+        ({"index": -1}, "index"),
+        ({"index": True}, "index"),
+        ({"index": "1"}, "index"),
+        ({"episode_seed": "x"}, "episode_seed"),
+        ({"task_id": "nope"}, "task_id"),
+        ({"colour": 1}, "unknown"),
+        ("notadict", "dict"),
+    ],
+)
+def test_bad_reset_options_name_the_problem_and_a_good_reset_still_works(release, options, needle):
+    env = make(release)
+    with pytest.raises(UserError, match=needle):
+        env.reset(options=options)
+    env.reset(seed=0)
+    assert json.loads(env.step({"name": "get_global_check_budget", "arguments": {}})[0])["status"] == "ok"
+
+
+def test_task_ids_of_generated_tasks_are_refused_without_generating_them():
+    tasks = gridbench.create_dataset(
+        ["toy"], size=3, seed=5, grid="4x4", hidden_slots=2, decoy_budgets=1, candidates_per_slot=4
+    )
+    env = gymnasium.make("gridbench/Grid-v0", tasks=tasks)
+    with pytest.raises(UserError, match="use index"):
+        env.reset(options={"task_id": "toy-123"})
+    assert not tasks._cache

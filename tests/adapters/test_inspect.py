@@ -134,3 +134,18 @@ def test_the_inspect_cli_finds_the_task_through_the_entry_point(tmp_path):
     )
     assert out.returncode != 0 and "not a release" in out.stdout + out.stderr
     assert "No inspect tasks were found" not in out.stdout + out.stderr
+
+
+def test_calls_inspect_answers_itself_count_as_steps_and_end_the_episode_at_the_limit(release, tmp_path):
+    record = gridbench.load_release(release)[0]
+    bad = [("set_slot", {"row": "abc", "col": 0, "id": None}), ("no_such_tool", {})] * 150
+    log = run(release, {record.task_id: bad}, tmp_path, task_ids=record.task_id, max_steps=10)
+    (sample,) = log.samples
+    score = sample.scores["grid_score"].metadata
+    assert score["truncated"] and score["steps"] == 11 and score["invalid_calls"] == 11
+    assert score["schema_errors"] == 11 and sample.scores["grid_score"].value == "I"
+
+
+def test_partial_must_be_a_boolean(release):
+    with pytest.raises(UserError, match="partial"):
+        gridbench_task(release=str(release), partial="maybe")

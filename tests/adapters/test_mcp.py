@@ -104,6 +104,8 @@ def test_a_task_is_played_to_success_over_streamable_http(release):
         (["release=R", "task=T", "failure_rate=2"], "failure_rate"),
         (["release=R", "task=T", "transport=carrier-pigeon"], "transport"),
         (["release=R", "task=T", "port=eighty"], "port"),
+        (["release=R", "task=T", "transport=http", "port=99999"], "1..65535"),
+        (["release=R", "task=T", "transport=http", "host=999.1.1.1"], "cannot listen"),
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2_with_nothing_on_stdout(release, args, needle):

@@ -116,3 +116,15 @@ def test_bad_options_name_the_problem(release, kwargs, needle):
     kwargs = {k: (str(release) if v == "R" else v) for k, v in kwargs.items()}
     with pytest.raises(UserError, match=needle):
         environments(**kwargs)
+
+
+def test_bad_rows_and_extra_positional_arguments(release):
+    rows, factories = environments(release=str(release))
+    env = factories[rows[0]["environment"]]()
+    for bad in ({"task_index": 99}, {"task_index": "1"}, {"task_index": True}, {"episode_seed": -1}):
+        with pytest.raises(UserError):
+            env.reset(**{**{k: v for k, v in rows[0].items() if k != "environment"}, **bad})
+    env.reset(**{k: v for k, v in rows[0].items() if k != "environment"})
+    extra = json.loads(env.get_current_grid_state(1, 2))
+    assert extra["status"] == "error" and "positional" in extra["message"]
+    assert env.session.episode.invalid == 1 and env.session.episode.steps == 1
