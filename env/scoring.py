@@ -20,7 +20,7 @@ def score_grid(grid: Sequence[Sequence[Any]], truth: Mapping[Cell, str]) -> dict
             placed = grid[row][col]
         except (IndexError, KeyError, TypeError):
             placed = None
-        if placed != item:
+        if type(placed) is not str or placed != item:  # a str subclass may lie in __eq__
             wrong.append([row, col])
     right = len(truth) - len(wrong)
     return {

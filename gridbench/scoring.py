@@ -18,10 +18,48 @@ def score(
 ) -> dict[str, Any]:
     """``success``, ``fraction_correct`` and ``wrong_cells`` ([row, col] pairs) of ``grid`` (a
     list of rows of ids) for ``task`` (the dict of a task file, or a Task). The truth comes
-    from ``answer`` when given, else from solving the task: its completion is unique."""
-    parsed = task if isinstance(task, Task) else task_from_dict(dict(task))
+    from ``answer`` when given (it must be this task's), else from solving the task: its
+    completion is unique. A grid that is not rows x cols scores 0; a grid that changes a
+    fixed cell is not a success (``fixed_cells_changed`` lists them)."""
+    from gridbench.errors import UserError
+
+    if isinstance(task, Task):
+        parsed = task
+    elif isinstance(task, Mapping):
+        parsed = task_from_dict(dict(task))
+    else:
+        raise UserError(f"score: task must be a task file's dict, got {type(task).__name__}")
     if answer is None:
         truth = solve_truth(parsed)
     else:
-        truth = (answer if isinstance(answer, Answer) else answer_from_dict(dict(answer))).truth_choice()
-    return score_grid(grid, truth)
+        if isinstance(answer, Answer):
+            given = answer
+        elif isinstance(answer, Mapping):
+            given = answer_from_dict(dict(answer))
+        else:
+            raise UserError(f"score: answer must be an answer file's dict, got {type(answer).__name__}")
+        if given.task_id != parsed.task_id:
+            raise UserError(f"score: the answer is for task {given.task_id}, not {parsed.task_id}")
+        truth = given.truth_choice()
+    if not _shaped(grid, parsed.rows, parsed.cols):
+        return {
+            "success": False,
+            "fraction_correct": 0.0,
+            "wrong_cells": [[r, c] for r, c in sorted(truth)],
+            "fixed_cells_changed": [],
+        }
+    graded = score_grid(grid, truth)
+    changed = [
+        [r, c]
+        for r, row in enumerate(parsed.grid)
+        for c, item in enumerate(row)
+        if item is not None and (type(grid[r][c]) is not str or grid[r][c] != item)
+    ]
+    return {**graded, "success": graded["success"] and not changed, "fixed_cells_changed": changed}
+
+
+def _shaped(grid: Any, rows: int, cols: int) -> bool:
+    def is_list(value: Any) -> bool:
+        return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+
+    return is_list(grid) and len(grid) == rows and all(is_list(row) and len(row) == cols for row in grid)

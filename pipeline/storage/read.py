@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 from collections.abc import Iterable, Iterator
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gridbench.errors import UserError
 from pipeline.storage.safe import ReleaseError, checked_relative, read_bytes, read_json
 from pipeline.storage.write import RELEASE_FORMAT
 from solvers.task import Answer, Task
@@ -70,18 +72,30 @@ class ReleaseRecord:
 
     @property
     def task(self) -> dict[str, Any]:
-        """The task file, as a dict."""
-        return _cached_json(self.release, self.task_file)
+        """The task file, as a dict (a fresh copy: change it freely)."""
+        return self._file(self.task_file)
 
     @property
     def answer(self) -> dict[str, Any]:
-        """The answer file, as a dict."""
-        return _cached_json(self.release, "answers/" + self.task_file[len("tasks/") :])
+        """The answer file, as a dict (a fresh copy: change it freely)."""
+        return self._file("answers/" + self.task_file[len("tasks/") :])
+
+    def _file(self, relative: str) -> dict[str, Any]:
+        value = copy.deepcopy(_cached_json(self.release, relative))
+        if not isinstance(value, dict) or value.get("task_id") != self.task_id:
+            raise ReleaseError(
+                f"{self.release}/{relative}: does not hold task {self.task_id} (run `make verify`)"
+            )
+        if relative.startswith("tasks/") and value.get("domain") != self.domain:
+            raise ReleaseError(f"{self.release}/{relative}: is not a {self.domain} task (run `make verify`)")
+        return value
 
     def episode(self, settings: Any = None, seed: int = 0) -> Any:
         """A fresh tool environment on this task (``gridbench.env.EnvSettings``)."""
         from env import EnvSettings, Episode
 
+        if settings is not None and not isinstance(settings, EnvSettings):
+            raise UserError(f"settings: pass a gridbench.EnvSettings, got {type(settings).__name__}")
         return Episode(task_from_dict(self.task), settings or EnvSettings(), seed=seed)
 
 
@@ -100,11 +114,19 @@ class Release:
         self.records = records if records is not None else self._index()
 
     def _index(self) -> list[ReleaseRecord]:
-        import io
-
         import polars as pl
 
-        meta = pl.read_parquet(io.BytesIO(read_bytes(self.path, "metadata.parquet")))
+        from pipeline.storage.safe import read_arrow_table
+        from pipeline.storage.write import METADATA_SCHEMA
+
+        table = read_arrow_table(
+            read_bytes(self.path, "metadata.parquet"), f"{self.path.name}/metadata.parquet"
+        )
+        meta = pl.from_arrow(table)
+        if not isinstance(meta, pl.DataFrame) or dict(meta.schema) != METADATA_SCHEMA:
+            raise ReleaseError(
+                f"{self.path}/metadata.parquet: its columns are not the declared ones (run `make verify`)"
+            )
         listed = self.manifest["files"]
         records = []
         for row in meta.sort(["domain", "hidden_slots", "decoy_budget", "task_id"]).iter_rows(named=True):
@@ -141,17 +163,21 @@ class Release:
 
     def filter(
         self,
-        domains: Iterable[str] | None = None,
-        hidden_slots: Iterable[int] | None = None,
-        decoy_budgets: Iterable[int] | None = None,
+        domains: str | Iterable[str] | None = None,
+        hidden_slots: int | Iterable[int] | None = None,
+        decoy_budgets: int | Iterable[int] | None = None,
     ) -> Release:
-        """The tasks with those domains, H and B (None keeps every value)."""
+        """The tasks with those domains, H and B: a value or an iterable of values each (None
+        keeps every value)."""
+        wanted_domains = _choices(domains, str, "domains")
+        wanted_h = _choices(hidden_slots, int, "hidden_slots")
+        wanted_b = _choices(decoy_budgets, int, "decoy_budgets")
         keep = [
             r
             for r in self.records
-            if (domains is None or r.domain in set(domains))
-            and (hidden_slots is None or r.hidden_slots in set(hidden_slots))
-            and (decoy_budgets is None or r.decoy_budget in set(decoy_budgets))
+            if (wanted_domains is None or r.domain in wanted_domains)
+            and (wanted_h is None or r.hidden_slots in wanted_h)
+            and (wanted_b is None or r.decoy_budget in wanted_b)
         ]
         return Release(self.path, keep)
 
@@ -159,6 +185,22 @@ class Release:
         return f"Release({str(self.path)!r}, {len(self)} tasks)"
 
 
+def _choices(value: Any, kind: type, name: str) -> set[Any] | None:
+    """A filter's values as a set (a single value, or any iterable read once), or None."""
+    if value is None:
+        return None
+    values = [value] if isinstance(value, kind) else value
+    try:
+        chosen = set(values)
+    except TypeError:
+        raise UserError(f"{name}={value!r}: give a {kind.__name__} or a list of them") from None
+    if not all(isinstance(v, kind) and not isinstance(v, bool) for v in chosen):
+        raise UserError(f"{name}={value!r}: give a {kind.__name__} or a list of them")
+    return chosen
+
+
 def load_release(path: str | Path) -> Release:
     """Open the release at ``path`` (its manifest is checked; files are read lazily)."""
+    if not isinstance(path, str | Path):
+        raise UserError(f"load_release: pass the release folder's path, got {type(path).__name__}")
     return Release(path)

@@ -130,22 +130,37 @@ def walk(root: Path) -> tuple[set[str], list[str]]:
     return files, problems
 
 
-def read_table_rows(data: bytes, relative: str) -> list[dict[str, Any]]:
-    """The rows of an untrusted Parquet file: its footer is read first, and a file that
-    declares more than :data:`MAX_TABLE_EXPANSION` times its size uncompressed (a
-    decompression bomb) is refused before any page is decompressed."""
+def read_table_rows(data: bytes, relative: str, schema: Any = None) -> list[dict[str, Any]]:
+    """The rows of an untrusted Parquet file. Its footer is read first: a file that declares
+    more than :data:`MAX_TABLE_EXPANSION` times its size uncompressed (a decompression bomb),
+    by row group or by column chunk, is refused before any page is decompressed, and so is a
+    file whose Arrow schema is not ``schema`` (when given: no extra, missing, reordered or
+    retyped column)."""
+    return read_arrow_table(data, relative, schema).to_pylist()
+
+
+def read_arrow_table(data: bytes, relative: str, schema: Any = None) -> Any:
+    """:func:`read_table_rows`, as a pyarrow Table."""
     import io
 
     import pyarrow.parquet as pq
 
     try:
         handle = pq.ParquetFile(io.BytesIO(data))
-        declared = sum(
-            handle.metadata.row_group(g).total_byte_size for g in range(handle.metadata.num_row_groups)
+        meta = handle.metadata
+        groups = [meta.row_group(g) for g in range(meta.num_row_groups)]
+        declared = max(
+            sum(group.total_byte_size for group in groups),
+            sum(
+                group.column(c).total_uncompressed_size for group in groups for c in range(group.num_columns)
+            ),
         )
         if declared > MAX_TABLE_EXPANSION * max(len(data), 1024 * 1024):
             raise ReleaseError(f"{relative}: declares {declared} bytes uncompressed, which is refused")
-        return handle.read().to_pylist()
+        if schema is not None and not handle.schema_arrow.equals(schema):
+            found = ", ".join(f"{f.name}: {f.type}" for f in handle.schema_arrow)[:300]
+            raise ReleaseError(f"{relative}: its columns are not the declared ones (found {found})")
+        return handle.read()
     except ReleaseError:
         raise
     except Exception as error:  # pyarrow raises several kinds for a damaged file

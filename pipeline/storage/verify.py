@@ -14,7 +14,6 @@ Every failure is one line naming the file or the task and the reason; nothing ra
 
 from __future__ import annotations
 
-import io
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from pipeline.generation.instruction import write_instruction
 from pipeline.generation.seal import Sealed, seal
 from pipeline.parallel import parallel_imap
 from pipeline.storage.read import read_manifest
-from pipeline.storage.safe import ReleaseError, read_bytes, read_json, read_table_rows, walk
+from pipeline.storage.safe import ReleaseError, read_arrow_table, read_bytes, read_json, read_table_rows, walk
 from pipeline.storage.write import SCHEMA_DIR, sha256
 from solvers.milp import crosscheck_answer
 from solvers.results import SolverSettings
@@ -73,9 +72,13 @@ def check_files(path: Path, manifest: dict[str, Any], report: VerifyReport) -> s
     return sound
 
 
-def check_release(path: Path, manifest: dict[str, Any], report: VerifyReport) -> list[str]:
-    """Counts, folders and metadata against the files; returns the task files to prove."""
+def check_release(
+    path: Path, manifest: dict[str, Any], report: VerifyReport, sound: set[str] | None = None
+) -> list[str]:
+    """Counts, folders, metadata and tables against the files (a table or metadata file whose
+    digest failed, not in ``sound``, is not decompressed); returns the task files to prove."""
     listed = manifest["files"]
+    damaged = set() if sound is None else set(listed) - sound
     tasks = sorted(name for name in listed if name.startswith("tasks/"))
     answers = {name for name in listed if name.startswith("answers/")}
     failures = report.file_failures
@@ -100,15 +103,17 @@ def check_release(path: Path, manifest: dict[str, Any], report: VerifyReport) ->
     for name in sorted(answers):
         if "tasks/" + name[len("answers/") :] not in listed:
             failures.append(f"{name}: an answer without a task file")
-    _check_metadata(path, listed, tasks, failures)
-    _check_tables(path, listed, tasks, failures)
+    _check_metadata(path, listed, tasks, failures, damaged)
+    _check_tables(path, listed, tasks, failures, damaged)
     return [name for name in tasks if name.count("/") == 2]
 
 
-def _check_tables(path: Path, listed: dict[str, str], tasks: list[str], failures: list[str]) -> None:
+def _check_tables(
+    path: Path, listed: dict[str, str], tasks: list[str], failures: list[str], damaged: set[str]
+) -> None:
     """``data/``: one table per domain holding exactly that domain's task files, and one
     holding every answer file, each row decoding to its file."""
-    from pipeline.storage.tables import decode_answer, decode_task
+    from pipeline.storage.tables import ANSWER, decode_answer, decode_task, schema_of, task_type
 
     by_domain: dict[str, dict[str, str]] = defaultdict(dict)
     for name in tasks:
@@ -127,8 +132,19 @@ def _check_tables(path: Path, listed: dict[str, str], tasks: list[str], failures
         if table not in listed:
             failures.append(f"manifest.json: {table} is not listed (rebuild the release to add data/ tables)")
             continue
+        if table in damaged:
+            continue  # its digest failed already: an untrusted file is not decompressed
         try:
-            rows = read_table_rows(read_bytes(path, table), table)
+            kind = (
+                ANSWER
+                if table == "data/answers.parquet"
+                else task_type(table.split("/")[-1][: -len(".parquet")])
+            )
+        except ValueError:
+            failures.append(f"{table}: a table of a domain this code does not know")
+            continue
+        try:
+            rows = read_table_rows(read_bytes(path, table), table, schema_of(kind))
         except ReleaseError as error:
             failures.append(str(error))
             continue
@@ -153,17 +169,32 @@ def _check_tables(path: Path, listed: dict[str, str], tasks: list[str], failures
             failures.append(f"{table}: {len(files) - len(seen)} of its {len(files)} files have no row")
 
 
-def _check_metadata(path: Path, listed: dict[str, str], tasks: list[str], failures: list[str]) -> None:
+def _check_metadata(
+    path: Path, listed: dict[str, str], tasks: list[str], failures: list[str], damaged: set[str]
+) -> None:
+    """``metadata.parquet``: the declared columns, one row per task, and every value what the
+    task and answer files give (it is the index ``load_release`` filters on)."""
+    from pipeline.storage.write import METADATA_SCHEMA
+
     if "metadata.parquet" not in listed:
         failures.append("manifest.json: metadata.parquet is not listed")
         return
+    if "metadata.parquet" in damaged:
+        return  # its digest failed already: an untrusted file is not decompressed
     try:
-        meta = pl.read_parquet(io.BytesIO(read_bytes(path, "metadata.parquet")))
+        table = read_arrow_table(read_bytes(path, "metadata.parquet"), "metadata.parquet")
+        meta = pl.from_arrow(table)
     except ReleaseError as error:
         failures.append(str(error))
         return
     except Exception as error:  # polars raises several kinds for a damaged file
         failures.append(f"metadata.parquet: unreadable ({type(error).__name__})")
+        return
+    assert isinstance(meta, pl.DataFrame)
+    if dict(meta.schema) != METADATA_SCHEMA:
+        failures.append(
+            "metadata.parquet: its columns are not the declared ones (a column added, dropped or retyped)"
+        )
         return
     expected = {name.rsplit("/", 1)[-1][: -len(".json")]: name for name in tasks}
     if "task_id" not in meta.columns or sorted(meta["task_id"].to_list()) != sorted(expected):
@@ -174,11 +205,35 @@ def _check_metadata(path: Path, listed: dict[str, str], tasks: list[str], failur
         answer = "answers/" + name[len("tasks/") :]
         if row.get("task_sha256") != listed.get(name) or row.get("answer_sha256") != listed.get(answer):
             failures.append(f"metadata.parquet: the digests of {row['task_id']} differ from its files")
+            continue
+        wrong = _metadata_differs(path, row, name, answer)
+        if wrong:
+            failures.append(f"metadata.parquet: {row['task_id']}: {wrong} differ from its files")
         if row.get("domain") != name.split("/")[1]:
             failures.append(
                 f"metadata.parquet: {row['task_id']} is in domain {row.get('domain')!r} "
                 f"but its file is under {name.split('/')[1]}/"
             )
+
+
+def _metadata_differs(path: Path, row: dict[str, Any], name: str, answer: str) -> str:
+    """The columns of a metadata row that are not what the task and answer files give ("" when
+    all are); the build's seed and index are the row's own (no file holds them)."""
+    from types import SimpleNamespace
+
+    from pipeline.generation.records import CertifiedTask
+    from pipeline.storage.write import metadata_row
+
+    try:
+        task_bytes, answer_bytes = read_bytes(path, name), read_bytes(path, answer)
+        task = task_from_dict(read_json(path, name))
+        made = answer_from_dict(read_json(path, answer))
+        key = SimpleNamespace(seed=row["seed"], index=row["index"])
+        expected = metadata_row(CertifiedTask(key, task, made), task_bytes, answer_bytes)  # type: ignore[arg-type]
+    except Exception:  # a file that does not parse fails elsewhere, with its own message
+        return ""
+    # the column types are checked with the schema, so values compare as values here
+    return ", ".join(sorted(k for k, v in expected.items() if row.get(k) != v))
 
 
 def _validators() -> dict[str, jsonschema.Draft202012Validator]:
@@ -296,7 +351,7 @@ def verify_release(path: Path, solver: SolverSettings, milp: str | None, workers
     sound = check_files(path, manifest, report)
     tasks = [
         name
-        for name in check_release(path, manifest, report)
+        for name in check_release(path, manifest, report, sound)
         if name in sound and "answers/" + name[len("tasks/") :] in sound
     ]
     jobs = [(str(path), rel, "answers/" + rel[len("tasks/") :], solver, milp) for rel in tasks]

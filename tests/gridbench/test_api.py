@@ -44,6 +44,7 @@ def test_score_agrees_with_the_answer_and_solves_when_there_is_none(release):
         "success": True,
         "fraction_correct": 1.0,
         "wrong_cells": [],
+        "fixed_cells_changed": [],
     }
     wrong = [list(row) for row in truth]
     role = next(r for r in record.answer["roles"] if r["decoys"])
@@ -52,6 +53,65 @@ def test_score_agrees_with_the_answer_and_solves_when_there_is_none(release):
     assert not scored["success"] and scored["wrong_cells"] == [[role["row"], role["col"]]]
     assert gridbench.score(record.task, wrong) == scored  # the truth found by solving
     assert gridbench.score(record.task, [[None]])["success"] is False  # a wrong shape scores 0
+
+
+class AlwaysEqual(str):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = str.__hash__
+
+
+def test_hostile_grids_never_score_a_success(release):
+    loaded = gridbench.load_release(release)
+    record = loaded.filter(decoy_budgets=[3])[0]
+    task, answer, truth = record.task, record.answer, record.answer["truth"]
+    fixed = next((r, c) for r, row in enumerate(task["grid"]) for c, v in enumerate(row) if v is not None)
+    junk = [list(row) for row in truth]
+    junk[fixed[0]][fixed[1]] = "JUNK"
+    hostile = {
+        "extra column": [list(row) + ["x"] for row in truth],
+        "extra row": [list(row) for row in truth] + [list(truth[0])],
+        "a fixed cell changed": junk,
+        "lying strings": [[AlwaysEqual("?") for _ in row] for row in truth],
+        "objects": [[object() for _ in row] for row in truth],
+        "a string": "".join(str(v) for row in truth for v in row),
+        "None": None,
+        "rows of strings": ["".join(map(str, row)) for row in truth],
+    }
+    for name, grid in hostile.items():
+        scored = gridbench.score(task, grid, answer)
+        assert scored["success"] is False, name
+    assert gridbench.score(task, junk, answer)["fixed_cells_changed"] == [list(fixed)]
+    other = loaded.filter(domains=["toy"])[0]
+    with pytest.raises(gridbench.UserError, match="the answer is for task"):
+        gridbench.score(task, truth, other.answer)
+    for bad_task in (None, "x", 5):
+        with pytest.raises(gridbench.UserError):
+            gridbench.score(bad_task, truth, answer)
+    with pytest.raises(gridbench.UserError):
+        gridbench.score(task, truth, "x")
+
+
+def test_records_are_copies_and_filters_take_values_or_iterables(release):
+    loaded = gridbench.load_release(release)
+    record = loaded[0]
+    record.task["instruction"] = "changed"
+    record.task["grid"][0][0] = "X"
+    assert loaded[record.task_id].task["instruction"] != "changed"
+    assert len(loaded.filter(domains="course")) == len(loaded.filter(domains=(d for d in ["course"]))) == 4
+    assert len(loaded.filter(hidden_slots=2)) == len(loaded.filter(hidden_slots=[2]))
+    for bad in ({"hidden_slots": "2"}, {"domains": 5}, {"decoy_budgets": [True]}):
+        with pytest.raises(gridbench.UserError):
+            loaded.filter(**bad)
+    for path in (None, 5):
+        with pytest.raises(gridbench.UserError):
+            gridbench.load_release(path)
+    with pytest.raises(gridbench.UserError):
+        record.episode("x")
 
 
 def test_writing_a_release_imports_no_solver():

@@ -5,6 +5,7 @@ read or written."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -208,6 +209,62 @@ def table_bomb(release: Path) -> None:
     redigest(release, tables=False)
 
 
+def table_extra_column(release: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(_table(release))
+    leak = pa.array(["the truth of every cell"] * table.num_rows)
+    pq.write_table(table.append_column("leak", leak), _table(release))
+    redigest(release, tables=False)
+
+
+def table_retyped_column(release: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(_table(release))
+    index = table.schema.get_field_index("hidden_slots")
+    table = table.set_column(index, "hidden_slots", table["hidden_slots"].cast(pa.float64()))
+    pq.write_table(table, _table(release))
+    redigest(release, tables=False)
+
+
+def metadata_value_changed(release: Path) -> None:
+    import polars as pl
+
+    meta = pl.read_parquet(release / "metadata.parquet")
+    meta.with_columns(pl.lit(99, dtype=pl.Int64).alias("hidden_slots")).write_parquet(
+        release / "metadata.parquet"
+    )
+    redigest(release)
+
+
+def metadata_extra_column(release: Path) -> None:
+    import polars as pl
+
+    meta = pl.read_parquet(release / "metadata.parquet")
+    meta.with_columns(pl.lit("C1a2b3c").alias("truth")).write_parquet(release / "metadata.parquet")
+    redigest(release)
+
+
+def metadata_bomb(release: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    redigest(release)
+    table = pq.read_table(release / "metadata.parquet")
+    index = table.schema.get_field_index("distance_rule")
+    bomb = pa.array(["0" * (16 * 1024 * 1024)] * table.num_rows)
+    table = table.set_column(index, "distance_rule", bomb)
+    pq.write_table(table, release / "metadata.parquet", compression="zstd", use_dictionary=False)
+    manifest = _manifest(release)
+    manifest["files"]["metadata.parquet"] = hashlib.sha256(
+        (release / "metadata.parquet").read_bytes()
+    ).hexdigest()
+    _write_manifest(release, manifest)
+
+
 CASES = [
     (symlink_out, "symlink"),
     (listed_outside, "leaves the release"),
@@ -231,6 +288,11 @@ CASES = [
     (table_of_no_domain, "a table of no domain"),
     (table_garbage, "unreadable Parquet"),
     (table_bomb, "uncompressed, which is refused"),
+    (table_extra_column, "its columns are not the declared ones"),
+    (table_retyped_column, "its columns are not the declared ones"),
+    (metadata_value_changed, "hidden_slots differ from its files"),
+    (metadata_extra_column, "its columns are not the declared ones"),
+    (metadata_bomb, "uncompressed, which is refused"),
 ]
 
 
