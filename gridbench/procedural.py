@@ -69,7 +69,13 @@ class GeneratedTask:
         return score(self.task, grid, self.answer)
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _values(value: int | Iterable[int], name: str) -> tuple[int, ...]:
+    if isinstance(value, str | bytes) or not (_is_int(value) or isinstance(value, Iterable)):
+        raise UserError(f"{name}: give an int, a list of ints or a range, got {value!r}")
     values = (value,) if isinstance(value, int) else tuple(value)
     if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         raise UserError(f"{name}: give an int, a list of ints or a range, got {value!r}")
@@ -83,8 +89,9 @@ def _grid(grid: str | tuple[int, int]) -> tuple[int, int]:
         except ValueError:
             raise UserError(f"grid={grid!r}: write ROWSxCOLS, e.g. '5x7'") from None
         return rows, cols
-    rows, cols = grid
-    return int(rows), int(cols)
+    if isinstance(grid, tuple | list) and len(grid) == 2 and all(_is_int(v) for v in grid):
+        return grid[0], grid[1]
+    raise UserError(f"grid={grid!r}: write ROWSxCOLS ('5x7') or a pair of ints ((5, 7))")
 
 
 def _slice(values: tuple[int, ...], level: int, levels: int) -> tuple[int, ...]:
@@ -100,9 +107,9 @@ def curriculum(
     max_resistant_share: float = 0.0,
 ) -> tuple[Level, ...]:
     """``levels`` levels that raise H, B and the resistant-decoy share together."""
-    if not isinstance(levels, int) or levels < 1:
+    if not _is_int(levels) or levels < 1:
         raise UserError(f"levels={levels!r}: need an int >= 1")
-    if not 0.0 <= max_resistant_share < 1.0:
+    if not isinstance(max_resistant_share, int | float) or not 0.0 <= max_resistant_share < 1.0:
         raise UserError(f"max_resistant_share={max_resistant_share}: need a share in [0, 1)")
     hs, bs = _values(hidden_slots, "hidden_slots"), _values(decoy_budgets, "decoy_budgets")
     return tuple(
@@ -261,12 +268,16 @@ def create_dataset(
     from pipeline.generation.keys import GenerationSettings, TaskKey
     from pipeline.generation.validate import validate_key
 
+    if not isinstance(domains, str | Sequence):
+        raise UserError(f"domains={domains!r}: give a domain or a list of domains")
     names = (domains,) if isinstance(domains, str) else tuple(domains)
-    if not names or len(set(names)) != len(names):
+    if not names or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
         raise UserError(f"domains={list(names)}: give one or more distinct domains")
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
         raise UserError(f"size={size!r}: need an int >= 1")
-    if not isinstance(seed, int) or not 0 <= seed < 2**63:
+    if not _is_int(candidates_per_slot) or candidates_per_slot < 2:
+        raise UserError(f"candidates_per_slot={candidates_per_slot!r}: need an int >= 2")
+    if not _is_int(seed) or not 0 <= seed < 2**63:
         raise UserError(f"seed={seed!r}: need an int in [0, 2^63)")
     if settings is None:
         settings = GenerationSettings()
@@ -275,6 +286,8 @@ def create_dataset(
     if on_failure not in FAILURE_MODES:
         raise UserError(f"on_failure={on_failure!r}: use one of {FAILURE_MODES}")
     rows, cols = _grid(grid)
+    if isinstance(levels, bool) or not isinstance(levels, int | Sequence):
+        raise UserError(f"levels={levels!r}: give a number of levels or a list of gridbench.Level")
     plan = (
         curriculum(levels, hidden_slots, decoy_budgets, max_resistant_share)
         if isinstance(levels, int)
@@ -282,6 +295,11 @@ def create_dataset(
     )
     if not plan or not all(isinstance(level, Level) for level in plan):
         raise UserError("levels: give a number of levels or a list of gridbench.Level")
+    for level in plan:
+        for name in ("hidden_slots", "decoy_budgets"):
+            values = getattr(level, name)
+            if not isinstance(values, tuple) or not values or not all(_is_int(v) for v in values):
+                raise UserError(f"{level}: {name} must be a non-empty tuple of ints")
     if len(plan) > size:
         raise UserError(f"levels: {len(plan)} levels need at least as many tasks (size={size})")
     for level in plan:

@@ -10,6 +10,7 @@ back (for a salted, held-out release).
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from pathlib import Path
@@ -32,11 +33,12 @@ def upload_plan(release: Path, answers: bool) -> tuple[dict[str, Any], list[str]
     manifest itself; answers left out when ``answers`` is False). Refuses a release whose
     files do not match their digests."""
     from pipeline.storage.read import read_manifest
-    from pipeline.storage.verify import VerifyReport, check_files
+    from pipeline.storage.verify import VerifyReport, check_files, check_release
 
     manifest = read_manifest(release)
     report = VerifyReport()
-    check_files(release, manifest, report)
+    sound = check_files(release, manifest, report)
+    check_release(release, manifest, report, sound)  # tables and metadata too, not the proofs
     if report.file_failures:
         raise UserError(
             f"{release} does not match its manifest ({report.file_failures[0]}); run "
@@ -46,6 +48,27 @@ def upload_plan(release: Path, answers: bool) -> tuple[dict[str, Any], list[str]
     if not answers:
         files = [name for name in files if not name.startswith(ANSWER_FILES)]
     return manifest, files
+
+
+def card_without_answers(card: str) -> str:
+    """The dataset card with the ``answers`` configuration taken out of its YAML header (the
+    answers are not uploaded, so the Hub must not offer them), and a line saying so."""
+    lines = card.splitlines(keepends=True)
+    out, skipping = [], False
+    for line in lines:
+        if line.startswith("- config_name: "):
+            skipping = line.strip() == "- config_name: answers"
+        elif skipping and not line.startswith("  "):
+            skipping = False
+        if not skipping:
+            out.append(line)
+    text = "".join(out)
+    head, sep, body = text.partition("\n---\n")
+    note = (
+        "\n> The answers of this release are held back: it is published for evaluation, and "
+        "`verify` needs the full release to re-prove it.\n"
+    )
+    return head + sep + note + body if sep else text
 
 
 def run_hub(cfg: DictConfig) -> int:
@@ -66,23 +89,35 @@ def run_hub(cfg: DictConfig) -> int:
     )
     if salted and cfg.answers:
         print("note: this release is salted (held-out); answers=false keeps its answers off the Hub")
+    card = (release / "README.md").read_text() if (release / "README.md").is_file() else ""
+    if not cfg.answers and card:
+        card = card_without_answers(card)
     if cfg.dry_run:
         for name in files:
-            print(f"  {name}  {(release / name).stat().st_size} bytes")
+            edited = " (its answers configuration removed)" if name == "README.md" and not cfg.answers else ""
+            print(f"  {name}  {(release / name).stat().st_size} bytes{edited}")
         return 0
     token = os.environ.get(str(cfg.token_env), "")
     if not token:
         raise UserError(f"no Hugging Face token: set {cfg.token_env} to a write token (or use dry_run=true)")
+    for noisy in ("httpx", "huggingface_hub"):  # their INFO lines would bury the one line we print
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        from huggingface_hub import HfApi
+        from huggingface_hub import CommitOperationAdd, HfApi
 
         api = HfApi(token=token)
         api.create_repo(repo_id, repo_type="dataset", private=bool(cfg.private), exist_ok=True)
-        commit = api.upload_folder(
+        operations = [
+            CommitOperationAdd(
+                path_in_repo=name,
+                path_or_fileobj=card.encode() if name == "README.md" else str(release / name),
+            )
+            for name in files
+        ]
+        commit = api.create_commit(
             repo_id=repo_id,
             repo_type="dataset",
-            folder_path=str(release),
-            allow_patterns=files,
+            operations=operations,
             commit_message=str(cfg.message or f"{manifest['name']} v{manifest['version']}"),
         )
     except Exception as error:  # network, authentication, permissions: one line, never the token

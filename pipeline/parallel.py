@@ -17,6 +17,8 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any, TypeVar
@@ -191,15 +193,44 @@ def parallel_imap(
                 if progress:
                     progress.update()
             return
-        with get_context("spawn").Pool(min(workers, len(jobs)), initializer=_worker_setup) as pool:
-            mapper = pool.imap if ordered else pool.imap_unordered
-            for result in mapper(function, jobs, chunksize=2):
-                yield result
-                if progress:
-                    progress.update()
+        yield from _pool_imap(function, jobs, workers, ordered, progress)
     finally:
         if progress:
             progress.close()
+
+
+def _pool_imap(
+    function: Callable[[Job], Any],
+    jobs: Sequence[Job],
+    workers: int,
+    ordered: bool,
+    progress: Progress | None,
+) -> Iterator[Any]:
+    """The local pool: a worker that dies (killed, out of memory) is an error, never a hang
+    (``multiprocessing.Pool`` would wait forever for its job)."""
+    pool = ProcessPoolExecutor(
+        min(workers, len(jobs)), mp_context=get_context("spawn"), initializer=_worker_setup
+    )
+    futures = [pool.submit(function, job) for job in jobs]
+    finished = False
+    try:
+        for future in futures if ordered else as_completed(futures):
+            yield future.result()
+            if progress:
+                progress.update()
+        finished = True
+    except BrokenProcessPool:
+        raise ExecutorError(
+            "a worker process died (killed, or out of memory); nothing was lost that a rerun "
+            "cannot redo: run the command again, with fewer workers if memory is short"
+        ) from None
+    finally:
+        if not finished:
+            # An error or Ctrl-C: stop the workers now rather than when their jobs end. The
+            # futures are not cancelled first, so that the pool marks them broken cleanly.
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.terminate()
+        pool.shutdown(wait=finished)
 
 
 def _batches(jobs: Sequence[Job], cpus: int, batch_size: int) -> list[list[Job]]:

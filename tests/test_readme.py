@@ -49,7 +49,7 @@ def test_the_readme_examples_run(heading, workdir, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     blocks = _blocks(heading)
     assert blocks, heading
-    namespace: dict = {}
+    namespace: dict = {"__name__": "__main__"}
     for block in blocks:
         exec(compile(block, f"README {heading}", "exec"), namespace)
     if "record" in namespace:

@@ -138,3 +138,29 @@ def test_a_draw_that_cannot_be_certified_is_redrawn_deterministically_or_raised(
         list(gridbench.create_dataset(seed=9, on_failure="raise", **arguments))
     with pytest.raises(GenerationError, match="none of 6 draws"):
         gridbench.create_dataset(seed=9, **{**arguments, "decoy_budgets": [3]})[0]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"levels": [gridbench.Level((), (4,))]},
+        {"levels": [gridbench.Level(5, 4)]},
+        {"candidates_per_slot": 25.5},
+        {"grid": (5.5, 7)},
+        {"grid": (5, 7, 1)},
+        {"grid": None},
+        {"grid": 57},
+        {"domains": None},
+        {"domains": [5]},
+        {"hidden_slots": 5.0},
+        {"hidden_slots": "5"},
+        {"levels": 2.0},
+        {"levels": True},
+        {"seed": True},
+        {"max_resistant_share": "x"},
+    ],
+)
+def test_every_wrong_argument_is_a_user_error_before_anything_is_made(kwargs):
+    base = {"domains": "course", "size": 4, "seed": 0, "hidden_slots": [5], "decoy_budgets": [4]}
+    with pytest.raises(gridbench.UserError):
+        gridbench.create_dataset(**{**base, **kwargs})

@@ -87,3 +87,32 @@ def test_an_unreachable_hub_is_one_line_and_the_token_is_written_nowhere(release
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert token.encode() not in path.read_bytes(), path
+
+
+def test_held_back_answers_leave_the_card_without_an_answers_configuration(release, capsys):
+    import yaml
+
+    from pipeline.hub import card_without_answers
+
+    card = card_without_answers((release / "README.md").read_text())
+    header = yaml.safe_load(card.split("---\n")[1])
+    names = [c["config_name"] for c in header["configs"]]
+    assert "answers" not in names and {"metadata", "course", "toy"} <= set(names)
+    assert "answers of this release are held back" in card
+    assert _run(release, "repo_id=me/grid", "dry_run=true", "answers=false") == 0
+    assert "README.md" in capsys.readouterr().out
+
+
+def test_a_re_signed_release_whose_tables_lie_is_not_published(release, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.helpers_release import redigest
+
+    copy = copy_release(release, tmp_path / "copy")
+    table_path = sorted((copy / "data" / "tasks").glob("*.parquet"))[0]
+    table = pq.read_table(table_path)
+    pq.write_table(table.append_column("leak", pa.array(["truth"] * table.num_rows)), table_path)
+    redigest(copy, tables=False)
+    with pytest.raises(UserError, match="does not match its manifest"):
+        _run(copy, "repo_id=me/grid", "dry_run=true")
