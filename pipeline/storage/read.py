@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import copy
 import functools
+import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.errors import UserError
-from pipeline.storage.safe import ReleaseError, checked_relative, read_bytes, read_json
+from pipeline.storage.safe import ReleaseError, checked_relative, load_json, read_bytes, read_json
 from pipeline.storage.write import RELEASE_FORMAT
 from solvers.task import Answer, Task
 from solvers.task_io import answer_from_dict, task_from_dict
@@ -81,7 +81,7 @@ class ReleaseRecord:
         return self._file("answers/" + self.task_file[len("tasks/") :])
 
     def _file(self, relative: str) -> dict[str, Any]:
-        value = copy.deepcopy(_cached_json(self.release, relative))
+        value = json.loads(_checked_bytes(self.release, relative))  # a fresh copy each time
         if not isinstance(value, dict) or value.get("task_id") != self.task_id:
             raise ReleaseError(
                 f"{self.release}/{relative}: does not hold task {self.task_id} (run `make verify`)"
@@ -99,9 +99,13 @@ class ReleaseRecord:
         return Episode(task_from_dict(self.task), settings or EnvSettings(), seed=seed)
 
 
-@functools.lru_cache(maxsize=256)
-def _cached_json(release: Path, relative: str) -> Any:
-    return read_json(release, relative)
+@functools.lru_cache(maxsize=1024)
+def _checked_bytes(release: Path, relative: str) -> bytes:
+    """A file's bytes, once they have passed the size and depth limits of ``read_json``
+    (parsing bytes again is cheaper than copying the parsed value)."""
+    data = read_bytes(release, relative)
+    load_json(data, relative)
+    return data
 
 
 class Release:
