@@ -39,6 +39,7 @@ bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_runner.py
 	$(PY) bench/bench_api.py
 	$(PY) bench/bench_adapters.py
+	$(PY) bench/bench_executors.py
 
 release: $(STAMP) ## Build the default release (5x7, six domains, 324 tasks); ARGS="..." = Hydra overrides
 	$(PY) -m pipeline.release $(ARGS)
