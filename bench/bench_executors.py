@@ -47,9 +47,7 @@ def main() -> None:
 
     from pipeline.parallel import Executor, use_executor
 
-    print(
-        f"== Executors: a 5x7 release of {', '.join(domains)} (every task made, certified, cross-checked)"
-    )
+    print(f"== Executors: a 5x7 release of {', '.join(domains)} (every task made, certified, cross-checked)")
     rates = {}
     for label, executor, workers in (
         ("local pool, 1 process", Executor(), 1),
