@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow lint bench release verify import audit eval show report hub clean
+.PHONY: help install test test-slow lint bench release train verify import audit eval show report hub clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -43,6 +43,9 @@ bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 
 release: $(STAMP) ## Build the default release (5x7, six domains, 324 tasks); ARGS="..." = Hydra overrides
 	$(PY) -m pipeline.release $(ARGS)
+
+train: $(STAMP) ## A large training set in Parquet shards (conf/apps/train.yaml): make train ARGS="size=10000"
+	$(PY) -m pipeline.train $(ARGS)
 
 verify: $(STAMP) ## Re-prove a release: make verify ARGS="release=outputs/releases/gridbench-v1.0.0"
 	$(PY) -m pipeline.verify $(if $(findstring release=,$(ARGS)),,release=outputs/releases/gridbench-v1.0.0) $(ARGS)

@@ -228,6 +228,34 @@ class HubConfig:
 
 
 @dataclass
+class TrainPart:
+    """One kind of grid in a training set: its shards draw H and B from these ranges."""
+
+    grid: str = "5x7"
+    hidden_slots: list[int] = field(default_factory=lambda: [1, 21])  # [low, high], inclusive
+    decoy_budgets: list[int] = field(default_factory=lambda: [0, 25])
+
+
+@dataclass
+class TrainConfig:
+    """The schema of the sharded training-set build (``conf/apps/train.yaml``)."""
+
+    name: str = "gridbench-train"
+    version: str = "1.0.0"
+    size: int = 100_000
+    seed: int = 0
+    domains: list[str] = field(default_factory=lambda: list(PAPER_DOMAINS))
+    parts: list[TrainPart] = field(default_factory=lambda: [TrainPart()])
+    shard_size: int = 1000
+    candidates_per_slot: int = 25
+    crosscheck: bool = False
+    output_root: str = "outputs/releases"
+    workers: int = 2
+    executor: str = "local"
+    ray: RayConf = field(default_factory=RayConf)
+
+
+@dataclass
 class ReportConfig:
     """The schema of the report command (``conf/apps/report.yaml``)."""
 
@@ -247,6 +275,7 @@ def register_configs() -> None:
     store.store(name="base_report", node=ReportConfig)
     store.store(name="base_audit", node=AuditConfig)
     store.store(name="base_hub", node=HubConfig)
+    store.store(name="base_train", node=TrainConfig)
 
 
 def generation_settings(cfg: DictConfig) -> GenerationSettings:

@@ -311,7 +311,14 @@ def prove_one(args: tuple[str, str, str, SolverSettings, str | None]) -> tuple[s
 def _prove(
     root: Path, task_rel: str, answer_rel: str, solver: SolverSettings, milp: str | None
 ) -> tuple[str, str, list[str]]:
-    task_data, answer_data = read_json(root, task_rel), read_json(root, answer_rel)
+    return prove_data(read_json(root, task_rel), read_json(root, answer_rel), task_rel, solver, milp)
+
+
+def prove_data(
+    task_data: Any, answer_data: Any, task_rel: str, solver: SolverSettings, milp: str | None
+) -> tuple[str, str, list[str]]:
+    """Schema, shape and consistency checks and the proofs of one task given as parsed JSON
+    (``task_rel``: where it lives, ``tasks/<domain>/<task_id>.json``); the failure reasons."""
     validators = _validators()
     reasons: list[str] = []
     for kind, data in (("task", task_data), ("answer", answer_data)):

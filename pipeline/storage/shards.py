@@ -1,0 +1,244 @@
+"""Large training sets in Parquet shards (``python -m pipeline.train``).
+
+Layout of ``<output_root>/<name>-v<version>/``::
+
+    shards/00000/tasks-<domain>.parquet   the shard's tasks of each domain (one row per task)
+    shards/00000/answers.parquet          their answers
+    shards/00000/shard.json               the shard's files with their digests (written last)
+    manifest.json                         format gridbench-shards/1, config, counts, every file
+    README.md, LICENSE                    the dataset card (Hugging Face configs over the shards)
+
+A shard is made and written by one worker from a ``create_dataset`` of its own seed, in a
+hidden temporary folder renamed into place when complete: memory stays bounded by a shard,
+and a killed build resumes from the shards that are there. The same configuration gives the
+same bytes. ``verify`` re-proves a sharded release shard by shard, in parallel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gridbench.errors import UserError
+from pipeline.storage.safe import ReleaseError, read_arrow_table, read_bytes, read_json
+
+SHARDS_FORMAT = "gridbench-shards/1"
+
+
+def sha256(data: bytes) -> str:
+    """Hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """One shard to make: where, how many tasks, from which grid and ranges, with what seed."""
+
+    root: str
+    index: int
+    count: int
+    seed: int
+    domains: tuple[str, ...]
+    grid: str
+    hidden_slots: tuple[int, int]
+    decoy_budgets: tuple[int, int]
+    candidates_per_slot: int
+    crosscheck: bool
+
+    @property
+    def name(self) -> str:
+        """The shard's folder name."""
+        return f"{self.index:05d}"
+
+    @property
+    def key(self) -> str:
+        """How a failure names the shard."""
+        return f"shard {self.name} ({self.grid}, {self.count} tasks)"
+
+
+def shard_seed(seed: int, index: int) -> int:
+    """The ``create_dataset`` seed of shard ``index`` of a build with ``seed``."""
+    return int.from_bytes(hashlib.sha256(f"gridbench-train|{seed}|{index}".encode()).digest()[:7], "big")
+
+
+def finished_shard(root: Path, name: str) -> dict[str, Any] | None:
+    """The record of a complete shard (its ``shard.json``, every file matching its digest), or
+    None when the shard is missing or damaged."""
+    relative = f"shards/{name}/shard.json"
+    if not (root / relative).is_file():
+        return None
+    try:
+        record = read_json(root, relative)
+        for file, digest in record["files"].items():
+            if sha256(read_bytes(root, f"shards/{name}/{file}")) != digest:
+                return None
+        return {**record, "sha256": sha256(read_bytes(root, relative))}
+    except (ReleaseError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def make_shard(job: ShardJob) -> dict[str, Any]:
+    """Generate and write one shard (in a worker); its record, as in ``shard.json``."""
+    import gridbench
+    from pipeline.generation.keys import GenerationSettings
+    from pipeline.storage.tables import ANSWER, table_bytes, task_type
+
+    root = Path(job.root)
+    done = finished_shard(root, job.name)
+    if done is not None:
+        return done
+    dataset = gridbench.create_dataset(
+        domains=list(job.domains),
+        size=job.count,
+        seed=job.seed,
+        grid=job.grid,
+        hidden_slots=range(job.hidden_slots[0], job.hidden_slots[1] + 1),
+        decoy_budgets=range(job.decoy_budgets[0], job.decoy_budgets[1] + 1),
+        candidates_per_slot=job.candidates_per_slot,
+        settings=GenerationSettings(crosscheck=job.crosscheck),
+    )
+    tasks: dict[str, list[dict[str, Any]]] = {}
+    answers, redraws = [], 0
+    for index in range(job.count):
+        item = dataset[index]
+        tasks.setdefault(item.task["domain"], []).append(item.task)
+        answers.append(item.answer)
+        redraws += item.redraws
+    files = {
+        f"tasks-{domain}.parquet": table_bytes(rows, task_type(domain), domain)
+        for domain, rows in sorted(tasks.items())
+    }
+    files["answers.parquet"] = table_bytes(answers, ANSWER, "answers")
+    record = {
+        "shard": job.name,
+        "grid": job.grid,
+        "seed": job.seed,
+        "tasks": job.count,
+        "per_domain": {domain: len(rows) for domain, rows in sorted(tasks.items())},
+        "redraws": redraws,
+        "files": {name: sha256(data) for name, data in files.items()},
+    }
+    final = root / "shards" / job.name
+    partial = root / "shards" / f".{job.name}.partial-{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    for name, data in files.items():
+        (partial / name).write_bytes(data)
+    shard_json = json.dumps(record, indent=1, sort_keys=True).encode()
+    (partial / "shard.json").write_bytes(shard_json)
+    shutil.rmtree(final, ignore_errors=True)  # a damaged shard of an earlier, killed build
+    os.replace(partial, final)
+    return {**record, "sha256": sha256(shard_json)}
+
+
+def verify_shard(args: tuple[str, str, dict[str, str], Any, str | None]) -> tuple[str, int, list[str]]:
+    """Re-prove every task of one shard: its tables' schemas, and each task with CP-SAT (and
+    the MILP when ``milp`` names one). Returns (shard, tasks proved, failures)."""
+    from pipeline.storage.tables import ANSWER, decode_answer, decode_task, schema_of, task_type
+    from pipeline.storage.verify import prove_data
+
+    root, name, files, solver, milp = args
+    base = Path(root)
+    failures: list[str] = []
+    answers: dict[str, dict[str, Any]] = {}
+    try:
+        table = read_arrow_table(
+            read_bytes(base, f"shards/{name}/answers.parquet"),
+            f"shards/{name}/answers.parquet",
+            schema_of(ANSWER),
+        )
+        for row in table.to_pylist():
+            answers[str(row["task_id"])] = decode_answer(row)
+    except ReleaseError as error:
+        return name, 0, [str(error)]
+    proved = 0
+    seen = set()
+    for file in sorted(f for f in files if f.startswith("tasks-")):
+        domain = file[len("tasks-") : -len(".parquet")]
+        relative = f"shards/{name}/{file}"
+        try:
+            table = read_arrow_table(read_bytes(base, relative), relative, schema_of(task_type(domain)))
+        except (ReleaseError, ValueError) as error:
+            failures.append(str(error))
+            continue
+        for row in table.to_pylist():
+            task = decode_task(row)
+            task_id = str(task.get("task_id"))
+            seen.add(task_id)
+            if task_id not in answers:
+                failures.append(f"{relative}: {task_id} has no answer")
+                continue
+            _, _, reasons = prove_data(task, answers[task_id], f"tasks/{domain}/{task_id}.json", solver, milp)
+            failures += [f"{relative}: {task_id}: {reason}" for reason in reasons]
+            proved += not reasons
+    extra = sorted(set(answers) - seen)
+    if extra:
+        failures.append(f"shards/{name}/answers.parquet: {len(extra)} answers of no task ({extra[0]}, ...)")
+    return name, proved, failures
+
+
+def read_shards_manifest(path: Path) -> dict[str, Any]:
+    """The manifest of a sharded release (checked for shape)."""
+    manifest = read_json(path, "manifest.json")
+    if not isinstance(manifest, dict) or manifest.get("format") != SHARDS_FORMAT:
+        raise ReleaseError(f"{path}/manifest.json: not a sharded release ({SHARDS_FORMAT})")
+    if not isinstance(manifest.get("shards"), list) or not isinstance(manifest.get("files"), dict):
+        raise ReleaseError(f"{path}/manifest.json: 'shards' and 'files' must be a list and a mapping")
+    return manifest
+
+
+def is_sharded(path: Path) -> bool:
+    """Whether the folder at ``path`` holds a sharded release (its manifest says so)."""
+    try:
+        data = json.loads((path / "manifest.json").read_bytes()[:1_000_000] or b"{}")
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("format") == SHARDS_FORMAT
+
+
+def check_name(name: str, version: str) -> None:
+    """Refuse a release name or version that could leave the output folder."""
+    for value in (name, version):
+        if not value or "/" in value or ".." in value or value.startswith("."):
+            raise UserError(f"{value!r}: a release name or version may not hold '/', '..' or start with '.'")
+
+
+def verify_sharded(path: Path, solver: Any, milp: str | None, workers: int) -> tuple[int, int, list[str]]:
+    """Every check on a sharded release: the manifest's files and digests, each shard's record,
+    then each shard's tables and proofs (shards in parallel). (tasks, proved, failures)."""
+    from pipeline.parallel import parallel_imap
+    from pipeline.storage.verify import VerifyReport, check_files
+
+    manifest = read_shards_manifest(path)
+    report = VerifyReport()
+    sound = check_files(path, manifest, report)
+    failures = list(report.file_failures)
+    jobs = []
+    expected = 0
+    for entry in manifest["shards"]:
+        name = str(entry.get("shard", ""))
+        record_path = f"shards/{name}/shard.json"
+        if record_path not in sound:
+            failures.append(f"{record_path}: missing, unlisted or changed")
+            continue
+        record = read_json(path, record_path)
+        listed = {f"shards/{name}/{file}" for file in record.get("files", {})}
+        if not listed <= sound:
+            failures.append(f"shards/{name}: a file of the shard is missing or changed")
+            continue
+        expected += int(record.get("tasks", 0))
+        jobs.append((str(path), name, record["files"], solver, milp))
+    if manifest.get("counts", {}).get("tasks") != sum(int(e.get("tasks", 0)) for e in manifest["shards"]):
+        failures.append("manifest.json: counts.tasks is not the sum of its shards")
+    proved = 0
+    for _name, count, problems in parallel_imap(
+        verify_shard, jobs, workers, f"verify {path.name}", unit="shard"
+    ):
+        proved += count
+        failures += problems
+    return expected, proved, failures

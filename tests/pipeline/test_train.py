@@ -1,0 +1,127 @@
+"""Sharded training sets: byte-identical rebuilds, resuming from finished shards, verify
+shard by shard (and failing on a tampered shard), Hugging Face datasets over the shards."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gridbench.errors import UserError
+from tests.helpers_release import compose_config
+
+PARTS = (
+    "parts=[{grid: 4x4, hidden_slots: [1, 4], decoy_budgets: [0, 3]},"
+    " {grid: 5x5, hidden_slots: [2, 6], decoy_budgets: [0, 4]}]"
+)
+
+
+def _build(root: Path, *extra: str) -> Path:
+    from pipeline.train import build
+
+    cfg = compose_config(
+        [
+            "size=24",
+            "shard_size=8",
+            "domains=[course,toy]",
+            "candidates_per_slot=6",
+            PARTS,
+            f"output_root={root}",
+            *extra,
+        ],
+        "train",
+        "apps",
+    )
+    assert build(cfg) == 0
+    return root / "gridbench-train-v1.0.0"
+
+
+def _verify(release: Path) -> int:
+    from pipeline.verify import verify
+
+    return verify(compose_config([f"release={release}", "verify.workers=2"], "verify", "apps"))
+
+
+def _digests(release: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(release)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(release.rglob("*"))
+        if p.is_file() and p.name != "manifest.json"
+    }
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    return _build(tmp_path_factory.mktemp("train"))
+
+
+def test_a_sharded_build_verifies_and_rebuilds_byte_identical(built, tmp_path):
+    manifest = json.loads((built / "manifest.json").read_text())
+    assert manifest["counts"]["tasks"] == 24 and manifest["counts"]["shards"] == 3
+    assert manifest["counts"]["per_grid"] == {"4x4": 16, "5x5": 8}
+    assert _verify(built) == 0
+    again = _build(tmp_path, "workers=1")
+    assert _digests(again) == _digests(built)
+
+
+def test_a_killed_build_resumes_from_its_finished_shards(built, tmp_path):
+    copy = tmp_path / "gridbench-train-v1.0.0"
+    shutil.copytree(built, copy)
+    (copy / "manifest.json").unlink()  # killed before the end
+    shutil.rmtree(copy / "shards" / "00001")  # a shard never written
+    (copy / "shards" / "00002" / "answers.parquet").write_bytes(b"half")  # a shard cut short
+    (copy / "shards" / ".00001.partial-999").mkdir()  # a worker killed while writing
+    kept = (copy / "shards" / "00000" / "shard.json").stat().st_mtime_ns
+    assert _build(tmp_path) == copy
+    assert (copy / "shards" / "00000" / "shard.json").stat().st_mtime_ns == kept  # reused, not redone
+    assert _digests(copy) == _digests(built) and not list(copy.glob("shards/.*"))
+    assert _verify(copy) == 0
+
+
+def test_verify_fails_on_a_re_signed_shard_whose_answers_lie(built, tmp_path):
+    import pyarrow.parquet as pq
+
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    shard = copy / "shards" / "00000"
+    table = pq.read_table(shard / "answers.parquet")
+    pq.write_table(table.slice(1), shard / "answers.parquet")
+    record = json.loads((shard / "shard.json").read_text())
+    record["files"]["answers.parquet"] = hashlib.sha256((shard / "answers.parquet").read_bytes()).hexdigest()
+    (shard / "shard.json").write_text(json.dumps(record))
+    manifest = json.loads((copy / "manifest.json").read_text())
+    for relative in ("shards/00000/answers.parquet", "shards/00000/shard.json"):
+        manifest["files"][relative] = hashlib.sha256((copy / relative).read_bytes()).hexdigest()
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    assert _verify(copy) == 1
+
+
+def test_the_card_configs_load_with_datasets_offline(built, monkeypatch, tmp_path):
+    import datasets
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    manifest = json.loads((built / "manifest.json").read_text())
+    for domain, count in manifest["counts"]["per_domain"].items():
+        rows = datasets.load_dataset(str(built), domain, split="train")
+        assert rows.num_rows == count
+    assert datasets.load_dataset(str(built), "answers", split="train").num_rows == 24
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["parts=[{grid: 5x5, hidden_slots: [4, 2], decoy_budgets: [0, 3]}]"], "low <= high"),
+        (["parts=[{grid: 5x5, hidden_slots: [2, 40], decoy_budgets: [0, 3]}]"], "hidden"),
+        (["size=0"], "size=0"),
+        (["name=../escape"], "may not hold"),
+    ],
+)
+def test_bad_train_configs_stop_before_any_shard(extra, needle, tmp_path):
+    with pytest.raises(UserError, match=needle):
+        _build(tmp_path, *extra)
+    assert not list(tmp_path.rglob("shard.json"))
