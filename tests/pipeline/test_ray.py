@@ -152,3 +152,33 @@ def test_batches_keep_ray_tasks_few_and_cover_every_job():
     assert len(batches) == 8 and [j for b in batches for j in b] == jobs
     assert [len(b) for b in _batches(jobs[:5], cpus=64, batch_size=0)] == [1] * 5
     assert [len(b) for b in _batches(jobs[:7], cpus=2, batch_size=3)] == [3, 3, 1]
+
+
+ANCHORS = ROOT.parent / "shared" / "anchors" / "agentce_5x5"
+
+
+@pytest.mark.skipif(not list(ANCHORS.glob("*.json")), reason="../shared/anchors is not beside the checkout")
+def test_import_on_ray_gives_the_local_bytes(on_ray, tmp_path):
+    import shutil
+
+    from pipeline.import_agentce import run_import
+
+    source = tmp_path / "source"
+    source.mkdir()
+    shutil.copy(next(ANCHORS.glob("travel*.json")), source)
+    shutil.copy(ANCHORS / "LICENSE", source)
+
+    def run(out: Path) -> dict[str, bytes]:
+        cfg = compose_config([f"source={source}", f"release.output_root={out}"], "import_agentce", "apps")
+        assert run_import(cfg) == 0
+        release = out / "agentce-5x5-v1.0.0"
+        return {
+            str(p.relative_to(release)): p.read_bytes()
+            for p in release.rglob("*")
+            if p.is_file() and p.name not in ("manifest.json", "timings.parquet")
+        }
+
+    on = run(tmp_path / "ray")
+    with use_executor(Executor()):
+        local = run(tmp_path / "local")
+    assert on == local and any(name.startswith("tasks/travel/") for name in on)
