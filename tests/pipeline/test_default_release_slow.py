@@ -1,5 +1,5 @@
-"""Every preset (the paper's three and 10x10) built whole and re-proved with CP-SAT and a MILP
-solver. Slow."""
+"""Every preset (the paper's three, 10x10, 15x15 and 20x20) built whole and re-proved with
+CP-SAT and a MILP solver. Slow."""
 
 from __future__ import annotations
 
@@ -15,7 +15,14 @@ from tests.helpers_release import compose_config
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("grid", "tasks", "milp"),
-    [("5x5", 210, "cbc"), ("5x7", 324, "highs"), ("5x10", 540, "highs"), ("10x10", 72, "highs")],
+    [
+        ("5x5", 210, "cbc"),
+        ("5x7", 324, "highs"),
+        ("5x10", 540, "highs"),
+        ("10x10", 72, "highs"),
+        ("15x15", 72, "highs"),
+        ("20x20", 72, "highs"),
+    ],
 )
 def test_paper_preset_builds_and_verifies(tmp_path, grid, tasks, milp):
     from pipeline.release import build
@@ -30,3 +37,14 @@ def test_paper_preset_builds_and_verifies(tmp_path, grid, tasks, milp):
     assert manifest["counts"]["crosscheck_ok"] == tasks
     report = verify_release(release, SolverSettings(), milp=milp, workers=2)
     assert report.ok and len(report.tasks) == tasks
+
+
+@pytest.mark.parametrize("grid", ["5x5", "5x7", "5x10", "10x10", "15x15", "20x20"])
+def test_every_preset_composes_into_valid_keys(grid):
+    from pipeline.config import generation_settings, release_keys
+    from pipeline.generation.validate import validate_key
+
+    cfg = compose_config([f"grid={grid}"])
+    keys = release_keys(cfg)
+    settings = generation_settings(cfg)
+    assert keys and all(validate_key(key, settings) is None for key in keys)
