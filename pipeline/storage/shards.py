@@ -60,6 +60,20 @@ class ShardJob:
         """How a failure names the shard."""
         return f"shard {self.name} ({self.grid}, {self.count} tasks)"
 
+    def recipe(self) -> dict[str, Any]:
+        """What makes the shard what it is (recorded in ``shard.json``; a shard left by a build
+        of another configuration is never taken for this one's)."""
+        return {
+            "count": self.count,
+            "seed": self.seed,
+            "domains": list(self.domains),
+            "grid": self.grid,
+            "hidden_slots": list(self.hidden_slots),
+            "decoy_budgets": list(self.decoy_budgets),
+            "candidates_per_slot": self.candidates_per_slot,
+            "crosscheck": self.crosscheck,
+        }
+
 
 def shard_seed(seed: int, index: int) -> int:
     """The ``create_dataset`` seed of shard ``index`` of a build with ``seed``."""
@@ -91,6 +105,11 @@ def make_shard(job: ShardJob) -> dict[str, Any]:
     root = Path(job.root)
     done = finished_shard(root, job.name)
     if done is not None:
+        if done.get("recipe") != job.recipe():
+            raise UserError(
+                f"{root}/shards/{job.name} was made by another configuration; build into a new "
+                "version (version=...) or delete the folder"
+            )
         return done
     dataset = gridbench.create_dataset(
         domains=list(job.domains),
@@ -115,6 +134,7 @@ def make_shard(job: ShardJob) -> dict[str, Any]:
     }
     files["answers.parquet"] = table_bytes(answers, ANSWER, "answers")
     record = {
+        "recipe": job.recipe(),
         "shard": job.name,
         "grid": job.grid,
         "seed": job.seed,

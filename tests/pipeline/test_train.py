@@ -125,3 +125,11 @@ def test_bad_train_configs_stop_before_any_shard(extra, needle, tmp_path):
     with pytest.raises(UserError, match=needle):
         _build(tmp_path, *extra)
     assert not list(tmp_path.rglob("shard.json"))
+
+
+def test_a_resumed_build_refuses_shards_of_another_configuration(built, tmp_path):
+    copy = tmp_path / "gridbench-train-v1.0.0"
+    shutil.copytree(built, copy)
+    (copy / "manifest.json").unlink()
+    with pytest.raises(UserError, match="made by another configuration"):
+        _build(tmp_path, "seed=7")
