@@ -108,12 +108,69 @@ class CanonicalSearch:
     def run(self) -> tuple[int, bool, bool]:
         """(nodes, found a completion, hit the node limit)."""
         try:
-            found = self._search(0)
+            found = self._iterate()
         except _LimitReached:
             return self.nodes, False, True
         return self.nodes, found, False
 
+    def _iterate(self) -> bool:
+        """:meth:`_search` without recursion, counting the same nodes in the same order (about
+        twice as fast: the search is the largest cost of measuring a large task)."""
+        cells, options, adds_of = self.cells, self.options, self.adds
+        state, bound, grid = self.state, self.bound, self.grid
+        count, limit, broken = len(cells), self.node_limit, self.broken_from_start
+        if count == 0:
+            return self._lower_bounds_hold()
+        tried = [0] * count  # options tried so far at each depth
+        depth, nodes = 0, self.nodes
+        while True:
+            if depth == count:
+                if self._lower_bounds_hold():
+                    self.nodes = nodes
+                    return True
+                depth -= 1
+                self._undo(depth, tried[depth] - 1)
+                continue
+            k = tried[depth]
+            if k == len(options[depth]):
+                tried[depth] = 0
+                if depth == 0:
+                    self.nodes = nodes
+                    return False
+                depth -= 1
+                self._undo(depth, tried[depth] - 1)
+                continue
+            tried[depth] = k + 1
+            nodes += 1
+            if nodes > limit:
+                self.nodes = nodes
+                raise _LimitReached
+            if broken:
+                continue
+            adds = adds_of[depth][k]
+            for i, a in adds:
+                if state[i] + a > bound[i]:
+                    break
+            else:
+                for i, a in adds:
+                    state[i] += a
+                row, col = cells[depth]
+                grid[row][col] = options[depth][k]
+                depth += 1
+
+    def _undo(self, depth: int, k: int) -> None:
+        state = self.state
+        for i, a in self.adds[depth][k]:
+            state[i] -= a
+        row, col = self.cells[depth]
+        self.grid[row][col] = None
+
+    def _lower_bounds_hold(self) -> bool:
+        return all(rule_status(rule, self.grid, self.task.items) != VIOLATED for rule in self.lower)
+
     def _search(self, depth: int) -> bool:
+        """The recursive definition of the search (the reference :meth:`_iterate` is tested
+        against)."""
         if depth == len(self.cells):  # upper bounds held at every step; now the lower ones
             return all(rule_status(rule, self.grid, self.task.items) != VIOLATED for rule in self.lower)
         cell, state, bound = self.cells[depth], self.state, self.bound
