@@ -40,6 +40,7 @@ bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_api.py
 	$(PY) bench/bench_adapters.py
 	$(PY) bench/bench_executors.py
+	$(PY) bench/bench_large.py
 
 release: $(STAMP) ## Build the default release (5x7, six domains, 324 tasks); ARGS="..." = Hydra overrides
 	$(PY) -m pipeline.release $(ARGS)
