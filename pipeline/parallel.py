@@ -103,6 +103,8 @@ def _ray_init(executor: Executor) -> bool:
     if ray.is_initialized():
         return False
     local = executor.address == "local"
+    if not local and executor.address != "auto":
+        _probe(executor.address)  # Ray itself would retry an unreachable address for minutes
     try:
         ray.init(
             address=None if local else executor.address,
@@ -119,6 +121,20 @@ def _ray_init(executor: Executor) -> bool:
             "(`ray start --head`) or use ray.address=local"
         ) from None
     return True
+
+
+def _probe(address: str) -> None:
+    """Fail in seconds, with one line, when ``HOST:PORT`` (or ``ray://HOST:PORT``) does not answer."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except (OSError, ValueError):
+        raise UserError(
+            f"ray.address={address}: nothing answers there; give the head node's HOST:PORT "
+            "(`ray start --head` prints it), auto, or local"
+        ) from None
 
 
 def _run_batch(function: Callable[[Any], Any], batch: list[Any]) -> list[Any]:
@@ -211,11 +227,18 @@ def _pool_imap(
     pool = ProcessPoolExecutor(
         min(workers, len(jobs)), mp_context=get_context("spawn"), initializer=_worker_setup
     )
-    futures = [pool.submit(function, job) for job in jobs]
+    futures = {pool.submit(function, job): job for job in jobs}
     finished = False
     try:
         for future in futures if ordered else as_completed(futures):
-            yield future.result()
+            try:
+                result = future.result()
+            except BrokenProcessPool:
+                raise
+            except Exception as error:  # the job's own error: say which job it was
+                error.add_note(f"(in the job {_key(futures[future])})")
+                raise
+            yield result
             if progress:
                 progress.update()
         finished = True
@@ -283,9 +306,12 @@ def _results(ref: Any, batch: list[Any], progress: Progress | None) -> Iterator[
 
 
 def _key(job: Any) -> str:
-    """A job's key for an error message: its ``key`` or ``task_id`` when it has one."""
+    """A job's key for an error message: its ``key`` or ``task_id`` when it has one; for a
+    tuple (verify's jobs: root, then the file or shard), its second item."""
     for attribute in ("key", "task_id", "rel", "task_rel"):
         value = getattr(job, attribute, None)
         if value is not None:
             return str(value)[:120]
+    if isinstance(job, tuple) and len(job) > 1 and isinstance(job[1], str):
+        return job[1][:120]
     return repr(job)[:120]

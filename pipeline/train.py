@@ -27,6 +27,8 @@ from pipeline.parallel import parallel_imap
 from pipeline.storage.shards import SHARDS_FORMAT, ShardJob, check_name, make_shard, sha256, shard_seed
 
 register_configs()
+MAX_TASKS = 100_000_000
+MAX_SHARDS = 99_999  # shard folders are named with five digits
 
 
 def shard_jobs(cfg: DictConfig, root: Path) -> list[ShardJob]:
@@ -36,6 +38,10 @@ def shard_jobs(cfg: DictConfig, root: Path) -> list[ShardJob]:
     size, shard_size = int(cfg.size), int(cfg.shard_size)
     if size < 1 or shard_size < 1:
         raise UserError(f"size={size} and shard_size={shard_size} must be >= 1")
+    if size > MAX_TASKS or -(-size // shard_size) > MAX_SHARDS:
+        raise UserError(
+            f"size={size}, shard_size={shard_size}: at most {MAX_TASKS} tasks in {MAX_SHARDS} shards"
+        )
     parts = list(cfg.parts)
     if not parts:
         raise UserError(
@@ -76,6 +82,19 @@ def shard_jobs(cfg: DictConfig, root: Path) -> list[ShardJob]:
     return jobs
 
 
+def size_category(tasks: int) -> str:
+    """The Hugging Face size category of ``tasks`` rows."""
+    for limit, label in (
+        (1_000, "n<1K"),
+        (10_000, "1K<n<10K"),
+        (100_000, "10K<n<100K"),
+        (10**6, "100K<n<1M"),
+    ):
+        if tasks < limit:
+            return label
+    return "1M<n<10M"
+
+
 def card(name: str, version: str, domains: list[str], tasks: int, per_grid: dict[str, int]) -> str:
     """The dataset card: a Hugging Face header whose configurations read every shard."""
     import yaml
@@ -99,9 +118,7 @@ def card(name: str, version: str, domains: list[str], tasks: int, per_grid: dict
         "language": ["en"],
         "task_categories": ["text-generation"],
         "tags": ["agents", "planning", "tool-use", "constraint-satisfaction", "gridbench", "training"],
-        "size_categories": ["10K<n<100K" if tasks < 100_000 else "100K<n<1M"]
-        if tasks >= 10_000
-        else ["1K<n<10K"],
+        "size_categories": [size_category(tasks)],
         "configs": configs,
     }
     grids = ", ".join(f"{grid}: {count}" for grid, count in sorted(per_grid.items()))
@@ -124,6 +141,13 @@ def build(cfg: DictConfig) -> int:
     if (root / "manifest.json").exists():
         raise UserError(f"{root} is complete already (it has a manifest); choose another version")
     jobs = shard_jobs(cfg, root)
+    planned = {job.name for job in jobs}
+    strays = sorted(p.name for p in root.glob("shards/[0-9]*") if p.name not in planned)
+    if strays:
+        raise UserError(
+            f"{root}/shards/{strays[0]} is not a shard of this build (another configuration made "
+            "it); build into a new version (version=...) or delete the folder"
+        )
     root.mkdir(parents=True, exist_ok=True)
     for stale in root.glob("shards/.*.partial-*"):  # workers of a killed build
         shutil.rmtree(stale, ignore_errors=True)

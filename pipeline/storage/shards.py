@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import shutil
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,50 +157,61 @@ def make_shard(job: ShardJob) -> dict[str, Any]:
     return {**record, "sha256": sha256(shard_json)}
 
 
-def verify_shard(args: tuple[str, str, dict[str, str], Any, str | None]) -> tuple[str, int, list[str]]:
+def verify_shard(args: tuple[str, str, dict[str, str], Any, str | None]) -> dict[str, Any]:
     """Re-prove every task of one shard: its tables' schemas, and each task with CP-SAT (and
-    the MILP when ``milp`` names one). Returns (shard, tasks proved, failures)."""
+    the MILP when ``milp`` names one). Returns the shard's name, rows per domain, task ids,
+    tasks proved and failures (a malformed row is a failure of that row, not of the run)."""
     from pipeline.storage.tables import ANSWER, decode_answer, decode_task, schema_of, task_type
     from pipeline.storage.verify import prove_data
+    from solvers.task import TaskFormatError
 
     root, name, files, solver, milp = args
     base = Path(root)
-    failures: list[str] = []
+    out: dict[str, Any] = {"shard": name, "per_domain": {}, "ids": [], "proved": 0, "failures": []}
+    failures: list[str] = out["failures"]
     answers: dict[str, dict[str, Any]] = {}
+    relative = f"shards/{name}/answers.parquet"
     try:
-        table = read_arrow_table(
-            read_bytes(base, f"shards/{name}/answers.parquet"),
-            f"shards/{name}/answers.parquet",
-            schema_of(ANSWER),
-        )
-        for row in table.to_pylist():
+        for row in read_arrow_table(read_bytes(base, relative), relative, schema_of(ANSWER)).to_pylist():
             answers[str(row["task_id"])] = decode_answer(row)
-    except ReleaseError as error:
-        return name, 0, [str(error)]
-    proved = 0
-    seen = set()
-    for file in sorted(f for f in files if f.startswith("tasks-")):
+    except (ReleaseError, KeyError, TypeError, ValueError) as error:
+        failures.append(f"{relative}: {str(error)[:300]}")
+        return out
+    seen: set[str] = set()
+    for file in sorted(f for f in files if f.startswith("tasks-") and f.endswith(".parquet")):
         domain = file[len("tasks-") : -len(".parquet")]
         relative = f"shards/{name}/{file}"
         try:
-            table = read_arrow_table(read_bytes(base, relative), relative, schema_of(task_type(domain)))
+            rows = read_arrow_table(
+                read_bytes(base, relative), relative, schema_of(task_type(domain))
+            ).to_pylist()
         except (ReleaseError, ValueError) as error:
-            failures.append(str(error))
+            failures.append(str(error)[:300])
             continue
-        for row in table.to_pylist():
-            task = decode_task(row)
-            task_id = str(task.get("task_id"))
-            seen.add(task_id)
-            if task_id not in answers:
-                failures.append(f"{relative}: {task_id} has no answer")
+        out["per_domain"][domain] = len(rows)
+        for number, row in enumerate(rows):
+            try:
+                task = decode_task(row)
+                task_id = str(task.get("task_id"))
+                out["ids"].append(task_id)
+                if task_id in seen or task_id not in answers:
+                    failures.append(f"{relative}: row {number} ({task_id[:40]}) repeats or has no answer")
+                    continue
+                seen.add(task_id)
+                _, _, reasons = prove_data(
+                    task, answers[task_id], f"tasks/{domain}/{task_id}.json", solver, milp
+                )
+            except (TaskFormatError, UserError, KeyError, TypeError, ValueError, OverflowError) as error:
+                failures.append(f"{relative}: row {number} malformed: {str(error)[:200]}")
                 continue
-            _, _, reasons = prove_data(task, answers[task_id], f"tasks/{domain}/{task_id}.json", solver, milp)
             failures += [f"{relative}: {task_id}: {reason}" for reason in reasons]
-            proved += not reasons
+            out["proved"] += not reasons
     extra = sorted(set(answers) - seen)
     if extra:
-        failures.append(f"shards/{name}/answers.parquet: {len(extra)} answers of no task ({extra[0]}, ...)")
-    return name, proved, failures
+        failures.append(
+            f"shards/{name}/answers.parquet: {len(extra)} answers of no task ({extra[0][:40]}, ...)"
+        )
+    return out
 
 
 def read_shards_manifest(path: Path) -> dict[str, Any]:
@@ -229,36 +241,89 @@ def check_name(name: str, version: str) -> None:
 
 
 def verify_sharded(path: Path, solver: Any, milp: str | None, workers: int) -> tuple[int, int, list[str]]:
-    """Every check on a sharded release: the manifest's files and digests, each shard's record,
-    then each shard's tables and proofs (shards in parallel). (tasks, proved, failures)."""
+    """Every check on a sharded release: the manifest's files and digests; its shards are the
+    ones its recorded config makes, each made by that config's recipe; then each shard's
+    tables and proofs (shards in parallel); and the manifest's counts against what the shards
+    hold (no task id twice). (rows, proved, failures)."""
+    import re
+
+    from omegaconf import OmegaConf
+
     from pipeline.parallel import parallel_imap
     from pipeline.storage.verify import VerifyReport, check_files
+    from pipeline.train import shard_jobs
 
     manifest = read_shards_manifest(path)
     report = VerifyReport()
     sound = check_files(path, manifest, report)
     failures = list(report.file_failures)
-    jobs = []
-    expected = 0
+    plan: dict[str, dict[str, Any]] = {}
+    try:
+        config = OmegaConf.create(manifest.get("config"))
+        plan = {job.name: job.recipe() for job in shard_jobs(config, path)}  # type: ignore[arg-type]
+    except Exception as error:  # whatever is wrong with it, the config cannot be trusted
+        failures.append(f"manifest.json: its config does not describe a build ({type(error).__name__})")
+    names: list[str] = []
+    entries: dict[str, dict[str, Any]] = {}
     for entry in manifest["shards"]:
-        name = str(entry.get("shard", ""))
+        if not isinstance(entry, dict) or not re.fullmatch(r"[0-9]{5}", str(entry.get("shard"))):
+            failures.append(f"manifest.json: a shard entry is not {{shard: NNNNN, ...}}: {str(entry)[:80]}")
+            continue
+        names.append(str(entry["shard"]))
+        entries[str(entry["shard"])] = entry
+    if len(set(names)) != len(names):
+        failures.append("manifest.json: a shard is listed twice")
+    if plan and sorted(set(names)) != sorted(plan):
+        failures.append(f"manifest.json: lists {len(set(names))} shards; its config makes {len(plan)}")
+    jobs: list[Any] = []
+    grids: Counter[str] = Counter()
+    for name in sorted(set(names)):
         record_path = f"shards/{name}/shard.json"
         if record_path not in sound:
             failures.append(f"{record_path}: missing, unlisted or changed")
             continue
         record = read_json(path, record_path)
-        listed = {f"shards/{name}/{file}" for file in record.get("files", {})}
+        if (
+            not isinstance(record, dict)
+            or not isinstance(record.get("files"), dict)
+            or not isinstance(record.get("tasks"), int)
+        ):
+            failures.append(f"{record_path}: not a shard record")
+            continue
+        if entries[name].get("tasks") != record["tasks"] or entries[name].get("sha256") != sha256(
+            read_bytes(path, record_path)
+        ):
+            failures.append(f"manifest.json: its entry of shard {name} is not the shard's record")
+        if plan and record.get("recipe") != plan.get(name):
+            failures.append(f"{record_path}: the shard was not made by the manifest's config")
+        listed = {f"shards/{name}/{file}" for file in record["files"]}
         if not listed <= sound:
             failures.append(f"shards/{name}: a file of the shard is missing or changed")
             continue
-        expected += int(record.get("tasks", 0))
+        grids[str(record.get("grid"))] += record["tasks"]
         jobs.append((str(path), name, record["files"], solver, milp))
-    if manifest.get("counts", {}).get("tasks") != sum(int(e.get("tasks", 0)) for e in manifest["shards"]):
-        failures.append("manifest.json: counts.tasks is not the sum of its shards")
-    proved = 0
-    for _name, count, problems in parallel_imap(
-        verify_shard, jobs, workers, f"verify {path.name}", unit="shard"
-    ):
-        proved += count
-        failures += problems
-    return expected, proved, failures
+    rows, proved = 0, 0
+    per_domain: Counter[str] = Counter()
+    ids: Counter[str] = Counter()
+    for result in parallel_imap(verify_shard, jobs, workers, f"verify {path.name}", unit="shard"):
+        proved += result["proved"]
+        failures += result["failures"]
+        per_domain.update(result["per_domain"])
+        ids.update(result["ids"])
+        rows += sum(result["per_domain"].values())
+    repeated = [task_id for task_id, n in ids.items() if n > 1]
+    if repeated:
+        failures.append(f"{len(repeated)} task ids appear in more than one row ({repeated[0][:40]}, ...)")
+    counts: dict[str, Any] = manifest["counts"] if isinstance(manifest.get("counts"), dict) else {}
+    claimed = {
+        "tasks": rows,
+        "shards": len(set(names)),
+        "per_domain": dict(sorted(per_domain.items())),
+        "per_grid": dict(sorted(grids.items())),
+    }
+    for key, value in claimed.items():
+        if counts.get(key) != value:
+            failures.append(
+                f"manifest.json: counts.{key} is {str(counts.get(key))[:80]}, the shards hold {value}"
+            )
+    return rows, proved, failures

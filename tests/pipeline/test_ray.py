@@ -25,6 +25,7 @@ RAY = Executor("ray", num_cpus=2)
         (["executor=spark"], "executor='spark': use local or ray"),
         (["executor=ray", "ray.address=auto"], "cannot reach Ray"),
         (["executor=ray", "ray.batch_size=-1"], "ray.batch_size"),
+        (["executor=ray", "ray.address=127.0.0.1:1"], "nothing answers there"),
     ],
 )
 def test_executor_errors_are_one_line(args, needle, tmp_path):

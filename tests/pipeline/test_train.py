@@ -133,3 +133,69 @@ def test_a_resumed_build_refuses_shards_of_another_configuration(built, tmp_path
     (copy / "manifest.json").unlink()
     with pytest.raises(UserError, match="made by another configuration"):
         _build(tmp_path, "seed=7")
+
+
+def _resign(copy: Path) -> None:
+    manifest = json.loads((copy / "manifest.json").read_text())
+    for relative in list(manifest["files"]):
+        if (copy / relative).is_file():
+            manifest["files"][relative] = hashlib.sha256((copy / relative).read_bytes()).hexdigest()
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _manifest_edit(copy: Path, edit) -> None:
+    manifest = json.loads((copy / "manifest.json").read_text())
+    edit(manifest)
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize(
+    "edit, needle",
+    [
+        (lambda m: m["shards"].append(dict(m["shards"][0])), "listed twice"),
+        (lambda m: m["counts"].update(per_domain={"course": 1000}), "counts.per_domain"),
+        (lambda m: m["counts"].update(tasks=50), "counts.tasks"),
+        (lambda m: m["counts"].update(per_grid={"99x99": 5}), "counts.per_grid"),
+        (lambda m: m["config"].update(seed=7), "not made by the manifest's config"),
+        (lambda m: m.update(shards=[1, "x", None]), "a shard entry is not"),
+        (lambda m: m.update(counts=[]), "counts.tasks"),
+        (lambda m: m["shards"][0].update(tasks="ten"), "its entry of shard 00000"),
+    ],
+)
+def test_verify_checks_what_the_manifest_claims_and_never_crashes(built, tmp_path, capsys, edit, needle):
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    _manifest_edit(copy, edit)
+    assert _verify(copy) == 1
+    assert needle in capsys.readouterr().err
+
+
+def test_verify_names_a_malformed_row_and_goes_on(built, tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    shard = copy / "shards" / "00000"
+    table_path = sorted(shard.glob("tasks-*.parquet"))[0]
+    table = pq.read_table(table_path)
+    rows = table.to_pylist()
+    rows[0]["grid"] = []
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), table_path)
+    record = json.loads((shard / "shard.json").read_text())
+    record["files"][table_path.name] = hashlib.sha256(table_path.read_bytes()).hexdigest()
+    (shard / "shard.json").write_text(json.dumps(record, indent=1, sort_keys=True))
+    _resign(copy)
+    assert _verify(copy) == 1
+    err = capsys.readouterr().err
+    assert f"{table_path.name}: row 0 malformed" in err and "Traceback" not in err
+
+
+def test_a_build_refuses_shard_folders_it_would_not_make(built, tmp_path):
+    copy = tmp_path / "gridbench-train-v1.0.0"
+    shutil.copytree(built, copy)
+    (copy / "manifest.json").unlink()
+    with pytest.raises(UserError, match="is not a shard of this build"):
+        _build(tmp_path, "size=8")
+    with pytest.raises(UserError, match="at most"):
+        _build(tmp_path / "other", "size=1000000000000", "shard_size=1")
