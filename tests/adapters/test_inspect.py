@@ -106,6 +106,7 @@ def test_bad_task_arguments_stop_before_any_model_call(release, args, needle):
         gridbench_task(**{"release": str(release), **args})
 
 
+@pytest.mark.slow
 def test_the_inspect_cli_finds_the_task_through_the_entry_point(tmp_path):
     """`inspect eval gridbench/gridbench` finds the task and runs its argument checks (an
     offline mockllm call would need tiktoken's download, so the release is missing on purpose)."""

@@ -108,11 +108,23 @@ def test_a_task_is_played_to_success_over_streamable_http(release):
         (["release=R", "task=T", "transport=http", "host=999.1.1.1"], "cannot listen"),
     ],
 )
-def test_bad_arguments_are_one_line_and_exit_2_with_nothing_on_stdout(release, args, needle):
+def test_bad_arguments_are_one_line_and_exit_2_with_nothing_on_stdout(release, args, needle, capsys):
+    from gridbench.mcp.server import main
+
     record = gridbench.load_release(release)[0]
     args = [a.replace("=R", f"={release}").replace("=T", f"={record.task_id}") for a in args]
+    assert main(args) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.startswith("error: ") and needle in out.err and out.err.count("\n") == 1
+
+
+def test_the_command_line_itself_exits_2_with_nothing_on_stdout(release):
     out = subprocess.run(
-        [sys.executable, "-m", "gridbench.mcp", *args], cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "gridbench.mcp", f"release={release}", "task=nope"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
-    assert out.returncode == 2 and out.stdout == ""
-    assert out.stderr.startswith("error: ") and needle in out.stderr and out.stderr.count("\n") == 1
+    assert out.returncode == 2 and out.stdout == "" and out.stderr.startswith("error: ")
+    assert out.stderr.count("\n") == 1 and "not tasks of" in out.stderr

@@ -23,8 +23,8 @@ RAY = Executor("ray", num_cpus=2)
     "args, needle",
     [
         (["executor=spark"], "executor='spark': use local or ray"),
-        (["executor=ray", "ray.address=auto"], "cannot reach Ray"),
-        (["executor=ray", "ray.batch_size=-1"], "ray.batch_size"),
+        pytest.param(["executor=ray", "ray.address=auto"], "cannot reach Ray", marks=pytest.mark.slow),
+        pytest.param(["executor=ray", "ray.batch_size=-1"], "ray.batch_size", marks=pytest.mark.slow),
         (["executor=ray", "ray.address=127.0.0.1:1"], "nothing answers there"),
     ],
 )
@@ -99,24 +99,31 @@ def _files(release: Path) -> dict[str, bytes]:
     }
 
 
-def test_release_verify_and_evaluate_on_ray_give_the_local_bytes(on_ray, tmp_path):
-    from pipeline.evaluate import evaluate
+@pytest.fixture(scope="module")
+def ray_release(on_ray, tmp_path_factory) -> Path:
+    return _build(tmp_path_factory.mktemp("ray"), "same")
+
+
+def test_release_and_verify_on_ray_give_the_local_bytes(ray_release, tmp_path):
     from pipeline.verify import verify
 
     with use_executor(Executor()):  # the local pool inside the Ray block
         local = _files(_build(tmp_path / "local", "same"))
-    ray_release = _build(tmp_path / "ray", "same")
     on = _files(ray_release)
     manifest = "manifest.json"
     assert set(on) == set(local)
     assert {k: v for k, v in on.items() if k != manifest} == {k: v for k, v in local.items() if k != manifest}
     # the manifests differ only in the output paths they record
-    ours = on[manifest].decode().replace(str(tmp_path / "ray"), "ROOT")
+    ours = on[manifest].decode().replace(str(ray_release.parent), "ROOT")
     theirs = local[manifest].decode().replace(str(tmp_path / "local"), "ROOT")
     digest = [line for line in ours.splitlines() if "timings.parquet" not in line]
     assert digest == [line for line in theirs.splitlines() if "timings.parquet" not in line]
-
     assert verify(compose_config([f"release={ray_release}", "verify.workers=2"], "verify", "apps")) == 0
+
+
+@pytest.mark.slow
+def test_evaluate_on_ray_gives_the_local_rows(ray_release, tmp_path):
+    from pipeline.evaluate import evaluate
 
     def run(runs: Path) -> pl.DataFrame:
         cfg = compose_config(
@@ -158,6 +165,7 @@ def test_batches_keep_ray_tasks_few_and_cover_every_job():
 ANCHORS = ROOT.parent / "shared" / "anchors" / "agentce_5x5"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not list(ANCHORS.glob("*.json")), reason="../shared/anchors is not beside the checkout")
 def test_import_on_ray_gives_the_local_bytes(on_ray, tmp_path):
     import shutil

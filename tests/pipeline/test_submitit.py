@@ -28,6 +28,7 @@ def test_the_slurm_launcher_config_composes():
     assert "partition" in launcher and launcher.array_parallelism == 256
 
 
+@pytest.mark.slow
 def test_a_submitit_multirun_fills_the_cell_store_the_release_assembles(tmp_path: Path):
     cells = tmp_path / "cells"
     sweep = subprocess.run(

@@ -99,6 +99,7 @@ def test_verify_fails_on_a_re_signed_shard_whose_answers_lie(built, tmp_path):
     assert _verify(copy) == 1
 
 
+@pytest.mark.slow
 def test_the_card_configs_load_with_datasets_offline(built, monkeypatch, tmp_path):
     import datasets
 
@@ -155,11 +156,19 @@ def _manifest_edit(copy: Path, edit) -> None:
         (lambda m: m["shards"].append(dict(m["shards"][0])), "listed twice"),
         (lambda m: m["counts"].update(per_domain={"course": 1000}), "counts.per_domain"),
         (lambda m: m["counts"].update(tasks=50), "counts.tasks"),
-        (lambda m: m["counts"].update(per_grid={"99x99": 5}), "counts.per_grid"),
-        (lambda m: m["config"].update(seed=7), "not made by the manifest's config"),
-        (lambda m: m.update(shards=[1, "x", None]), "a shard entry is not"),
-        (lambda m: m.update(counts=[]), "counts.tasks"),
-        (lambda m: m["shards"][0].update(tasks="ten"), "its entry of shard 00000"),
+        pytest.param(
+            lambda m: m["counts"].update(per_grid={"99x99": 5}), "counts.per_grid", marks=pytest.mark.slow
+        ),
+        pytest.param(
+            lambda m: m["config"].update(seed=7), "not made by the manifest's config", marks=pytest.mark.slow
+        ),
+        pytest.param(
+            lambda m: m.update(shards=[1, "x", None]), "a shard entry is not", marks=pytest.mark.slow
+        ),
+        pytest.param(lambda m: m.update(counts=[]), "counts.tasks", marks=pytest.mark.slow),
+        pytest.param(
+            lambda m: m["shards"][0].update(tasks="ten"), "its entry of shard 00000", marks=pytest.mark.slow
+        ),
     ],
 )
 def test_verify_checks_what_the_manifest_claims_and_never_crashes(built, tmp_path, capsys, edit, needle):
