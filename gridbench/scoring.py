@@ -23,21 +23,11 @@ def score(
     fixed cell is not a success (``fixed_cells_changed`` lists them)."""
     from gridbench.errors import UserError
 
-    if isinstance(task, Task):
-        parsed = task
-    elif isinstance(task, Mapping):
-        parsed = task_from_dict(dict(task))
-    else:
-        raise UserError(f"score: task must be a task file's dict, got {type(task).__name__}")
+    parsed: Task = _parsed(task, Task, task_from_dict, "a task file's dict")
     if answer is None:
         truth = solve_truth(parsed)
     else:
-        if isinstance(answer, Answer):
-            given = answer
-        elif isinstance(answer, Mapping):
-            given = answer_from_dict(dict(answer))
-        else:
-            raise UserError(f"score: answer must be an answer file's dict, got {type(answer).__name__}")
+        given: Answer = _parsed(answer, Answer, answer_from_dict, "an answer file's dict")
         if given.task_id != parsed.task_id:
             raise UserError(f"score: the answer is for task {given.task_id}, not {parsed.task_id}")
         truth = given.truth_choice()
@@ -56,6 +46,17 @@ def score(
         if item is not None and (type(grid[r][c]) is not str or grid[r][c] != item)
     ]
     return {**graded, "success": graded["success"] and not changed, "fixed_cells_changed": changed}
+
+
+def _parsed(value: Any, kind: type, parse: Any, what: str) -> Any:
+    """``value`` as a ``kind`` (given as one, or as the dict of its file)."""
+    from gridbench.errors import UserError
+
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, Mapping):
+        return parse(dict(value))
+    raise UserError(f"score: {kind.__name__.lower()} must be {what}, got {type(value).__name__}")
 
 
 def _shaped(grid: Any, rows: int, cols: int) -> bool:

@@ -195,6 +195,26 @@ def select(
     return chosen
 
 
+def task_source(
+    release: str | Path | None, tasks: Any, domains: Any, hidden_slots: Any, decoy_budgets: Any
+) -> Any:
+    """The tasks an environment plays: a release's records (filtered) or ``tasks``, any
+    non-empty sequence of items with ``.task`` and ``.answer`` (a ``create_dataset``)."""
+    if (release is None) == (tasks is None):
+        raise UserError("give release=PATH or tasks=... (e.g. gridbench.create_dataset(...)), not both")
+    items = list(select(release, domains, hidden_slots, decoy_budgets)) if release is not None else tasks
+    if not hasattr(items, "__getitem__") or not hasattr(items, "__len__") or not len(items):
+        raise UserError("tasks= must be a non-empty sequence of items with .task and .answer")
+    return items
+
+
+def partial_reward(reward: str) -> bool:
+    """Whether ``reward`` asks for the fraction right (``partial``) rather than success."""
+    if reward not in ("success", "partial"):
+        raise UserError(f"reward={reward!r}: use 'success' or 'partial'")
+    return reward == "partial"
+
+
 def env_settings(
     failure_rate: float = 0.0,
     query_budget: str | int = "unlimited",

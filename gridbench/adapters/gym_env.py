@@ -22,7 +22,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from gridbench.adapters.core import Session, env_settings, result_text, select
+from gridbench.adapters.core import Session, env_settings, partial_reward, result_text, task_source
 from gridbench.errors import UserError
 
 OBSERVATION_LIMIT = 1_000_000  # characters
@@ -65,23 +65,11 @@ class GridEnv(gym.Env[str, Any]):
         reward: str = "success",
         render_mode: str | None = None,
     ) -> None:
-        if (release is None) == (tasks is None):
-            raise UserError("give release=PATH or tasks=... (e.g. gridbench.create_dataset(...)), not both")
-        if reward not in ("success", "partial"):
-            raise UserError(f"reward={reward!r}: use 'success' or 'partial'")
+        self.partial = partial_reward(reward)
         if render_mode not in (None, "ansi"):
             raise UserError(f"render_mode={render_mode!r}: use None or 'ansi'")
-        self.items: Any = (
-            list(select(release, domains, hidden_slots, decoy_budgets)) if release is not None else tasks
-        )
-        if (
-            not hasattr(self.items, "__getitem__")
-            or not hasattr(self.items, "__len__")
-            or not len(self.items)
-        ):
-            raise UserError("tasks= must be a non-empty sequence of items with .task and .answer")
+        self.items = task_source(release, tasks, domains, hidden_slots, decoy_budgets)
         self.settings = env_settings(failure_rate, query_budget, check_budget, max_steps)
-        self.partial = reward == "partial"
         self.render_mode = render_mode
         self.observation_space = AnyText(OBSERVATION_LIMIT)
         self.action_space = AnyText(ACTION_LIMIT)

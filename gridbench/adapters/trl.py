@@ -31,7 +31,7 @@ from typing import Any, Optional, Union
 
 from env import EnvSettings
 from env.tools import Param, tools_for
-from gridbench.adapters.core import Session, env_settings, result_text, select
+from gridbench.adapters.core import Session, env_settings, partial_reward, result_text, task_source
 from gridbench.errors import UserError
 
 PYTHON_TYPES: dict[str, Any] = {
@@ -132,13 +132,10 @@ def environments(
     and trial (``prompt``, ``environment`` = the domain, ``task_index``, ``episode_seed``,
     ``task_id`` when known), one factory per domain. ``tasks`` may be a
     ``gridbench.create_dataset(...)``: its tasks are then generated when a rollout first asks."""
-    if (release is None) == (tasks is None):
-        raise UserError("give release=PATH or tasks=... (e.g. gridbench.create_dataset(...)), not both")
-    if reward not in ("success", "partial"):
-        raise UserError(f"reward={reward!r}: use 'success' or 'partial'")
+    partial = partial_reward(reward)
     if not isinstance(trials, int) or trials < 1:
         raise UserError(f"trials={trials!r}: need an int >= 1")
-    items: Sequence[Any] = list(select(release, domains, hidden_slots, decoy_budgets)) if release else tasks  # type: ignore[assignment]
+    items = task_source(release, tasks, domains, hidden_slots, decoy_budgets)
     settings = env_settings(failure_rate, query_budget, check_budget, max_steps)
     rows, used = [], set()
     for index in range(len(items)):
@@ -162,7 +159,7 @@ def environments(
         cls = type(
             f"Gridbench_{domain}",
             (environment_class(domain),),
-            {"items": items, "settings": settings, "partial": reward == "partial"},
+            {"items": items, "settings": settings, "partial": partial},
         )
         factories[domain] = cls
     return rows, factories
