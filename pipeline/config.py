@@ -34,7 +34,8 @@ class GridConf:
     hidden_slots: list[int] = MISSING
     decoy_budgets: list[int] = MISSING
     candidates_per_slot: int = 25
-    room_over_budget: int = 2  # K = max(candidates_per_slot, B + room_over_budget)
+    # K = max(candidates_per_slot, B + room_over_budget); null: K = candidates_per_slot at every B
+    room_over_budget: Optional[int] = 2  # noqa: UP045
 
 
 @dataclass
@@ -297,7 +298,10 @@ def solver_settings(cfg: DictConfig) -> SolverSettings:
 
 
 def candidates_for(grid: DictConfig, budget: int) -> int:
-    """Candidates per hidden cell at decoy budget B: max(candidates_per_slot, B + room_over_budget)."""
+    """Candidates per hidden cell at decoy budget B: max(candidates_per_slot, B +
+    room_over_budget), or candidates_per_slot when room_over_budget is null."""
+    if grid.room_over_budget is None:
+        return int(grid.candidates_per_slot)
     return max(int(grid.candidates_per_slot), budget + int(grid.room_over_budget))
 
 
@@ -390,7 +394,8 @@ def check_generation_config(cfg: DictConfig) -> None:
     _int_list(grid.hidden_slots, "grid.hidden_slots", 1, rows * cols)
     _int_list(grid.decoy_budgets, "grid.decoy_budgets", 0, rows * cols * (MAX_CANDIDATES - 1))
     _int(grid.candidates_per_slot, "grid.candidates_per_slot", 2, MAX_CANDIDATES)
-    _int(grid.room_over_budget, "grid.room_over_budget", 0, MAX_CANDIDATES)
+    if grid.room_over_budget is not None:
+        _int(grid.room_over_budget, "grid.room_over_budget", 0, MAX_CANDIDATES)
     domains = list(release.domains) if release.domains is not None else []
     if not domains:
         raise UserError("release.domains=[] is empty; name at least one, e.g. release.domains=[course]")

@@ -10,7 +10,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from domains import get_domain
+from domains import NumericAttribute, get_domain
 from pipeline.generation.assemble import build_answer, build_task
 from pipeline.generation.candidates import allocate_decoys, draw_exchangeable, draw_filtered
 from pipeline.generation.constrain import draw_global_rules
@@ -21,7 +21,7 @@ from pipeline.generation.repair import RepairFailed, RepairStats, make_unique
 from pipeline.generation.resist import loosen_for_resistance
 from pipeline.generation.sample import sample_grid
 from pipeline.generation.seal import seal
-from pipeline.generation.validate import decoy_cell_count, validate_key
+from pipeline.generation.validate import decoy_cell_count, search_bits, validate_key
 from solvers.checker import enumerate_completions, locally_valid_candidates
 from solvers.cpsat import SOLVER_NAME, SOLVER_VERSION
 from solvers.records import CrossCheck
@@ -34,12 +34,15 @@ def draw_draft(key: TaskKey, settings: GenerationSettings, attempt: int) -> Draf
     draft = Draft(
         get_domain(key.domain), key.rows, key.cols, key.rng("attempt", attempt), key.rng("labels", attempt)
     )
-    sample_grid(draft, key.hidden_slots, settings.max_slot_rules)
+    balance = search_bits(key, settings) > settings.balance_bits
+    sample_grid(draft, key.hidden_slots, settings.max_slot_rules, spread=balance)
     shares = allocate_decoys(
         draft, key.decoy_budget, decoy_cell_count(key, settings), key.candidates_per_slot - 1
     )
     for cell, share in shares.items():
         draw_exchangeable(draft, cell, share)
+    if balance:
+        draft.balanced = [a.name for a in draft.domain.attributes if isinstance(a, NumericAttribute)]
     draw_global_rules(
         draft, settings.window_slack_share, settings.sum_slack_share, settings.count_slack_probability
     )

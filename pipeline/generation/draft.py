@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from domains import Domain
+from domains import Domain, GlobalRuleTemplate
 from solvers.task import GlobalRule, SlotRule, Value
 
 Cell = tuple[int, int]
@@ -26,6 +26,8 @@ class Draft:
     hidden: list[Cell] = field(default_factory=list)
     slot_rules: dict[Cell, list[SlotRule]] = field(default_factory=dict)
     rules: list[GlobalRule] = field(default_factory=list)
+    extra: list[GlobalRuleTemplate] = field(default_factory=list)  # windows repair added
+    balanced: list[str] = field(default_factory=list)  # attributes whose rows are balanced
     decoys: dict[Cell, list[str]] = field(default_factory=dict)
     filtered: dict[Cell, list[str]] = field(default_factory=dict)
     _used_ids: set[str] = field(default_factory=set)

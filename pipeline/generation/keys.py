@@ -65,6 +65,10 @@ class GenerationSettings:
     sum_slack_share: float = 0.15  # slack of one-sided sum bounds (row / column scope)
     count_slack_probability: float = 0.3  # chance that a count bound gets one unit of slack
     max_repair_rounds: int = 40
+    # a task whose decoys allow more than about 2**balance_bits completions spreads its hidden
+    # cells evenly and balances its rows (constrain.balance_rows): the domain's few sums cannot
+    # make so many exchangeable decoys unique
+    balance_bits: float = 16.0
     max_attempts: int = 8  # whole-task re-draws, the last resort
     min_resistant_share: float = 0.0  # share of decoys that must survive interval propagation
     resistance_attempts: int = 200  # whole-task re-draws allowed when min_resistant_share > 0
@@ -108,6 +112,9 @@ class GenerationSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise GenerationError(f"{name}={value!r} must be a number between 0 and 1")
+        bits = self.balance_bits
+        if isinstance(bits, bool) or not isinstance(bits, int | float) or not 0.0 <= bits <= 10_000.0:
+            raise GenerationError(f"balance_bits={bits!r} must be a number between 0 and 10000")
         for name in (
             "max_repair_rounds",
             "max_attempts",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from domains import DomainError, get_domain
 from pipeline.generation.keys import GenerationError, GenerationSettings, TaskKey
 
@@ -47,6 +49,13 @@ def _validate_candidates(key: TaskKey, settings: GenerationSettings) -> None:
             f"each holds at most candidates_per_slot-1={per_cell} decoys (limit {capacity}); "
             "raise candidates_per_slot or hidden_slots, or use allocation=spread"
         )
+
+
+def search_bits(key: TaskKey, settings: GenerationSettings) -> float:
+    """About log2 of the completions the key's decoys allow: the cells holding decoys times
+    log2(1 + their average share). Decides, from the key alone, whether rows are balanced."""
+    cells = decoy_cell_count(key, settings)
+    return cells * math.log2(1 + key.decoy_budget / cells) if cells else 0.0
 
 
 def decoy_cell_count(key: TaskKey, settings: GenerationSettings) -> int:

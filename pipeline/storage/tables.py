@@ -20,6 +20,7 @@ The JSON shapes that a table cannot hold as they are get a fixed encoding, undon
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -306,8 +307,25 @@ def schema_of(kind: Record) -> pa.Schema:
     return pa.schema([pa.field(f.name, arrow_type(f.type)) for f in kind.fields])
 
 
+INT64_MAX = 2**63 - 1
+
+
+def _fit_answer(row: dict[str, Any]) -> dict[str, Any]:
+    """An answer row whose ``measures.search_space`` exceeds int64 (a 20x20 task with 600
+    decoys: 25**25) with that value null: :func:`decode_answer` recomputes it from the roles,
+    and ``log10_search_space`` keeps its size."""
+    measures = row.get("measures")
+    if not isinstance(measures, dict) or not isinstance(measures.get("search_space"), int):
+        return row
+    if measures["search_space"] <= INT64_MAX:
+        return row
+    return {**row, "measures": {**measures, "search_space": None}}
+
+
 def table_bytes(rows: list[dict[str, Any]], kind: Record, where: str) -> bytes:
     """The Parquet file of ``rows`` (JSON dicts of one kind): same rows, same bytes."""
+    if kind is ANSWER:
+        rows = [_fit_answer(row) for row in rows]
     encoded = [encode(row, kind, f"{where} {row.get('task_id', '?')}") for row in rows]
     table = pa.Table.from_pylist(encoded, schema=schema_of(kind))
     sink = io.BytesIO()
@@ -327,8 +345,13 @@ def decode_task(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def decode_answer(row: dict[str, Any]) -> dict[str, Any]:
-    """The answer file a row of ``data/answers.parquet`` came from."""
-    return decode(row, ANSWER)
+    """The answer file a row of ``data/answers.parquet`` came from (a search space beyond
+    int64, stored as null, is recomputed from the roles)."""
+    answer = decode(row, ANSWER)
+    measures = answer.get("measures")
+    if isinstance(measures, dict) and "search_space" in measures and measures["search_space"] is None:
+        measures["search_space"] = math.prod(1 + len(role["decoys"]) for role in answer["roles"])
+    return answer
 
 
 def item_attributes_match(task: dict[str, Any]) -> None:

@@ -38,6 +38,8 @@ BAD_RELEASE = [
     (["generation.allocation=everywhere"], "allocation="),
     (["generation.crosscheck_solver=gurobi"], "crosscheck_solver="),
     (["solver.time_limit_s=0"], "solver.time_limit_s"),
+    (["generation.balance_bits=-1"], "balance_bits="),
+    (["grid.room_over_budget=-1"], "grid.room_over_budget=-1"),
     (["release.workers=0"], "release.workers=0"),
 ]
 
