@@ -137,9 +137,10 @@ class TaskDataset(Sequence[GeneratedTask]):
         settings: Any,
         salt: str = "",
         on_failure: str = "redraw",
+        room_over_budget: int | None = ROOM_OVER_BUDGET,
     ) -> None:
         self.domains, self.size, self.seed = tuple(domains), size, seed
-        self.on_failure = on_failure
+        self.on_failure, self.room_over_budget = on_failure, room_over_budget
         self.rows, self.cols = grid
         self.candidates_per_slot, self.levels = candidates_per_slot, levels
         self.settings, self.salt = settings, salt
@@ -168,7 +169,7 @@ class TaskDataset(Sequence[GeneratedTask]):
         rng = random.Random(int.from_bytes(digest[:8], "big"))
         domain = self.domain_of(index)
         hidden, budget = rng.choice(level.hidden_slots), rng.choice(level.decoy_budgets)
-        candidates = max(self.candidates_per_slot, budget + ROOM_OVER_BUDGET)
+        candidates = _candidates(self.candidates_per_slot, self.room_over_budget, budget)
         return TaskKey(domain, self.rows, self.cols, hidden, budget, candidates, self.seed, index, self.salt)
 
     def _settings(self, index: int) -> Any:
@@ -254,6 +255,7 @@ def create_dataset(
     settings: Any = None,
     salt: str = "",
     on_failure: str = "redraw",
+    room_over_budget: int | None = ROOM_OVER_BUDGET,
 ) -> TaskDataset:
     """``size`` certified tasks, generated lazily and deterministically.
 
@@ -263,7 +265,9 @@ def create_dataset(
     ``GenerationSettings`` (default: CP-SAT certificate, no MILP cross-check, for speed);
     ``salt`` makes the tasks impossible to regenerate without it; ``on_failure``: what to do
     when an item's (domain, H, B) cannot be certified (``redraw``: draw again, deterministically,
-    and count it in the item's ``redraws``; ``raise``). Every argument is checked here, before
+    and count it in the item's ``redraws``; ``raise``); ``room_over_budget``: K = max(
+    candidates_per_slot, B + room_over_budget), or ``None`` for K = candidates_per_slot at every
+    B (large budgets: B = 600 on 20x20 with K = 25). Every argument is checked here, before
     anything is generated."""
     from pipeline.generation.keys import GenerationSettings, TaskKey
     from pipeline.generation.validate import validate_key
@@ -277,6 +281,8 @@ def create_dataset(
         raise UserError(f"size={size!r}: need an int >= 1")
     if not _is_int(candidates_per_slot) or candidates_per_slot < 2:
         raise UserError(f"candidates_per_slot={candidates_per_slot!r}: need an int >= 2")
+    if room_over_budget is not None and (not _is_int(room_over_budget) or room_over_budget < 0):
+        raise UserError(f"room_over_budget={room_over_budget!r}: need an int >= 0 or None")
     if not _is_int(seed) or not 0 <= seed < 2**63:
         raise UserError(f"seed={seed!r}: need an int in [0, 2^63)")
     if settings is None:
@@ -307,6 +313,23 @@ def create_dataset(
         for domain in names:
             for hidden in level.hidden_slots:
                 for budget in level.decoy_budgets:
-                    candidates = max(candidates_per_slot, budget + ROOM_OVER_BUDGET)
+                    candidates = _candidates(candidates_per_slot, room_over_budget, budget)
                     validate_key(TaskKey(domain, rows, cols, hidden, budget, candidates, seed), settings)
-    return TaskDataset(names, size, seed, (rows, cols), candidates_per_slot, plan, settings, salt, on_failure)
+    return TaskDataset(
+        names,
+        size,
+        seed,
+        (rows, cols),
+        candidates_per_slot,
+        plan,
+        settings,
+        salt,
+        on_failure,
+        room_over_budget,
+    )
+
+
+def _candidates(candidates_per_slot: int, room_over_budget: int | None, budget: int) -> int:
+    if room_over_budget is None:
+        return candidates_per_slot
+    return max(candidates_per_slot, budget + room_over_budget)

@@ -234,3 +234,18 @@ def test_a_search_space_beyond_int64_round_trips_through_the_answers_table():
     rows = read_table(table_bytes([answer], ANSWER, "answers"))
     assert rows[0]["measures"]["search_space"] is None  # beyond int64: stored as null
     assert decode_answer(rows[0]) == answer
+
+
+def test_create_dataset_keeps_k_with_room_over_budget_none():
+    import gridbench
+
+    dataset = gridbench.create_dataset(
+        "course", size=2, grid="10x10", hidden_slots=60, decoy_budgets=120, room_over_budget=None
+    )
+    assert dataset.key(0).candidates_per_slot == 25
+    item = dataset[0]
+    assert sum(len(role["decoys"]) for role in item.answer["roles"]) == 120
+    default = gridbench.create_dataset("course", size=1, grid="10x10", hidden_slots=60, decoy_budgets=120)
+    assert default.key(0).candidates_per_slot == 122
+    with pytest.raises(gridbench.UserError, match="room_over_budget"):
+        gridbench.create_dataset("course", room_over_budget=-1)
