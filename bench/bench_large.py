@@ -107,7 +107,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+    args, _ = parser.parse_known_args()  # make bench passes its ARGS to every script
     per_task(1 if args.quick else args.seeds)
     before(60.0)
     if not args.quick:

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gridbench.vocabulary import RuleKind
@@ -30,7 +31,7 @@ from solvers.cpsat import CpSatModel
 from solvers.propagation import decoy_resistance
 from solvers.records import Distance, Measures
 from solvers.results import FEASIBLE, UNKNOWN, SolverSettings, SolverTimeout
-from solvers.task import Answer, Task
+from solvers.task import Answer, GlobalRule, Task
 
 Cell = tuple[int, int]
 
@@ -195,11 +196,46 @@ class _LimitReached(Exception):
     pass
 
 
+def one_unit_witness(task: Task, witnesses: Sequence[Mapping[Cell, str]]) -> GlobalRule | None:
+    """The rule that the first of ``witnesses`` (completions other than the truth, e.g. the
+    counterexamples repair met) breaking exactly one rule, by exactly one unit, breaks: then
+    loosening that rule by one admits a second completion, and since the truth is unique no
+    smaller loosening does. A witness that is not a completion of this task's locally valid
+    candidates (a cell it lacks, an item the task does not offer there) is skipped. None when
+    no witness does."""
+    options = {(slot.row, slot.col): set(locally_valid_candidates(task, slot)) for slot in task.slots}
+    for witness in witnesses:
+        if any(witness.get(cell) not in valid for cell, valid in options.items()):
+            continue
+        grid = fill(task, witness)
+        broken = []
+        for rule in task.global_constraints:
+            excess = max(
+                rule_excess(rule, rule_measure(rule, [task.items[grid[r][c]] for r, c in group]))  # type: ignore[index]
+                for group in rule_groups(rule, task.rows, task.cols)
+            )
+            if excess > 0:
+                broken.append((rule, excess))
+                if len(broken) > 1:
+                    break
+        if len(broken) == 1 and broken[0][1] == 1:
+            return broken[0][0]
+    return None
+
+
 def distance_to_ambiguity(
-    task: Task, answer: Answer, settings: SolverSettings | None, model: CpSatModel | None = None
+    task: Task,
+    answer: Answer,
+    settings: SolverSettings | None,
+    model: CpSatModel | None = None,
+    witnesses: Sequence[Mapping[Cell, str]] = (),
 ) -> Distance:
-    """The smallest loosening of any single bound that lets a second completion through (one
-    CP-SAT solve), the rule loosened, and that loosening as a share of the bound."""
+    """The smallest loosening of any single bound that lets a second completion through, the
+    rule loosened, and that loosening as a share of the bound: one unit when a witness shows it
+    (:func:`one_unit_witness`, no solver), else one CP-SAT optimisation."""
+    rule = one_unit_witness(task, witnesses)
+    if rule is not None:
+        return Distance(1, round(1 / rule.bound, 6) if rule.bound else None, rule.name)
     model = model or CpSatModel(task, settings, answer.truth_choice())
     result = model.least_loosening_to_ambiguity()
     if result.status == UNKNOWN:
@@ -235,9 +271,15 @@ def decoy_direction(task: Task, answer: Answer) -> dict[str, list[int]]:
 
 
 def measure(
-    task: Task, answer: Answer, settings: SolverSettings, node_limit: int, model: CpSatModel | None = None
+    task: Task,
+    answer: Answer,
+    settings: SolverSettings,
+    node_limit: int,
+    model: CpSatModel | None = None,
+    witnesses: Sequence[Mapping[Cell, str]] = (),
 ) -> Measures:
-    """All measures of a certified task (``model``: the task's CP-SAT model)."""
+    """All measures of a certified task (``model``: the task's CP-SAT model; ``witnesses``:
+    completions other than the truth that may settle the distance to ambiguity)."""
     nodes, found, capped = CanonicalSearch(task, node_limit).run()
     if not found and not capped:
         raise RuntimeError(f"task {task.task_id}: canonical search found no completion")
@@ -248,7 +290,7 @@ def measure(
         shallow_decoys=shallow_decoys(task, answer),
         dfs_nodes=nodes,
         dfs_capped=capped,
-        distance_to_ambiguity=distance_to_ambiguity(task, answer, settings, model),
+        distance_to_ambiguity=distance_to_ambiguity(task, answer, settings, model, witnesses),
         propagation=decoy_resistance(task, {(r.row, r.col): list(r.decoys) for r in answer.roles}),
         decoy_direction=decoy_direction(task, answer),
     )

@@ -16,7 +16,7 @@ exchangeable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
 from pipeline.generation.candidates import draw_exchangeable
@@ -43,6 +43,7 @@ class RepairStats:
     tightenings: int = 0
     cell_redraws: int = 0
     windows_added: int = 0
+    counterexamples: list[dict[Cell, str]] = field(default_factory=list)  # newest last
 
 
 class RepairFailed(RuntimeError):
@@ -69,6 +70,7 @@ def make_unique(
         if stats.rounds == settings.max_repair_rounds:
             break
         stats.rounds += 1
+        stats.counterexamples.append(dict(counterexample))  # type: ignore[arg-type]
         if _tighten(draft, counterexample, settings.min_margin):  # type: ignore[arg-type]
             stats.tightenings += 1
             continue

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pipeline.generation.certify import certify
@@ -48,9 +49,11 @@ def seal(
     node_limit: int | None = None,
     milp: str | None = None,
     model: CpSatModel | None = None,
+    witnesses: Sequence[Mapping[tuple[int, int], str]] = (),
 ) -> Sealed:
-    """Certify; then measure (``node_limit`` given) and cross-check (``milp`` given: ``highs``
-    or ``cbc``) a task whose certificate holds."""
+    """Certify; then measure (``node_limit`` given; ``witnesses``: other completions that may
+    settle the distance to ambiguity) and cross-check (``milp`` given: ``highs`` or ``cbc``) a
+    task whose certificate holds."""
     start = time.perf_counter()
     model = model or CpSatModel(task, solver, answer.truth_choice())
     certificate = certify(task, answer, solver, model)
@@ -58,7 +61,7 @@ def seal(
     measures = check = None
     if certificate.ok and node_limit is not None:
         start = time.perf_counter()
-        measures = measure(task, answer, solver, node_limit, model)
+        measures = measure(task, answer, solver, node_limit, model, witnesses)
         timings["measures_ms"] = (time.perf_counter() - start) * 1000.0
     if certificate.ok and milp:
         start = time.perf_counter()

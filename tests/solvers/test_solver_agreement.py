@@ -4,7 +4,7 @@ force on small random tasks."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from solvers.checker import is_valid_completion, locally_valid_candidates
@@ -158,3 +158,34 @@ def test_crosscheck_verdict_matches_brute_force(solver, task, data):
     assert check.ok == (unique and used == 0)
     if not unique:
         assert check.counterexample is not None
+
+
+@settings(max_examples=400, deadline=None)
+@given(small_tasks(), st.randoms(use_true_random=False))
+def test_one_unit_witnesses_settle_exactly_the_brute_force_distance_one(task, rng):
+    """Offered every other completion as witnesses (in any order; repair offers the
+    counterexamples it met), a witness settles the distance exactly when the brute-force
+    minimum is one unit, and its rule is a minimiser; what is not a completion of the task is
+    skipped."""
+    from pipeline.generation.measures import distance_to_ambiguity, one_unit_witness
+    from solvers.task import Answer, SlotRoles
+
+    found = completions(task)
+    if len(found) != 1:
+        return
+    truth = found[0]
+    witnesses: list[dict] = [choice for choice in all_choices(task) if choice != truth]
+    rng.shuffle(witnesses)
+    witnesses.insert(0, {(-1, -1): "not-a-cell"})
+    per_rule = {rule.name: distance(task, truth, rule.name) for rule in task.global_constraints}
+    finite = [units for units in per_rule.values() if units is not None]
+    rule = one_unit_witness(task, witnesses)
+    event(f"distance one: {rule is not None}")
+    assert (rule is not None) == (bool(finite) and min(finite) == 1)
+    if rule is None:
+        return
+    assert per_rule[rule.name] == 1
+    grid = [[truth.get((r, c), task.grid[r][c]) for c in range(task.cols)] for r in range(task.rows)]
+    roles = tuple(SlotRoles(s.row, s.col, truth[(s.row, s.col)], (), ()) for s in task.slots)
+    record = distance_to_ambiguity(task, Answer(task.task_id, grid, roles), None, witnesses=witnesses)
+    assert (record.units, record.rule) == (1, rule.name)

@@ -19,6 +19,7 @@ from scipy.stats import chisquare
 
 from domains import NumericAttribute, get_domain
 from pipeline import TaskKey, generate_task
+from pipeline.generation.keys import GenerationSettings
 from solvers.checker import locally_valid_candidates
 
 BINS = 5
@@ -33,11 +34,11 @@ def _keys(domain: str) -> list[TaskKey]:
     ]
 
 
-def _cells(domain: str) -> list[tuple[list[dict], int]]:
+def _cells(domain: str, settings: GenerationSettings | None = None) -> list[tuple[list[dict], int]]:
     """(option records, index of the truth) for every cell with decoys."""
     out = []
     for key in _keys(domain):
-        made = generate_task(key)
+        made = generate_task(key, settings)
         truth = {(r.row, r.col): r.truth for r in made.answer.roles}
         for slot in made.task.slots:
             options = locally_valid_candidates(made.task, slot)
@@ -71,9 +72,20 @@ def _p_value(cells, attribute: str, numeric: bool, pick=None) -> float:
     return float(chisquare(bins).pvalue)
 
 
-@pytest.fixture(scope="module", params=["toy", "course", pytest.param("travel", marks=pytest.mark.slow)])
+@pytest.fixture(
+    scope="module",
+    params=[
+        "toy",
+        "course",
+        pytest.param("travel", marks=pytest.mark.slow),
+        "course/balanced",  # balanced rows and extra windows (large budgets), forced on small grids
+        pytest.param("meal/balanced", marks=pytest.mark.slow),
+    ],
+)
 def cells(request):
-    return request.param, _cells(request.param)
+    domain, _, mode = request.param.partition("/")
+    settings = GenerationSettings(balance_bits=0.0) if mode else None
+    return domain, _cells(domain, settings)
 
 
 def test_truth_rank_is_uniform_on_every_attribute(cells):

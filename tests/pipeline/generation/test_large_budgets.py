@@ -27,6 +27,7 @@ from pipeline.generation.keys import GenerationError, GenerationSettings, TaskKe
 from pipeline.generation.sample import spread_cells
 from pipeline.generation.validate import search_bits
 from solvers.checker import enumerate_completions, rule_groups, rule_measure
+from tests.brute import distance
 
 FORCED = GenerationSettings(balance_bits=0.0)
 
@@ -182,6 +183,12 @@ def test_balanced_tasks_are_unique_by_brute_force(name, rows, cols, hidden_share
         return  # an uncertifiable key is reported, never shipped
     truth = made.answer.truth_choice()
     assert list(enumerate_completions(made.task, limit=2)) == [truth]
+    # the measured distance (settled by repair's counterexamples or by CP-SAT) is the brute-force one
+    per_rule = {rule.name: distance(made.task, truth, rule.name) for rule in made.task.global_constraints}
+    finite = [units for units in per_rule.values() if units is not None]
+    recorded = made.answer.measures.distance_to_ambiguity
+    assert recorded.units == (min(finite) if finite else None)
+    assert recorded.rule is None or per_rule[recorded.rule] == recorded.units
     for rule in made.task.global_constraints:
         if (
             rule.scope == Scope.ROW
