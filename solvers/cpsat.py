@@ -134,6 +134,8 @@ class CpSatModel:
         solver.parameters.num_workers = self.settings.workers
         solver.parameters.random_seed = self.settings.seed
         solver.parameters.max_time_in_seconds = self.settings.time_limit_s
+        if self.settings.deterministic_limit is not None:
+            solver.parameters.max_deterministic_time = self.settings.deterministic_limit
         solver.parameters.cp_model_presolve = self.settings.presolve
         start = time.perf_counter()
         status = solver.solve(self.model)

@@ -21,6 +21,10 @@ class SolverSettings:
     workers: int = 1
     seed: int = 0
     presolve: bool = True  # off is faster on average but has a heavy tail (measured)
+    # CP-SAT's deterministic time (a work count, about a second of this machine's time per
+    # unit): with one worker a solve stops at the same point on every machine, so a draft that
+    # times out times out everywhere and generation stays byte-for-byte reproducible
+    deterministic_limit: float | None = None
 
 
 @dataclass(frozen=True)

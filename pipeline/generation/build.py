@@ -29,6 +29,12 @@ from solvers.results import SolverSettings, SolverTimeout
 from solvers.task import Answer, Task
 
 
+# Generation solves stop after time_limit_s units of CP-SAT's deterministic time (the same on
+# every machine: a draft that times out is re-drawn everywhere, so output does not depend on the
+# machine's speed); the wall clock stops them only on a machine this many times slower.
+WALL_BACKSTOP = 3.0
+
+
 def draw_draft(key: TaskKey, settings: GenerationSettings, attempt: int) -> Draft:
     """Stages 1-3: the truth grid and slot rules, exchangeable candidates, global rules."""
     draft = Draft(
@@ -53,7 +59,12 @@ def generate_task(key: TaskKey, settings: GenerationSettings | None = None) -> C
     """Generate and certify the task of ``key``; raises :class:`GenerationError`."""
     settings = settings or GenerationSettings()
     validate_key(key, settings)
-    solver = SolverSettings(time_limit_s=settings.time_limit_s, workers=settings.solver_workers, seed=0)
+    solver = SolverSettings(
+        time_limit_s=WALL_BACKSTOP * settings.time_limit_s,
+        workers=settings.solver_workers,
+        seed=0,
+        deterministic_limit=settings.time_limit_s,
+    )
     stats, reason, start = RepairStats(), "", time.perf_counter()
     events: list[dict[str, Any]] = []
     for attempt in range(settings.attempts):

@@ -72,7 +72,7 @@ class GenerationSettings:
     max_attempts: int = 8  # whole-task re-draws, the last resort
     min_resistant_share: float = 0.0  # share of decoys that must survive interval propagation
     resistance_attempts: int = 200  # whole-task re-draws allowed when min_resistant_share > 0
-    time_limit_s: float = 10.0
+    time_limit_s: float = 10.0  # per solve, in CP-SAT deterministic time (build.WALL_BACKSTOP)
     solver_workers: int = 1  # >1 only for benchmarks: parallel search makes output non-deterministic
     dfs_node_limit: int = 50_000
     crosscheck: bool = False

@@ -256,3 +256,33 @@ def test_create_dataset_keeps_k_with_room_over_budget_none():
     assert default.key(0).candidates_per_slot == 122
     with pytest.raises(gridbench.UserError, match="room_over_budget"):
         gridbench.create_dataset("course", room_over_budget=-1)
+
+
+def test_generation_time_outs_count_deterministic_work_not_the_wall_clock(monkeypatch):
+    """A generation solve stops after time_limit_s units of CP-SAT's deterministic time (the
+    same on every machine); the wall clock is only a backstop far above it."""
+    from pipeline.generation import build
+    from solvers.cpsat import CpSatModel
+    from solvers.results import SolverSettings
+
+    made = generate_task(TaskKey("course", 10, 10, 60, 120, 25, 0, 0))
+    truth = made.answer.truth_choice()
+    assert CpSatModel(made.task, SolverSettings(), truth).other_completion().status == "INFEASIBLE"
+    assert CpSatModel(
+        made.task, SolverSettings(deterministic_limit=1e-9), truth
+    ).other_completion().status == ("UNKNOWN")
+    with pytest.raises(GenerationError, match="UNKNOWN"):
+        generate_task(
+            TaskKey("course", 10, 10, 60, 120, 25, 0, 0),
+            GenerationSettings(time_limit_s=1e-9, max_attempts=1),
+        )
+    seen = []
+    monkeypatch.setattr(
+        build, "make_unique", lambda draft, task_id, settings, solver, stats: seen.append(solver)
+    )
+    monkeypatch.setattr(build, "loosen_for_resistance", lambda *args: False)
+    with pytest.raises(GenerationError):
+        generate_task(
+            TaskKey("course", 5, 7, 21, 25, 27, 0, 0), GenerationSettings(time_limit_s=2.5, max_attempts=1)
+        )
+    assert seen[0].deterministic_limit == 2.5 and seen[0].time_limit_s == build.WALL_BACKSTOP * 2.5
