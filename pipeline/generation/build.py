@@ -28,7 +28,6 @@ from solvers.records import CrossCheck
 from solvers.results import SolverSettings, SolverTimeout
 from solvers.task import Answer, Task
 
-
 # Generation solves stop after time_limit_s units of CP-SAT's deterministic time (the same on
 # every machine: a draft that times out is re-drawn everywhere, so output does not depend on the
 # machine's speed); the wall clock stops them only on a machine this many times slower.
