@@ -19,7 +19,7 @@ from tests.helpers_release import compose_config
         ("5x5", 210, "cbc"),
         ("5x7", 324, "highs"),
         ("5x10", 540, "highs"),
-        ("10x10", 72, "highs"),
+        ("10x10", 90, "highs"),
         ("15x15", 72, "highs"),
         ("20x20", 72, "highs"),
     ],
