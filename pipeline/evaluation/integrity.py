@@ -263,6 +263,31 @@ def _feature_policy(key: str, sign: float = 1.0, readable: bool = False) -> Poli
     return pick
 
 
+def _z(values: list[float]) -> list[float]:
+    centre = sum(values) / len(values)
+    spread = (sum((v - centre) ** 2 for v in values) / len(values)) ** 0.5 or 1.0
+    return [(v - centre) / spread for v in values]
+
+
+def _high_in_rows_visibly_low(task: Task, slot: Slot, options: list[str], side: Any, read: Any) -> int:
+    """Visible cells only, no rule read: on every numeric attribute, prefer the candidate the
+    further above its cell's average, the lower its row's visible total stands among the rows'
+    (the pattern balanced rows make, where every row has one total: issue 12's audit)."""
+    scores = [0.0] * len(options)
+    for attribute in get_domain(task.domain).attributes:
+        if not isinstance(attribute, NumericAttribute):
+            continue
+        name = attribute.name
+        totals = [
+            float(sum(int(task.items[item][name]) for item in row if item is not None))  # type: ignore[call-overload]
+            for row in task.grid
+        ]
+        row_z = _z(totals)[slot.row]
+        for k, value in enumerate(_z([float(task.items[item][name]) for item in options])):  # type: ignore[arg-type]
+            scores[k] -= row_z * value
+    return _argmax(scores, options)
+
+
 POLICIES: dict[str, Policy] = {
     "first_listed": _feature_policy("position", -1.0),
     "smallest_id": _feature_policy("id_rank", -1.0),
@@ -276,6 +301,7 @@ POLICIES: dict[str, Policy] = {
     "most_room_under_repeat_max": _feature_policy(".room", readable=True),
     "closest_to_needed_share": _feature_policy(".abs_gap_to_share", -1.0, readable=True),
     "closest_to_residual": _feature_policy(".abs_residual_rank", -1.0, readable=True),
+    "high_in_rows_visibly_low": _high_in_rows_visibly_low,
 }
 
 
