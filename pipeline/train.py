@@ -82,24 +82,11 @@ def shard_jobs(cfg: DictConfig, root: Path) -> list[ShardJob]:
     return jobs
 
 
-def size_category(tasks: int) -> str:
-    """The Hugging Face size category of ``tasks`` rows."""
-    for limit, label in (
-        (1_000, "n<1K"),
-        (10_000, "1K<n<10K"),
-        (100_000, "10K<n<100K"),
-        (10**6, "100K<n<1M"),
-    ):
-        if tasks < limit:
-            return label
-    return "1M<n<10M"
-
-
 def card(name: str, version: str, domains: list[str], tasks: int, per_grid: dict[str, int]) -> str:
     """The dataset card: a Hugging Face header whose configurations read every shard."""
     import yaml
 
-    from pipeline.storage.write import GENERATED_LICENCE
+    from pipeline.storage.write import GENERATED_LICENCE, hub_header
 
     configs: list[dict[str, Any]] = [
         {
@@ -112,15 +99,14 @@ def card(name: str, version: str, domains: list[str], tasks: int, per_grid: dict
         {"config_name": "answers", "data_files": [{"split": "train", "path": "shards/*/answers.parquet"}]}
     )
     configs[0]["default"] = True
-    header = {
-        "license": GENERATED_LICENCE.spdx,
-        "pretty_name": f"{name} v{version}",
-        "language": ["en"],
-        "task_categories": ["text-generation"],
-        "tags": ["agents", "planning", "tool-use", "constraint-satisfaction", "gridbench", "training"],
-        "size_categories": [size_category(tasks)],
-        "configs": configs,
-    }
+    header = hub_header(
+        name,
+        version,
+        GENERATED_LICENCE.spdx,
+        ["agents", "planning", "tool-use", "constraint-satisfaction", "gridbench", "training"],
+        tasks,
+        configs,
+    )
     grids = ", ".join(f"{grid}: {count}" for grid, count in sorted(per_grid.items()))
     return (
         "---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n\n"

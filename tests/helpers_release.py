@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
@@ -13,6 +15,17 @@ from pipeline.config import register_configs
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 register_configs()
+
+
+def run_module(module: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``python -m module args`` from the repository root, output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=CONF.parent,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def compose_config(overrides: list[str], name: str = "config", folder: str = ""):

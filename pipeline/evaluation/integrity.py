@@ -82,6 +82,13 @@ def sum_directions(domain_name: str) -> dict[str, int]:
     return out
 
 
+def _z(values: list[float]) -> list[float]:
+    """Each value's distance from the mean in standard deviations (spread 0 counts as 1)."""
+    centre = sum(values) / len(values)
+    spread = (sum((v - centre) ** 2 for v in values) / len(values)) ** 0.5 or 1.0
+    return [(v - centre) / spread for v in values]
+
+
 def _name_number(name: str) -> float:
     digits = "".join(ch for ch in name if ch.isdigit())
     return float(digits) / 1000.0 if digits else 0.0
@@ -100,12 +107,11 @@ def candidate_side_features(task: Task, slot: Slot, options: list[str]) -> list[
         if isinstance(attribute, NumericAttribute):
             values = [float(r[attribute.name]) for r in records]
             span = float(attribute.high - attribute.low)
-            ranks, centre = _ranks(values), sum(values) / len(values)
-            spread = (sum((v - centre) ** 2 for v in values) / len(values)) ** 0.5 or 1.0
+            ranks, z = _ranks(values), _z(values)
             for k, value in enumerate(values):
                 rows[k][f"{name}.value"] = (value - attribute.low) / span
                 rows[k][f"{name}.rank"] = ranks[k]
-                rows[k][f"{name}.z"] = (value - centre) / spread
+                rows[k][f"{name}.z"] = z[k]
                 rows[k][f"{name}.directed_rank"] = ranks[k] * directions.get(attribute.name, 0)
                 rows[k][f"{name}.margin"] = _margin(slot, attribute.name, value) / span
                 rank_sum[k] += ranks[k] * directions.get(attribute.name, 0)
@@ -261,12 +267,6 @@ def _feature_policy(key: str, sign: float = 1.0, readable: bool = False) -> Poli
         return _argmax([sign * score(row) for row in (read if readable else side)], options)
 
     return pick
-
-
-def _z(values: list[float]) -> list[float]:
-    centre = sum(values) / len(values)
-    spread = (sum((v - centre) ** 2 for v in values) / len(values)) ** 0.5 or 1.0
-    return [(v - centre) / spread for v in values]
 
 
 def _high_in_rows_visibly_low(task: Task, slot: Slot, options: list[str], side: Any, read: Any) -> int:

@@ -8,12 +8,13 @@ its cell's exchangeable candidates. Window sides sit a random slack away from th
 sum (up to ``window_slack_share`` of one item's range); repair (stage 4) narrows them.
 The other rules are one-sided, with the domain's meaning, and a small random slack.
 
-Extra windows (:func:`extra_windows`) are rules the domain does not state but its attributes
-allow: a grid window on a numeric attribute without one, or a count window on one value of a
-categorical attribute. Repair adds one, pair by pair, only when a second completion agrees with
-the truth on every rule the draft has (large decoy budgets: with many exchangeable decoys the
-domain's few sums let combinations of swaps cancel). They are drawn like every other rule, from
-the truth grid, with both sides, so they refute candidates on either side of the truth.
+Large decoy budgets (``GenerationSettings.balance_bits``): :func:`balance_rows` gives every
+row the same total of a numeric attribute by changing visible cells only, stated as a row
+window. Extra windows (:func:`extra_windows`) are rules the domain does not state but its
+attributes allow: a grid window on a numeric attribute without one, or a count window on one
+value of a categorical attribute; repair of a balanced draft adds every one that separates a
+counterexample agreeing with the truth on every rule the draft has. Both are drawn like every
+other rule, from the truth grid, with both sides, so they refute candidates on either side.
 """
 
 from __future__ import annotations

@@ -173,7 +173,7 @@ class CanonicalSearch:
         """The recursive definition of the search (the reference :meth:`_iterate` is tested
         against)."""
         if depth == len(self.cells):  # upper bounds held at every step; now the lower ones
-            return all(rule_status(rule, self.grid, self.task.items) != VIOLATED for rule in self.lower)
+            return self._lower_bounds_hold()
         cell, state, bound = self.cells[depth], self.state, self.bound
         for item_id, adds in zip(self.options[depth], self.adds[depth], strict=True):
             self.nodes += 1
@@ -196,6 +196,15 @@ class _LimitReached(Exception):
     pass
 
 
+def worst_excess(task: Task, rule: GlobalRule, grid: list[list[str | None]]) -> int:
+    """By how many units the filled ``grid`` breaks ``rule`` in its worst group (0 or less
+    when it holds)."""
+    return max(
+        rule_excess(rule, rule_measure(rule, [task.items[grid[r][c]] for r, c in group]))  # type: ignore[index]
+        for group in rule_groups(rule, task.rows, task.cols)
+    )
+
+
 def one_unit_witness(task: Task, witnesses: Sequence[Mapping[Cell, str]]) -> GlobalRule | None:
     """The rule that the first of ``witnesses`` (completions other than the truth, e.g. the
     counterexamples repair met) breaking exactly one rule, by exactly one unit, breaks: then
@@ -210,10 +219,7 @@ def one_unit_witness(task: Task, witnesses: Sequence[Mapping[Cell, str]]) -> Glo
         grid = fill(task, witness)
         broken = []
         for rule in task.global_constraints:
-            excess = max(
-                rule_excess(rule, rule_measure(rule, [task.items[grid[r][c]] for r, c in group]))  # type: ignore[index]
-                for group in rule_groups(rule, task.rows, task.cols)
-            )
+            excess = worst_excess(task, rule, grid)
             if excess > 0:
                 broken.append((rule, excess))
                 if len(broken) > 1:
@@ -243,15 +249,7 @@ def distance_to_ambiguity(
     if result.status != FEASIBLE or result.objective is None or result.solution is None:
         return Distance(None, None, None)
     grid = fill(task, result.solution)
-    broken = [
-        rule
-        for rule in task.global_constraints
-        if max(
-            rule_excess(rule, rule_measure(rule, [task.items[grid[r][c]] for r, c in g]))  # type: ignore[index]
-            for g in rule_groups(rule, task.rows, task.cols)
-        )
-        > 0
-    ]
+    broken = [rule for rule in task.global_constraints if worst_excess(task, rule, grid) > 0]
     rule = broken[0] if broken else None
     share = round(result.objective / rule.bound, 6) if rule is not None and rule.bound else None
     return Distance(result.objective, share, rule.name if rule else None)

@@ -42,7 +42,6 @@ class RepairStats:
     rounds: int = 0
     tightenings: int = 0
     cell_redraws: int = 0
-    windows_added: int = 0
     counterexamples: list[dict[Cell, str]] = field(default_factory=list)  # newest last
 
 
@@ -75,7 +74,6 @@ def make_unique(
             stats.tightenings += 1
             continue
         if draft.balanced and _add_window(draft, counterexample, settings):  # type: ignore[arg-type]
-            stats.windows_added += 1
             continue
         changed = [cell for cell in draft.hidden if counterexample[cell] != truth[cell]]  # type: ignore[index]
         stats.cell_redraws += len(changed)

@@ -414,6 +414,35 @@ def data_tables(tasks: dict[str, list[dict[str, Any]]], answers: list[dict[str, 
     return out
 
 
+def size_category(tasks: int) -> str:
+    """The Hugging Face size category of ``tasks`` rows."""
+    for limit, label in (
+        (1_000, "n<1K"),
+        (10_000, "1K<n<10K"),
+        (100_000, "10K<n<100K"),
+        (10**6, "100K<n<1M"),
+    ):
+        if tasks < limit:
+            return label
+    return "1M<n<10M"
+
+
+def hub_header(
+    name: str, version: str, spdx: str, tags: list[str], tasks: int, configs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The fields of a dataset card's Hugging Face YAML header, in their order (releases and
+    sharded training sets)."""
+    return {
+        "license": spdx,
+        "pretty_name": f"{name} v{version}",
+        "language": ["en"],
+        "task_categories": ["text-generation"],
+        "tags": tags,
+        "size_categories": [size_category(tasks)],
+        "configs": configs,
+    }
+
+
 def card_header(name: str, version: str, domains: list[str], tasks: int, licence: DataLicence) -> str:
     """The Hugging Face YAML header of the dataset card: licence, configurations (one per
     domain for the tasks, one for the answers, the metadata as the default), tags."""
@@ -426,33 +455,18 @@ def card_header(name: str, version: str, domains: list[str], tasks: int, licence
         entry["data_files"] = [{"split": "test", "path": path}]
         return entry
 
-    size = (
-        next(
-            label
-            for limit, label in (
-                (1_000, "n<1K"),
-                (10_000, "1K<n<10K"),
-                (100_000, "10K<n<100K"),
-                (10**6, "100K<n<1M"),
-            )
-            if tasks < limit
-        )
-        if tasks < 10**6
-        else "1M<n<10M"
-    )
-    header = {
-        "license": licence.spdx,
-        "pretty_name": f"{name} v{version}",
-        "language": ["en"],
-        "task_categories": ["text-generation"],
-        "tags": ["agents", "planning", "tool-use", "constraint-satisfaction", "benchmark", "gridbench"],
-        "size_categories": [size],
-        "configs": [
+    header = hub_header(
+        name,
+        version,
+        licence.spdx,
+        ["agents", "planning", "tool-use", "constraint-satisfaction", "benchmark", "gridbench"],
+        tasks,
+        [
             config("metadata", "metadata.parquet", default=True),
             *(config(domain, f"data/tasks/{domain}.parquet") for domain in domains),
             config("answers", "data/answers.parquet"),
         ],
-    }
+    )
     return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n\n"
 
 

@@ -3,13 +3,12 @@ the submitit_local launcher fills the cell store that the release step then asse
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests import ROOT
+from tests.helpers_release import run_module
 
 pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
 CELLS = ["grid=5x5", "grid.candidates_per_slot=6"]
@@ -31,43 +30,27 @@ def test_the_slurm_launcher_config_composes():
 @pytest.mark.slow
 def test_a_submitit_multirun_fills_the_cell_store_the_release_assembles(tmp_path: Path):
     cells = tmp_path / "cells"
-    sweep = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pipeline.generate",
-            "-m",
-            "hydra/launcher=submitit_local",
-            *CELLS,
-            "domain=toy,course",
-            "task.hidden_slots=2,4",
-            "task.decoy_budget=0",
-            f"release.cells_root={cells}",
-            f"hydra.sweep.dir={tmp_path}/sweep",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    sweep = run_module(
+        "pipeline.generate",
+        "-m",
+        "hydra/launcher=submitit_local",
+        *CELLS,
+        "domain=toy,course",
+        "task.hidden_slots=2,4",
+        "task.decoy_budget=0",
+        f"release.cells_root={cells}",
+        f"hydra.sweep.dir={tmp_path}/sweep",
     )
     assert sweep.returncode == 0, sweep.stderr[-2000:]
-    release = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pipeline.release",
-            *CELLS,
-            "release.domains=[toy,course]",
-            "grid.hidden_slots=[2,4]",
-            "grid.decoy_budgets=[0]",
-            f"release.cells_root={cells}",
-            f"release.output_root={tmp_path}/releases",
-            f"hydra.run.dir={tmp_path}/run",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    release = run_module(
+        "pipeline.release",
+        *CELLS,
+        "release.domains=[toy,course]",
+        "grid.hidden_slots=[2,4]",
+        "grid.decoy_budgets=[0]",
+        f"release.cells_root={cells}",
+        f"release.output_root={tmp_path}/releases",
+        f"hydra.run.dir={tmp_path}/run",
     )
     assert release.returncode == 0, release.stderr[-2000:]
     assert "4 tasks (4 reused from" in release.stdout

@@ -67,10 +67,16 @@ def test_a_sharded_build_verifies_and_rebuilds_byte_identical(built, tmp_path):
     assert _digests(again) == _digests(built)
 
 
-def test_a_killed_build_resumes_from_its_finished_shards(built, tmp_path):
+def _unfinished_copy(built: Path, tmp_path: Path) -> Path:
+    """A copy of ``built`` in ``tmp_path`` as a build killed before its manifest leaves it."""
     copy = tmp_path / "gridbench-train-v1.0.0"
     shutil.copytree(built, copy)
-    (copy / "manifest.json").unlink()  # killed before the end
+    (copy / "manifest.json").unlink()
+    return copy
+
+
+def test_a_killed_build_resumes_from_its_finished_shards(built, tmp_path):
+    copy = _unfinished_copy(built, tmp_path)
     shutil.rmtree(copy / "shards" / "00001")  # a shard never written
     (copy / "shards" / "00002" / "answers.parquet").write_bytes(b"half")  # a shard cut short
     (copy / "shards" / ".00001.partial-999").mkdir()  # a worker killed while writing
@@ -129,9 +135,7 @@ def test_bad_train_configs_stop_before_any_shard(extra, needle, tmp_path):
 
 
 def test_a_resumed_build_refuses_shards_of_another_configuration(built, tmp_path):
-    copy = tmp_path / "gridbench-train-v1.0.0"
-    shutil.copytree(built, copy)
-    (copy / "manifest.json").unlink()
+    _unfinished_copy(built, tmp_path)
     with pytest.raises(UserError, match="made by another configuration"):
         _build(tmp_path, "seed=7")
 
@@ -201,9 +205,7 @@ def test_verify_names_a_malformed_row_and_goes_on(built, tmp_path, capsys):
 
 
 def test_a_build_refuses_shard_folders_it_would_not_make(built, tmp_path):
-    copy = tmp_path / "gridbench-train-v1.0.0"
-    shutil.copytree(built, copy)
-    (copy / "manifest.json").unlink()
+    _unfinished_copy(built, tmp_path)
     with pytest.raises(UserError, match="is not a shard of this build"):
         _build(tmp_path, "size=8")
     with pytest.raises(UserError, match="at most"):

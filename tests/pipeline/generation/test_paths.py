@@ -3,17 +3,13 @@ re-draw, solver time-outs (never a proof), and the multirun entry point with cel
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from gridbench.errors import SolverTimeout
 from pipeline import GenerationError, GenerationSettings, TaskKey, decoy_cell_count, generate_task
 from solvers.cpsat import CpSatModel
 from solvers.results import UNKNOWN, SolveResult
-from tests import ROOT
-from tests.helpers_release import compose_config
+from tests.helpers_release import compose_config, run_module
 
 KEY = TaskKey("course", 5, 7, 11, 15, 25, seed=5)
 
@@ -65,23 +61,15 @@ def test_multirun_cells_are_stored_and_reused_by_the_release(tmp_path, capsys):
     from pipeline.release import build
 
     cells = tmp_path / "cells"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pipeline.generate",
-            "-m",
-            "domain=toy",
-            "grid=5x5",
-            "task.hidden_slots=2,3",
-            "task.decoy_budget=0,2",
-            f"release.cells_root={cells}",
-            f"hydra.sweep.dir={tmp_path}/sweep",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    done = run_module(
+        "pipeline.generate",
+        "-m",
+        "domain=toy",
+        "grid=5x5",
+        "task.hidden_slots=2,3",
+        "task.decoy_budget=0,2",
+        f"release.cells_root={cells}",
+        f"hydra.sweep.dir={tmp_path}/sweep",
     )
     assert done.returncode == 0, done.stderr
     assert len(list(cells.rglob("*.json"))) == 4
