@@ -133,6 +133,7 @@ def _command(tmp_path: Path, name: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow  # two builds racing
 def test_two_concurrent_builds_of_one_version_cannot_both_succeed(tmp_path):
     processes = [
         subprocess.Popen(
@@ -149,6 +150,7 @@ def test_two_concurrent_builds_of_one_version_cannot_both_succeed(tmp_path):
     assert not list(tmp_path.glob(".race-v1.0.0.partial-*"))
 
 
+@pytest.mark.slow  # a subprocess and a signal
 def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
     command = [
         sys.executable,

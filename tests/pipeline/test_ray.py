@@ -25,7 +25,9 @@ RAY = Executor("ray", num_cpus=2)
         (["executor=spark"], "executor='spark': use local or ray"),
         pytest.param(["executor=ray", "ray.address=auto"], "cannot reach Ray", marks=pytest.mark.slow),
         pytest.param(["executor=ray", "ray.batch_size=-1"], "ray.batch_size", marks=pytest.mark.slow),
-        (["executor=ray", "ray.address=127.0.0.1:1"], "nothing answers there"),
+        pytest.param(
+            ["executor=ray", "ray.address=127.0.0.1:1"], "nothing answers there", marks=pytest.mark.slow
+        ),
     ],
 )
 def test_executor_errors_are_one_line(args, needle, tmp_path):

@@ -159,7 +159,7 @@ def _manifest_edit(copy: Path, edit) -> None:
     [
         (lambda m: m["shards"].append(dict(m["shards"][0])), "listed twice"),
         (lambda m: m["counts"].update(per_domain={"course": 1000}), "counts.per_domain"),
-        (lambda m: m["counts"].update(tasks=50), "counts.tasks"),
+        pytest.param(lambda m: m["counts"].update(tasks=50), "counts.tasks", marks=pytest.mark.slow),
         pytest.param(
             lambda m: m["counts"].update(per_grid={"99x99": 5}), "counts.per_grid", marks=pytest.mark.slow
         ),

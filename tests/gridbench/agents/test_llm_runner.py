@@ -122,6 +122,7 @@ def test_an_api_that_keeps_failing_is_not_scored_and_is_retried_on_resume(
     assert store.unanswered() == set()  # answered since: no longer reported as api errors
 
 
+@pytest.mark.slow  # each fault is also checked alone, quick
 def test_mixed_faults_with_tool_failures_still_solve_every_episode(release, server, tmp_path, monkeypatch):
     loopback, url = server
     loopback.script = Script(rate=0.5, seed=3, timeout_s=2.0)
@@ -169,6 +170,7 @@ def _rows(folder: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path else []
 
 
+@pytest.mark.slow  # a subprocess killed mid-run; resume is also checked quick (api errors retried on resume)
 def test_a_killed_run_resumes_without_losing_or_duplicating_episodes(release, server, tmp_path):
     loopback, url = server
     loopback.script = Script(at={("*", t): "timeout" for t in range(2, 4)}, timeout_s=0.2)

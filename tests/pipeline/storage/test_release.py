@@ -217,6 +217,7 @@ def _run(module: str, *overrides: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # subprocesses; the messages are checked in-process in test_bad_config
 def test_cli_errors_are_one_line_and_nonzero(tmp_path):
     result = _run("pipeline.verify", f"release={tmp_path}")
     assert result.returncode == 2

@@ -322,6 +322,7 @@ def test_the_untouched_copy_verifies(small, tmp_path):
     assert verify(cfg) == 0
 
 
+@pytest.mark.slow  # a subprocess and a FIFO
 def test_the_cli_exits_1_with_a_fifo_and_does_not_hang(small, tmp_path):
     copy = copy_release(small, tmp_path / "copy")
     fifo(copy)
