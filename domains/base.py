@@ -18,7 +18,7 @@ Value = int | str
 
 SLOT_OPS = NUMERIC_SLOT_OPS  # the slot rules a domain draws: <= and >= on numbers
 GLOBAL_KINDS = tuple(RuleKind)
-SCOPES = tuple(Scope)
+SCOPES = (Scope.GRID, Scope.ROW, Scope.COL)  # a domain's rules never name cells
 
 
 class DomainError(UserError):

@@ -38,11 +38,13 @@ NUMERIC_SLOT_OPS = (SlotOp.LE, SlotOp.GE)
 
 
 class Scope(StrEnum):
-    """Where a global rule holds: the whole grid, or each row / column separately."""
+    """Where a global rule holds: the whole grid, each row / column separately, or the cells
+    the rule lists (a region; task format 2)."""
 
     GRID = "grid"
     ROW = "row"
     COL = "col"
+    CELLS = "cells"
 
 
 class QueryOp(StrEnum):

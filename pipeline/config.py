@@ -213,6 +213,9 @@ class AuditConfig:
     splits: int = 10
     seed: int = 0
     output: str = ""
+    transfer: bool = True  # rule-free classifiers trained on a companion build of another seed
+    transfer_seed_offset: int = 1
+    workers: int = 2  # processes for the companion build
 
 
 @dataclass

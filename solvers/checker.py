@@ -53,7 +53,10 @@ def passes_slot(slot: Slot, item: Record) -> bool:
 
 
 def rule_groups(rule: GlobalRule, rows: int, cols: int) -> tuple[tuple[Cell, ...], ...]:
-    """The cell groups a rule applies to separately: the grid, each row, or each column."""
+    """The cell groups a rule applies to separately: the grid, each row, each column, or the
+    one group of cells a cell-scoped rule lists."""
+    if rule.scope == "cells":
+        return (tuple(rule.cells or ()),)
     return _groups(str(rule.scope), rows, cols)
 
 

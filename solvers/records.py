@@ -28,13 +28,21 @@ def record_from(cls: type[Record], data: Any, where: str) -> Record:
                 raise UserError(f"{where}: missing field {item.name!r}")
             continue
         value = data[item.name]
-        nested = hints[item.name]
-        if dataclasses.is_dataclass(nested) and isinstance(nested, type):
+        nested = _record_type(hints[item.name])
+        if nested is not None and value is not None:
             value = record_from(nested, value, f"{where}.{item.name}")
         elif item.name in ("failures",) and isinstance(value, list):
             value = tuple(str(v) for v in value)
         values[item.name] = value
     return cls(**values)
+
+
+def _record_type(hint: Any) -> type | None:
+    """The record class a field holds (``X`` or ``X | None``), None for plain values."""
+    for option in (hint, *typing.get_args(hint)):
+        if dataclasses.is_dataclass(option) and isinstance(option, type):
+            return option
+    return None
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,17 @@ class Resistance:
 
 
 @dataclass(frozen=True)
+class Depth:
+    """The lowest rung of the reasoning ladder that decides the task (``solvers.ladder``:
+    0 slot, 1 one_round, 2 fixpoint, 3 probing, 4 search) and, per rung up to probing, the
+    options beyond one per hidden cell that it leaves standing."""
+
+    rung: int
+    name: str
+    open_after: list[int]
+
+
+@dataclass(frozen=True)
 class Measures:
     """The difficulty measures of a task (README: Difficulty measures)."""
 
@@ -125,7 +144,11 @@ class Measures:
     distance_to_ambiguity: Distance
     propagation: Resistance
     decoy_direction: dict[str, list[int]] = field(default_factory=dict)
+    depth: Depth | None = None  # None in answers written before the ladder
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object of the answer file."""
-        return dataclasses.asdict(self)
+        """The JSON object of the answer file (no ``depth`` key when it was not measured)."""
+        data = dataclasses.asdict(self)
+        if self.depth is None:
+            data.pop("depth")
+        return data

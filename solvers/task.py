@@ -1,7 +1,9 @@
 """The task data model: the agent-facing task and the answer, as frozen records.
 
 Pure data; no solver imports. ``to_dict`` / ``from_dict`` give the JSON file layout of
-SPEC section 7 (``schema_version`` "1").
+docs/format.md. Task format 1 is the paper's; format 2 adds rules scoped to a list of cells
+(``scope: "cells"`` with ``cells``). A task file is written in the lowest format that can hold
+it, so a task without such rules is a format-1 file, byte for byte as before.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from gridbench.errors import UserError
 from gridbench.vocabulary import UPPER_BOUND_KINDS, RuleKind, Scope, SlotOp
 from solvers.records import Certificate, CrossCheck, Measures
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "1"  # the answer file's format, and a task's without cell-scoped rules
+TASK_SCHEMA_VERSIONS = ("1", "2")  # every task format this code reads and writes
 Value = int | str
 Grid = tuple[tuple[str | None, ...], ...]
 
@@ -67,7 +70,8 @@ class SlotRule:
 
 @dataclass(frozen=True)
 class GlobalRule:
-    """A rule over the grid (or each row / column when ``scope`` says so)."""
+    """A rule over the grid, each row / column (``scope`` row / col), or the listed ``cells``
+    together (``scope`` cells: a region, format 2)."""
 
     name: str
     kind: str
@@ -76,6 +80,7 @@ class GlobalRule:
     scope: str = "grid"
     equals: str | None = None
     at_least: int | None = None
+    cells: tuple[tuple[int, int], ...] | None = None  # scope cells only: sorted, distinct
 
     @property
     def is_upper_bound(self) -> bool:
@@ -84,7 +89,9 @@ class GlobalRule:
 
     def with_bound(self, bound: int) -> GlobalRule:
         """A copy of the rule with bound ``bound``."""
-        return GlobalRule(self.name, self.kind, self.attribute, bound, self.scope, self.equals, self.at_least)
+        return GlobalRule(
+            self.name, self.kind, self.attribute, bound, self.scope, self.equals, self.at_least, self.cells
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The rule as a JSON-ready dict; ``equals`` and ``at_least`` only when set."""
@@ -99,6 +106,8 @@ class GlobalRule:
             data["equals"] = self.equals
         if self.at_least is not None:
             data["at_least"] = self.at_least
+        if self.cells is not None:
+            data["cells"] = [list(cell) for cell in self.cells]
         return data
 
     @staticmethod
@@ -126,7 +135,30 @@ class GlobalRule:
             scope,
             data.get("equals"),
             at_least,
+            _rule_cells(data, scope, name),
         )
+
+
+def _rule_cells(data: dict[str, Any], scope: str, name: str) -> tuple[tuple[int, int], ...] | None:
+    """The ``cells`` of a cell-scoped rule: a non-empty, sorted list of distinct [row, col]
+    pairs (bounds are checked against the grid by the task reader); None for other scopes."""
+    cells = data.get("cells")
+    if scope != Scope.CELLS:
+        if cells is not None:
+            raise TaskFormatError(f"global rule {name!r}: 'cells' is only allowed with scope 'cells'")
+        return None
+    if not isinstance(cells, list) or not cells or len(cells) > 10_000:
+        raise TaskFormatError(f"global rule {name!r} (scope cells) needs a non-empty list 'cells'")
+    out = []
+    for cell in cells:
+        if not isinstance(cell, list) or len(cell) != 2:
+            raise TaskFormatError(f"global rule {name!r}: each of 'cells' must be [row, col]")
+        out.append(
+            (checked_int(cell[0], f"rule {name} cell row"), checked_int(cell[1], f"rule {name} cell col"))
+        )
+    if out != sorted(set(out)):
+        raise TaskFormatError(f"global rule {name!r}: 'cells' must be sorted and distinct")
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -164,16 +196,27 @@ class Task:
     instruction: str = ""
     candidates_per_slot: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    format: str = ""  # the task format a file declared ("" when made here: the lowest that fits)
 
     @property
     def hidden_slots(self) -> int:
         """The number of hidden cells (H)."""
         return len(self.slots)
 
+    @property
+    def needs_format(self) -> str:
+        """The lowest task format that holds this task: "2" with a cell-scoped rule, else "1"."""
+        return "2" if any(rule.scope == Scope.CELLS for rule in self.global_constraints) else "1"
+
+    @property
+    def schema_version(self) -> str:
+        """The format the task file declares: as read, or the lowest that holds it."""
+        return self.format or self.needs_format
+
     def to_dict(self) -> dict[str, Any]:
         """The task file's content as a JSON-ready dict."""
         return {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": self.schema_version,
             "task_id": self.task_id,
             "domain": self.domain,
             "rows": self.rows,

@@ -7,6 +7,7 @@ from typing import Any
 from solvers.records import Certificate, CrossCheck, Measures, Record, record_from
 from solvers.task import (
     SCHEMA_VERSION,
+    TASK_SCHEMA_VERSIONS,
     Answer,
     GlobalRule,
     Slot,
@@ -40,18 +41,18 @@ def _require(data: dict[str, Any], key: str, where: str) -> Any:
     return data[key]
 
 
-def _check_version(data: dict[str, Any], where: str) -> None:
+def _check_version(data: dict[str, Any], where: str, known: tuple[str, ...] = (SCHEMA_VERSION,)) -> None:
     version = _require(data, "schema_version", where)
-    if version != SCHEMA_VERSION:
+    if version not in known:
         raise TaskFormatError(
-            f"{where}: schema_version {version!r} is not known; this code reads {SCHEMA_VERSION!r}"
+            f"{where}: schema_version {str(version)[:20]!r} is not known; this code reads {list(known)}"
         )
 
 
 def task_from_dict(data: dict[str, Any]) -> Task:
     """Build a :class:`Task` from its JSON record, checking shape and references."""
     where = f"task {data.get('task_id', '?')}"
-    _check_version(data, where)
+    _check_version(data, where, TASK_SCHEMA_VERSIONS)
     rows = checked_int(_require(data, "rows", where), f"{where} rows")
     cols = checked_int(_require(data, "cols", where), f"{where} cols")
     grid = tuple(tuple(cell for cell in row) for row in _require(data, "grid", where))
@@ -87,8 +88,14 @@ def task_from_dict(data: dict[str, Any]) -> Task:
         instruction=str(data.get("instruction", "")),
         candidates_per_slot=int(data.get("candidates_per_slot", 0)),
         extra={k: v for k, v in data.items() if k not in _TASK_FIELDS},
+        format=str(data["schema_version"]),
     )
     _check_references(task, where)
+    if task.format < task.needs_format:
+        raise TaskFormatError(
+            f"{where}: schema_version {task.format!r} cannot hold rules with scope 'cells'; "
+            f"declare {task.needs_format!r}"
+        )
     if "hidden_slots" in data and int(data["hidden_slots"]) != len(slots):
         raise TaskFormatError(f"{where}: hidden_slots={data['hidden_slots']} but {len(slots)} slots")
     return task
@@ -107,6 +114,12 @@ def _check_references(task: Task, where: str) -> None:
         for candidate in slot.candidates:
             if candidate not in task.items:
                 raise TaskFormatError(f"{where}: slot candidate {candidate!r} is not in items")
+    for rule in task.global_constraints:
+        for r, c in rule.cells or ():
+            if not (0 <= r < task.rows and 0 <= c < task.cols):
+                raise TaskFormatError(
+                    f"{where}: rule {rule.name[:40]!r} names cell ({r},{c}) outside the grid"
+                )
     hidden = sum(cell is None for row in task.grid for cell in row)
     if hidden != len(task.slots):
         raise TaskFormatError(f"{where}: grid has {hidden} empty cells but {len(task.slots)} slots")

@@ -50,13 +50,18 @@ def global_rules(draw, rows: int, cols: int, planted: dict) -> tuple[GlobalRule,
                 ["sum_max", "sum_min", "repeat_max", "count_min", "count_max", "count_min_threshold"]
             )
         )
-        scope = draw(st.sampled_from(["grid", "row", "col"]))
+        scope = draw(st.sampled_from(["grid", "row", "col", "cells"]))
+        region = (
+            tuple(sorted(draw(st.sets(st.sampled_from(list(planted)), min_size=1))))
+            if scope == "cells"
+            else None
+        )
         attribute = (
             "color" if kind in ("repeat_max", "count_min", "count_max") else draw(st.sampled_from(NUMERIC))
         )
         equals = draw(st.sampled_from(COLORS)) if kind in ("count_min", "count_max") else None
         at_least = draw(st.integers(0, 5)) if kind == "count_min_threshold" else None
-        rule = GlobalRule(f"r{number}", kind, attribute, 0, scope, equals, at_least)
+        rule = GlobalRule(f"r{number}", kind, attribute, 0, scope, equals, at_least, region)
         measures = [
             rule_measure(rule, [planted[cell] for cell in group]) for group in rule_groups(rule, rows, cols)
         ]

@@ -31,7 +31,9 @@ from typing import Any
 
 from domains import CategoricalAttribute, NumericAttribute, get_domain
 from gridbench.agents.base import atypicality
-from gridbench.vocabulary import SUM_KINDS, RuleKind
+from gridbench.vocabulary import SUM_KINDS, RuleKind, Scope
+from pipeline.evaluation.context import context_features
+from pipeline.evaluation.joint import Board, cell_picks, joint_picks
 from solvers.checker import locally_valid_candidates, rule_groups
 from solvers.task import Answer, GlobalRule, Slot, Task
 
@@ -48,6 +50,7 @@ class DecoyCell:
     truth: int
     candidate_side: list[Features] = field(default_factory=list)
     readable: list[Features] = field(default_factory=list)
+    context: list[Features] = field(default_factory=list)  # visible cells, no rule
     policy_picks: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -164,10 +167,14 @@ def readable_features(
     domain = get_domain(task.domain)
     cell = (slot.row, slot.col)
     for rule in task.global_constraints:
-        group = next(g for g in rule_groups(rule, task.rows, task.cols) if cell in g)
+        group = next((g for g in rule_groups(rule, task.rows, task.cols) if cell in g), None)
+        if group is None:
+            continue  # a region rule over other cells
         visible = [task.items[task.grid[r][c]] for r, c in group if task.grid[r][c] is not None]  # type: ignore[index]
         open_cells = sum(1 for r, c in group if task.grid[r][c] is None)
         name = f"{task.domain}.{rule.name}"
+        if rule.scope == Scope.CELLS:  # the cell's own region: one name in every task
+            name = f"{task.domain}.region_{rule.attribute}_{'max' if rule.is_upper_bound else 'min'}"
         features = _rule_features(rule, name, visible, open_cells, domain)
         for k, item_id in enumerate(options):
             rows[k].update(features(task.items[item_id]))
@@ -309,22 +316,29 @@ POLICIES: dict[str, Policy] = {
 
 
 def decoy_cells(task: Task, answer: Answer) -> list[DecoyCell]:
-    """Every cell of ``task`` with more than one option, with features and policy picks."""
+    """Every cell of ``task`` with more than one option, with features and policy picks (the
+    per-cell policies above and the visible-cell and joint ones of ``evaluation.joint``)."""
     truth = {(r.row, r.col): r.truth for r in answer.roles}
     all_options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
+    board = Board.of(task)
+    free = {**joint_picks(task, board), **cell_picks(task, board)}
     out = []
     for slot in task.slots:
-        options = all_options[(slot.row, slot.col)]
+        where = (slot.row, slot.col)
+        options = all_options[where]
         if len(options) < 2:
             continue
         side = candidate_side_features(task, slot, options)
         read = readable_features(task, slot, options, side, all_options)
-        cell = DecoyCell(
-            task.task_id, task.domain, options, options.index(truth[(slot.row, slot.col)]), side, read
-        )
+        context = [
+            {f"{task.domain}.ctx.{k}": v for k, v in row.items()}
+            for row in context_features(board, where, options, free)
+        ]
+        cell = DecoyCell(task.task_id, task.domain, options, options.index(truth[where]), side, read, context)
         cell.policy_picks = {
             name: policy(task, slot, options, side, read) for name, policy in POLICIES.items()
         }
+        cell.policy_picks.update({name: options.index(chosen[where]) for name, chosen in free.items()})
         out.append(cell)
     return out
 
@@ -333,8 +347,9 @@ def policy_scores(cells: Iterable[DecoyCell]) -> dict[str, dict[str, float]]:
     """Per policy: share of decoy cells where it picks the truth, with chance and interval."""
     cells = list(cells)
     chance = mean(c.chance for c in cells) if cells else float("nan")
+    names = list(cells[0].policy_picks) if cells else list(POLICIES)
     out = {}
-    for name in POLICIES:
+    for name in names:
         hits = sum(c.policy_picks[name] == c.truth for c in cells)
         out[name] = _summary(hits / len(cells) if cells else float("nan"), chance, len(cells))
     return out
@@ -368,7 +383,14 @@ FEATURE_SETS = {
     "arithmetic": "only the sum arithmetic: each option against what the bound leaves once the "
     "visible cells and the other cells' options are counted",
     "readable_without_arithmetic": "(b) without those sum-share features",
+    "visible": "(c) (a) plus the visible cells and the rule-free policies' picks: everything "
+    "readable without reading a rule",
 }
+# policies and feature sets that read a bound (legitimate reasoning about the rules); every
+# other one reads no rule and must stay at chance
+RULE_READING_POLICIES = ("most_room_under_repeat_max", "closest_to_needed_share", "closest_to_residual")
+RULE_FREE_FEATURE_SETS = ("candidate_side", "visible")
+TOLERANCE = 0.03  # a rule-free reader more than this above chance (interval clear of it) fails
 
 
 def _features(cell: DecoyCell, feature_set: str) -> list[Features]:
@@ -376,6 +398,8 @@ def _features(cell: DecoyCell, feature_set: str) -> list[Features]:
         return cell.candidate_side
     if feature_set == "readable":
         return cell.readable
+    if feature_set == "visible":
+        return [{**side, **context} for side, context in zip(cell.candidate_side, cell.context, strict=True)]
     keep = feature_set == "arithmetic"
     return [{k: v for k, v in row.items() if k.endswith(ARITHMETIC) == keep} for row in cell.readable]
 
@@ -435,17 +459,72 @@ def _classifier_score(
     return _summary(mean(accuracies), mean(chances), round(mean(sizes)))
 
 
+def transfer_score(
+    train: list[DecoyCell], test: list[DecoyCell], feature_set: str, model: str, seed: int = 0
+) -> dict[str, float]:
+    """Top-1 accuracy on the decoy cells of ``test`` (one build) of a classifier trained on
+    ``train`` (another build, e.g. another seed): nothing of the test build is seen in training."""
+    from sklearn.feature_extraction import DictVectorizer
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        vectorizer = DictVectorizer(sparse=False)
+        rows = [f for c in train for f in _features(c, feature_set)]
+        labels = [int(k == c.truth) for c in train for k in range(len(c.options))]
+        fitted = _model(model, seed).fit(vectorizer.fit_transform(rows), labels)
+        scores = list(
+            fitted.predict_proba(vectorizer.transform([f for c in test for f in _features(c, feature_set)]))[
+                :, 1
+            ]
+        )
+    hits, start = 0, 0
+    for cell in test:
+        end = start + len(cell.options)
+        hits += _argmax(scores[start:end], cell.options) == cell.truth
+        start = end
+    return _summary(hits / len(test), mean(c.chance for c in test), len(test))
+
+
+def rule_free_failures(report: dict[str, Any]) -> list[str]:
+    """Every rule-free policy or classifier whose accuracy is above chance + ``TOLERANCE`` with
+    its interval clear of that line, as ``name: accuracy vs chance`` (empty: the audit passes)."""
+    readers = {
+        f"policy {name}": score
+        for name, score in report["policies"].items()
+        if name not in RULE_READING_POLICIES
+    }
+    for name, score in {**report["classifiers"], **report.get("transfer", {})}.items():
+        if name.split("/")[0] in RULE_FREE_FEATURE_SETS:
+            readers[f"classifier {name}"] = score
+    return [
+        f"{name}: {score['accuracy']:.3f} [{score['low']:.3f}, {score['high']:.3f}] vs chance "
+        f"{score['chance']:.3f}"
+        for name, score in readers.items()
+        if score["low"] > score["chance"] + TOLERANCE
+    ]
+
+
 # The whole audit ----------------------------------------------------------------------------
 
 
-def audit(pairs: Iterable[tuple[Task, Answer]], splits: int = 20, seed: int = 0) -> dict[str, Any]:
+def audit(
+    pairs: Iterable[tuple[Task, Answer]],
+    splits: int = 20,
+    seed: int = 0,
+    companion: Iterable[tuple[Task, Answer]] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Policies (overall and by H) and, when ``splits`` > 0, every classifier on every
-    feature set, over the decoy cells of ``pairs``."""
+    feature set, over the decoy cells of ``pairs``; with a ``companion`` build (another seed),
+    the rule-free classifiers trained on it and tested on ``pairs``. ``failures`` lists every
+    rule-free reader above chance + TOLERANCE."""
     cells: list[DecoyCell] = []
     hidden: dict[str, int] = {}
-    for task, answer in pairs:
+    for n, (task, answer) in enumerate(pairs, 1):
         cells += decoy_cells(task, answer)
         hidden[task.task_id] = task.hidden_slots
+        if progress and n % 50 == 0:
+            progress(f"audit: features of {n} tasks")
     by_h: dict[int, list[DecoyCell]] = {}
     for cell in cells:
         by_h.setdefault(hidden[cell.task_id], []).append(cell)
@@ -464,6 +543,17 @@ def audit(pairs: Iterable[tuple[Task, Answer]], splits: int = 20, seed: int = 0)
             for model in MODELS:
                 score = classifier_score(cells, feature_set, model, splits, seed)
                 report["classifiers"][f"{feature_set}/{model}"] = score
+                if progress:
+                    progress(f"audit: classifier {feature_set}/{model} done")
+    if companion is not None and cells:
+        train = [cell for task, answer in companion for cell in decoy_cells(task, answer)]
+        report["transfer"] = {
+            f"{feature_set}/{model}": transfer_score(train, cells, feature_set, model, seed)
+            for feature_set in RULE_FREE_FEATURE_SETS
+            for model in MODELS
+        }
+        report["transfer_train_cells"] = len(train)
+    report["failures"] = rule_free_failures(report)
     return report
 
 
@@ -475,19 +565,43 @@ def _row(name: str, score: dict[str, float]) -> str:
     )
 
 
+def _verdict(report: dict[str, Any]) -> list[str]:
+    failures = report.get("failures", [])
+    if not failures:
+        return [
+            f"**Verdict: pass.** No policy or classifier that reads no rule is more than "
+            f"{TOLERANCE} above chance (95% interval clear of that line)."
+        ]
+    return [
+        f"**Verdict: FAIL.** {len(failures)} rule-free reader(s) more than {TOLERANCE} above "
+        "chance, interval clear of it:",
+        "",
+        *(f"- {failure}" for failure in failures),
+    ]
+
+
 def audit_markdown(report: dict[str, Any]) -> str:
     """The audit as a markdown section (dataset card, `make audit`)."""
     head = "| | top-1 accuracy | 95% interval | chance | lift |\n|---|---|---|---|---|"
+    free = {n: s for n, s in report["policies"].items() if n not in RULE_READING_POLICIES}
+    reading = {n: s for n, s in report["policies"].items() if n in RULE_READING_POLICIES}
     lines = [
         f"Decoy cells: {report['decoy_cells']} in {report['tasks']} tasks; a uniform guess "
         f"among a cell's locally valid candidates is right {report['chance'] or 0:.3f} of the "
         "time.",
         "",
-        "### Policies that check nothing",
+        *_verdict(report),
+        "",
+        "### Policies that read no rule (per cell, and joint over rows, columns, the grid)",
         "",
         head,
+        *(_row(name, score) for name, score in free.items()),
+        "",
+        "### Policies that read a bound (the reasoning the task asks for)",
+        "",
+        head,
+        *(_row(name, score) for name, score in reading.items()),
     ]
-    lines += [_row(name, score) for name, score in report["policies"].items()]
     if report["classifiers"]:
         lines += [
             "",
@@ -498,6 +612,15 @@ def audit_markdown(report: dict[str, Any]) -> str:
         ]
         lines += [_row(name, score) for name, score in report["classifiers"].items()]
         lines += ["", *(f"- `{name}`: {text}" for name, text in FEATURE_SETS.items())]
+    if report.get("transfer"):
+        lines += [
+            "",
+            f"### Transfer: trained on another seed's build ({report['transfer_train_cells']} decoy "
+            "cells), tested on this one",
+            "",
+            head,
+            *(_row(name, score) for name, score in report["transfer"].items()),
+        ]
     lines += [
         "",
         "### 'closest to (bound - visible sum) / open cells' by H",
@@ -510,9 +633,10 @@ def audit_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {hidden} | {score['cells']:.0f} | {score['accuracy']:.3f} | {score['chance']:.3f} |")
     lines += [
         "",
-        "Reading: (a) is what the candidates alone give away and should sit at chance. "
-        "What (b) adds over (a) is arithmetic on the rules: a sum that contains the truth "
-        "correlates with it (exactly at H = 1, about 1/sqrt(H) beyond); the `arithmetic` and "
-        "`readable_without_arithmetic` rows split (b) into that part and the rest.",
+        "Reading: (a) is what the candidates alone give away and (c) what the candidates and "
+        "the visible cells give away; both must sit at chance, as must every policy that "
+        "reads no rule. What (b) adds over (a) is arithmetic on the rules: a sum that contains "
+        "the truth correlates with it (exactly at H = 1, about 1/sqrt(H) beyond); the "
+        "`arithmetic` and `readable_without_arithmetic` rows split (b) into that part and the rest.",
     ]
     return "\n".join(lines) + "\n"

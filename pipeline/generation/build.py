@@ -1,5 +1,6 @@
 """One task key in, one certified task out: sample, candidates, constrain, repair, certify,
-measure, cross-check. A draft that cannot be made unique, misses ``min_resistant_share``, or
+measure, cross-check. A draft that cannot be made unique, misses ``min_resistant_share`` or
+``min_depth``, or
 on which the two solvers disagree is discarded and the task re-drawn whole (a new attempt);
 disagreements are kept as build events."""
 
@@ -10,8 +11,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from domains import NumericAttribute, get_domain
+from domains import get_domain
 from pipeline.generation.assemble import build_answer, build_task
+from pipeline.generation.cages import draw_cages
 from pipeline.generation.candidates import allocate_decoys, draw_exchangeable, draw_filtered
 from pipeline.generation.constrain import draw_global_rules
 from pipeline.generation.draft import Draft
@@ -39,18 +41,15 @@ def draw_draft(key: TaskKey, settings: GenerationSettings, attempt: int) -> Draf
     draft = Draft(
         get_domain(key.domain), key.rows, key.cols, key.rng("attempt", attempt), key.rng("labels", attempt)
     )
-    balance = search_bits(key, settings) > settings.balance_bits
-    sample_grid(draft, key.hidden_slots, settings.max_slot_rules, spread=balance)
+    sample_grid(draft, key.hidden_slots, settings.max_slot_rules)
     shares = allocate_decoys(
         draft, key.decoy_budget, decoy_cell_count(key, settings), key.candidates_per_slot - 1
     )
     for cell, share in shares.items():
         draw_exchangeable(draft, cell, share)
-    if balance:
-        draft.balanced = [a.name for a in draft.domain.attributes if isinstance(a, NumericAttribute)]
-    draw_global_rules(
-        draft, settings.window_slack_share, settings.sum_slack_share, settings.count_slack_probability
-    )
+    if search_bits(key, settings) > settings.cage_bits:
+        draft.cages = draw_cages(draft, settings.cage_cells, settings.cage_bits)
+    draw_global_rules(draft, settings)
     return draft
 
 
@@ -73,8 +72,8 @@ def generate_task(key: TaskKey, settings: GenerationSettings | None = None) -> C
             make_unique(draft, key.task_id, settings, solver, stats)
             if not loosen_for_resistance(draft, key.task_id, settings, solver):
                 reason = (
-                    f"fewer than min_resistant_share={settings.min_resistant_share} of "
-                    "the decoys survive propagation, even with every bound loosened"
+                    f"min_resistant_share={settings.min_resistant_share} or "
+                    f"min_depth={settings.min_depth!r} not met, even with every bound loosened"
                 )
                 continue
             if settings.min_margin > 1:
@@ -90,7 +89,7 @@ def generate_task(key: TaskKey, settings: GenerationSettings | None = None) -> C
     raise GenerationError(
         f"task {key.task_id} ({key.domain} {key.rows}x{key.cols} H={key.hidden_slots} "
         f"B={key.decoy_budget}): no certified task after {settings.attempts} draws "
-        f"(last reason: {reason}); lower decoy_budget or min_resistant_share, or raise "
+        f"(last reason: {reason}); lower decoy_budget, min_resistant_share or min_depth, or raise "
         "max_attempts / resistance_attempts (solver.time_limit_s for time-outs)"
     )
 
@@ -112,10 +111,10 @@ def _finish(
     answer = build_answer(draft, key.task_id)
     generate_ms = (time.perf_counter() - start) * 1000.0
     milp = settings.crosscheck_solver if settings.crosscheck else None
-    # a balanced draft's last counterexamples often show a one-unit distance to ambiguity, which
+    # a caged draft's last counterexamples often show a one-unit distance to ambiguity, which
     # spares the measure's CP-SAT optimisation (the slowest part of a large task); other drafts
     # are measured as they always were, so their bytes do not change
-    witnesses = stats.counterexamples[::-1] if draft.balanced else ()
+    witnesses = stats.counterexamples[::-1] if draft.cages else ()
     sealed = seal(task, answer, solver, settings.dfs_node_limit, milp, witnesses=witnesses)
     if sealed.unknown:
         raise SolverTimeout(f"the final certificate hit the time limit: {sealed.certificate.failures[:2]}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from domains import Domain, GlobalRuleTemplate
+from domains import Domain
 from solvers.task import GlobalRule, SlotRule, Value
 
 Cell = tuple[int, int]
@@ -26,8 +26,7 @@ class Draft:
     hidden: list[Cell] = field(default_factory=list)
     slot_rules: dict[Cell, list[SlotRule]] = field(default_factory=dict)
     rules: list[GlobalRule] = field(default_factory=list)
-    extra: list[GlobalRuleTemplate] = field(default_factory=list)  # windows repair added
-    balanced: list[str] = field(default_factory=list)  # attributes whose rows are balanced
+    cages: list[tuple[Cell, ...]] = field(default_factory=list)  # regions with their own windows
     decoys: dict[Cell, list[str]] = field(default_factory=dict)
     filtered: dict[Cell, list[str]] = field(default_factory=dict)
     _used_ids: set[str] = field(default_factory=set)

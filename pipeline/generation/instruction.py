@@ -13,9 +13,17 @@ def _words(name: str) -> str:
     return name.replace("_", " ")
 
 
+def _cells(cells: tuple[tuple[int, int], ...]) -> str:
+    listed = [f"({row}, {col})" for row, col in cells]
+    return listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
+
+
 def describe_rule(rule: GlobalRule, domain: Domain) -> str:
     """``rule`` as an English clause in ``domain``'s nouns."""
-    scope = _SCOPE[rule.scope].format(row=domain.row_noun, col=domain.col_noun)
+    if rule.scope == "cells":
+        scope = f"in cells {_cells(rule.cells or ())}"
+    else:
+        scope = _SCOPE[rule.scope].format(row=domain.row_noun, col=domain.col_noun)
     attribute, plural = _words(rule.attribute), domain.item_plural
     if rule.kind == RuleKind.SUM_MAX:
         return f"the total {attribute} of all {plural} {scope} must be at most {rule.bound}"

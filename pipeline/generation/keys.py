@@ -7,6 +7,7 @@ import random
 from dataclasses import dataclass, field, fields
 
 from gridbench.errors import UserError
+from solvers.ladder import RUNGS
 
 ALLOCATION_POLICIES = ("paper", "spread", "concentrated")
 CROSSCHECK_SOLVERS = ("highs", "cbc")
@@ -65,12 +66,18 @@ class GenerationSettings:
     sum_slack_share: float = 0.15  # slack of one-sided sum bounds (row / column scope)
     count_slack_probability: float = 0.3  # chance that a count bound gets one unit of slack
     max_repair_rounds: int = 40
-    # a task whose decoys allow more than about 2**balance_bits completions spreads its hidden
-    # cells evenly and balances its rows (constrain.balance_rows): the domain's few sums cannot
-    # make so many exchangeable decoys unique
-    balance_bits: float = 16.0
+    # a task whose decoys allow more than about 2**cage_bits completions groups its decoy cells
+    # into cages of about cage_cells cells, each with windows of its own (generation/cages.py):
+    # the domain's few sums cannot make so many exchangeable decoys unique
+    cage_bits: float = 16.0
+    cage_cells: int = 2
+    cage_slack_share: float = 0.1  # each side of a cage window: up to this share of one item's range
     max_attempts: int = 8  # whole-task re-draws, the last resort
     min_resistant_share: float = 0.0  # share of decoys that must survive interval propagation
+    # the lowest rung of the reasoning ladder (solvers/ladder.py: slot, one_round, fixpoint,
+    # probing, search) that may decide a task: bounds are loosened (or the task re-drawn) until
+    # no lower rung does; capped at what a task's decoys allow (resist.depth_target)
+    min_depth: str = "slot"
     resistance_attempts: int = 200  # whole-task re-draws allowed when min_resistant_share > 0
     time_limit_s: float = 10.0  # per solve, in CP-SAT deterministic time (build.WALL_BACKSTOP)
     solver_workers: int = 1  # >1 only for benchmarks: parallel search makes output non-deterministic
@@ -83,11 +90,8 @@ class GenerationSettings:
     def attempts(self) -> int:
         """Whole-task draws allowed: more when a resistant share is asked for (measured: a
         B=2 task needs up to about 100 draws for one resistant decoy in two)."""
-        return (
-            max(self.max_attempts, self.resistance_attempts)
-            if self.min_resistant_share
-            else self.max_attempts
-        )
+        demanding = self.min_resistant_share or self.min_depth not in ("slot", "one_round")
+        return max(self.max_attempts, self.resistance_attempts) if demanding else self.max_attempts
 
     def validate(self) -> None:
         """Raise :class:`GenerationError` naming the first setting out of range."""
@@ -108,13 +112,20 @@ class GenerationSettings:
             "sum_slack_share",
             "count_slack_probability",
             "min_resistant_share",
+            "cage_slack_share",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise GenerationError(f"{name}={value!r} must be a number between 0 and 1")
-        bits = self.balance_bits
+        bits = self.cage_bits
         if isinstance(bits, bool) or not isinstance(bits, int | float) or not 0.0 <= bits <= 10_000.0:
-            raise GenerationError(f"balance_bits={bits!r} must be a number between 0 and 10000")
+            raise GenerationError(f"cage_bits={bits!r} must be a number between 0 and 10000")
+        if (
+            isinstance(self.cage_cells, bool)
+            or not isinstance(self.cage_cells, int)
+            or not 1 <= self.cage_cells <= 8
+        ):
+            raise GenerationError(f"cage_cells={self.cage_cells!r} must be a whole number in 1..8")
         for name in (
             "max_repair_rounds",
             "max_attempts",
@@ -128,6 +139,8 @@ class GenerationSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10**9:
                 raise GenerationError(f"{name}={value!r} must be a whole number in 0..10**9")
+        if self.min_depth not in RUNGS:
+            raise GenerationError(f"min_depth={self.min_depth!r} is unknown; use one of {list(RUNGS)}")
         if self.crosscheck_solver not in CROSSCHECK_SOLVERS:
             raise GenerationError(
                 f"crosscheck_solver={self.crosscheck_solver!r} is unknown; use one of {CROSSCHECK_SOLVERS}"

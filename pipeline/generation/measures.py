@@ -9,6 +9,8 @@
   second completion (CP-SAT, minimising the loosening).
 - ``propagation``: decoys eliminated by one round of interval propagation, by propagation to
   the fixpoint, and the *resistant* rest that only search refutes (``solvers/propagation``).
+- ``depth``: the lowest rung of the reasoning ladder (slot checks, one round, the fixpoint,
+  the fixpoint with probing, search) that decides the task (``solvers/ladder``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from solvers.checker import (
     rule_status,
 )
 from solvers.cpsat import CpSatModel
+from solvers.ladder import reasoning_depth
 from solvers.propagation import decoy_resistance
 from solvers.records import Distance, Measures
 from solvers.results import FEASIBLE, UNKNOWN, SolverSettings, SolverTimeout
@@ -291,6 +294,7 @@ def measure(
         distance_to_ambiguity=distance_to_ambiguity(task, answer, settings, model, witnesses),
         propagation=decoy_resistance(task, {(r.row, r.col): list(r.decoys) for r in answer.roles}),
         decoy_direction=decoy_direction(task, answer),
+        depth=reasoning_depth(task),
     )
 
 

@@ -5,10 +5,7 @@ ask again, for a bounded number of rounds.
 Repair never re-draws a single decoy: a decoy re-drawn because it was compatible with the
 truth would be selected *against* the truth, and a classifier learns that selection
 (measured: re-drawn windows make the truth's category the rarest of its cell). When no bound
-can exclude a counterexample (it matches the truth on every rule), repair of a draft with
-balanced rows (a large search space, ``constrain.balance_rows``) adds every extra window
-(``constrain.extra_windows``, both sides drawn from the truth grid like every rule) on which
-the counterexample differs from the truth. Otherwise every cell it changes is re-drawn
+can exclude a counterexample (it matches the truth on every rule), every cell it changes is re-drawn
 *whole* -- all of its locally valid candidates afresh, the truth chosen uniformly among them
 again -- and the rules are drawn anew from the new truth grid, so the candidates stay
 exchangeable.
@@ -20,13 +17,7 @@ from dataclasses import dataclass, field
 
 from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
 from pipeline.generation.candidates import draw_exchangeable
-from pipeline.generation.constrain import (
-    draw_global_rules,
-    draw_rule,
-    extra_windows,
-    truth_measures,
-    unbounded,
-)
+from pipeline.generation.constrain import draw_global_rules, truth_measures
 from pipeline.generation.draft import Cell, Draft
 from pipeline.generation.keys import GenerationSettings
 from pipeline.generation.sample import sample_passing
@@ -73,8 +64,6 @@ def make_unique(
         if _tighten(draft, counterexample, settings.min_margin):  # type: ignore[arg-type]
             stats.tightenings += 1
             continue
-        if draft.balanced and _add_window(draft, counterexample, settings):  # type: ignore[arg-type]
-            continue
         changed = [cell for cell in draft.hidden if counterexample[cell] != truth[cell]]  # type: ignore[index]
         stats.cell_redraws += len(changed)
         redraw_cells(draft, changed, settings)
@@ -91,35 +80,7 @@ def redraw_cells(draft: Draft, cells: list[Cell], settings: GenerationSettings) 
         rules = draft.slot_rules[cell]
         draft.truth[cell[0]][cell[1]] = draft.new_item(sample_passing(draft.domain, rules, draft.rng))
         draw_exchangeable(draft, cell, share)
-    draw_global_rules(
-        draft, settings.window_slack_share, settings.sum_slack_share, settings.count_slack_probability
-    )
-
-
-def _add_window(draft: Draft, counterexample: dict[Cell, str], settings: GenerationSettings) -> bool:
-    """Add every extra window (both of its sides) that separates ``counterexample`` from the
-    truth; False when none does."""
-    grid = [list(row) for row in draft.truth]
-    for (row, col), item_id in counterexample.items():
-        grid[row][col] = item_id
-    present = {template.name for template in draft.extra}
-    separating = []
-    for pair in extra_windows(draft.domain):
-        if pair[0].name in present:
-            continue
-        probe = unbounded(pair[0])
-        other = rule_measure(probe, [draft.items[grid[r][c]] for r, c in draft.cells()])
-        if other != truth_measures(draft, probe)[0]:
-            separating.append(pair)
-    if not separating:
-        return False
-    added = [template for pair in separating for template in pair]
-    draft.extra.extend(added)
-    for template in added:
-        draft.rules.append(
-            draw_rule(draft, template, settings.window_slack_share, settings.count_slack_probability)
-        )
-    return True
+    draw_global_rules(draft, settings)
 
 
 def _margin_counterexample(model: CpSatModel, margin: int) -> dict[Cell, str] | None:

@@ -1,8 +1,10 @@
-"""Stage 4b: difficulty that interval propagation does not remove (``min_resistant_share``).
+"""Stage 4b: difficulty that cheap reasoning does not remove (``min_resistant_share`` and
+``min_depth``).
 
 Propagation on the linear rules is legitimate reasoning, and it eliminates most decoys when
 bounds sit close to the truth. When a unique draft leaves fewer than the asked share of its
-decoys *resistant* (standing at the propagation fixpoint), its bounds are loosened one rule at
+decoys *resistant* (standing at the propagation fixpoint), or is decided by a rung of the
+reasoning ladder below ``min_depth`` (``solvers.ladder``), its bounds are loosened one rule at
 a time, in random order, each by as much as uniqueness allows: CP-SAT gives the smallest
 loosening of that rule that admits a second completion, and the rule is loosened by
 ``min_margin`` less (a rule that no loosening can make ambiguous is loosened until it no longer
@@ -17,14 +19,24 @@ from pipeline.generation.draft import Draft
 from pipeline.generation.keys import GenerationSettings
 from solvers.checker import locally_valid_candidates
 from solvers.cpsat import CpSatModel
+from solvers.ladder import ONE_ROUND, SEARCH, SLOT, reasoning_depth, rung_index
 from solvers.propagation import decoy_resistance, linear_rows
 from solvers.results import FEASIBLE, UNKNOWN, SolverSettings, SolverTimeout
 from solvers.task import GlobalRule, Task
 
 
 def qualifies(draft: Draft) -> bool:
-    """``min_resistant_share`` applies to tasks with at least two cells holding decoys."""
+    """``min_resistant_share`` and a ``min_depth`` beyond one round apply to tasks with at
+    least two cells holding decoys (one such cell is always decided by one round)."""
     return sum(1 for ids in draft.decoys.values() if ids) >= 2
+
+
+def depth_target(draft: Draft, settings: GenerationSettings) -> int:
+    """The rung the draft must reach: ``min_depth``, capped at what its decoys allow (slot
+    checks decide a task without decoys, one round a task with one cell holding them)."""
+    wanted = rung_index(settings.min_depth)
+    cells = sum(1 for ids in draft.decoys.values() if ids)
+    return min(wanted, SLOT if cells == 0 else ONE_ROUND if cells == 1 else SEARCH)
 
 
 def resistant_enough(resistant: int, decoys: int, share: float) -> bool:
@@ -57,15 +69,23 @@ def _vacuous_units(task: Task, rule: GlobalRule) -> int:
 def loosen_for_resistance(
     draft: Draft, task_id: str, settings: GenerationSettings, solver: SolverSettings
 ) -> bool:
-    """Loosen bounds of a unique ``draft`` until the resistant share is met; True when met."""
-    target = settings.min_resistant_share
-    if target <= 0 or not qualifies(draft):
-        return True
+    """Loosen bounds of a unique ``draft`` until the resistant share and the depth are met;
+    True when met."""
+    share = settings.min_resistant_share if qualifies(draft) else 0.0
+    depth = depth_target(draft, settings)
+    if share <= 0 and depth <= ONE_ROUND:
+        return True  # a task with decoys is never decided by slot checks alone
+
+    def met(task: Task) -> bool:
+        if share > 0 and not resistant_enough(*_resistance(task, draft), share):
+            return False
+        return depth <= ONE_ROUND or reasoning_depth(task).rung >= depth
+
     order = {cell: candidate_ids(draft, cell) for cell in draft.hidden}
     truth = truth_choice(draft)
     for index in draft.rng.sample(range(len(draft.rules)), len(draft.rules)):
         task = build_task(draft, task_id, 0, 0, order=order)
-        if resistant_enough(*_resistance(task, draft), target):
+        if met(task):
             return True
         rule = draft.rules[index]
         result = CpSatModel(task, solver, truth).loosening_to_ambiguity(rule.name)
@@ -78,5 +98,4 @@ def loosen_for_resistance(
         if units > 0:
             bound = rule.bound + units if rule.is_upper_bound else max(0, rule.bound - units)
             draft.rules[index] = rule.with_bound(bound)
-    task = build_task(draft, task_id, 0, 0, order=order)
-    return resistant_enough(*_resistance(task, draft), target)
+    return met(build_task(draft, task_id, 0, 0, order=order))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 from domains import Domain, NumericAttribute
-from pipeline.generation.draft import Cell, Draft, Record
+from pipeline.generation.draft import Draft, Record
 from solvers.task import SlotRule
 
 
@@ -58,32 +58,11 @@ def draw_slot_rules(domain: Domain, max_rules: int, rng: random.Random) -> list[
     return rules
 
 
-def spread_cells(rows: int, cols: int, count: int, rng: random.Random) -> list[Cell]:
-    """``count`` cells spread evenly: every row holds floor or ceil of count / rows of them (the
-    rows with one more drawn at random), and each row takes its cells from the columns that
-    hold the fewest so far (ties broken at random), so columns are even too."""
-    per_row = [count // rows] * rows
-    for row in rng.sample(range(rows), count % rows):
-        per_row[row] += 1
-    load = [0] * cols
-    chosen = []
-    for row in rng.sample(range(rows), rows):
-        order = sorted(range(cols), key=lambda col: (load[col], rng.random()))
-        for col in order[: per_row[row]]:
-            load[col] += 1
-            chosen.append((row, col))
-    return sorted(chosen)
-
-
-def sample_grid(draft: Draft, hidden_slots: int, max_slot_rules: int, spread: bool = False) -> None:
-    """Fill ``draft`` with hidden cells (evenly over rows and columns when ``spread``), slot
-    rules and a truth item in every cell."""
+def sample_grid(draft: Draft, hidden_slots: int, max_slot_rules: int) -> None:
+    """Fill ``draft`` with hidden cells, slot rules and a truth item in every cell."""
     rng, domain = draft.rng, draft.domain
     cells = draft.cells()
-    if spread:
-        draft.hidden = spread_cells(draft.rows, draft.cols, hidden_slots, rng)
-    else:
-        draft.hidden = sorted(rng.sample(cells, hidden_slots))
+    draft.hidden = sorted(rng.sample(cells, hidden_slots))
     for cell in draft.hidden:
         draft.slot_rules[cell] = draw_slot_rules(domain, max_slot_rules, rng)
     draft.truth = [["" for _ in range(draft.cols)] for _ in range(draft.rows)]

@@ -53,7 +53,7 @@ def _validate_candidates(key: TaskKey, settings: GenerationSettings) -> None:
 
 def search_bits(key: TaskKey, settings: GenerationSettings) -> float:
     """About log2 of the completions the key's decoys allow: the cells holding decoys times
-    log2(1 + their average share). Decides, from the key alone, whether rows are balanced."""
+    log2(1 + their average share). Decides, from the key alone, whether the decoy cells are caged."""
     cells = decoy_cell_count(key, settings)
     return cells * math.log2(1 + key.decoy_budget / cells) if cells else 0.0
 

@@ -170,6 +170,7 @@ GLOBAL_RULE = Record(
         Field("bound", INT),
         Field("equals", STR, optional=True),
         Field("at_least", INT, optional=True),
+        Field("cells", ListOf(ListOf(INT)), optional=True),  # scope cells (task format 2)
     )
 )
 SLOT = Record(
@@ -277,6 +278,11 @@ MEASURES = Record(
             ),
         ),
         Field("decoy_direction", OpenMap(ListOf(INT))),
+        Field(
+            "depth",
+            Record((Field("rung", INT), Field("name", STR), Field("open_after", ListOf(INT)))),
+            optional=True,
+        ),
     ),
     empty_is_null=True,
 )

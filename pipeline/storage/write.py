@@ -241,6 +241,8 @@ def metadata_row(made: CertifiedTask, task_bytes: bytes, answer_bytes: bytes) ->
             round(propagation.resistant / propagation.decoys, 6) if propagation.decoys else None
         ),
         "decided_by_propagation": propagation.decided,
+        "depth": measures.depth.rung if measures.depth else None,
+        "depth_rung": measures.depth.name if measures.depth else None,
         "task_sha256": sha256(task_bytes),
         "answer_sha256": sha256(answer_bytes),
     }
@@ -278,6 +280,8 @@ METADATA_SCHEMA = {
     "resistant_decoys": pl.Int64,
     "resistant_share": pl.Float64,
     "decided_by_propagation": pl.Boolean,
+    "depth": pl.Int64,
+    "depth_rung": pl.String,
     "task_sha256": pl.String,
     "answer_sha256": pl.String,
 }

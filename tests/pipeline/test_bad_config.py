@@ -38,7 +38,9 @@ BAD_RELEASE = [
     (["generation.allocation=everywhere"], "allocation="),
     (["generation.crosscheck_solver=gurobi"], "crosscheck_solver="),
     (["solver.time_limit_s=0"], "solver.time_limit_s"),
-    (["generation.balance_bits=-1"], "balance_bits="),
+    (["generation.cage_bits=-1"], "cage_bits="),
+    (["generation.cage_cells=0"], "cage_cells="),
+    (["generation.min_depth=deep"], "min_depth="),
     (["grid.room_over_budget=-1"], "grid.room_over_budget=-1"),
     (["release.workers=0"], "release.workers=0"),
 ]

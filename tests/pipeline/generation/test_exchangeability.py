@@ -78,13 +78,13 @@ def _p_value(cells, attribute: str, numeric: bool, pick=None) -> float:
         "toy",
         "course",
         pytest.param("travel", marks=pytest.mark.slow),
-        "course/balanced",  # balanced rows and extra windows (large budgets), forced on small grids
-        pytest.param("meal/balanced", marks=pytest.mark.slow),
+        "course/caged",  # cage windows (large budgets), forced on small grids
+        pytest.param("meal/caged", marks=pytest.mark.slow),
     ],
 )
 def cells(request):
     domain, _, mode = request.param.partition("/")
-    settings = GenerationSettings(balance_bits=0.0) if mode else None
+    settings = GenerationSettings(cage_bits=0.0) if mode else None
     return domain, _cells(domain, settings)
 
 

@@ -1,16 +1,16 @@
-"""Large decoy budgets: even hidden cells, balanced rows, extra windows (issue 12).
+"""Large decoy budgets: cages of decoy cells with windows of their own (issue 17).
 
 With many exchangeable decoys the domain's few grid sums let combinations of swaps cancel, so
-above ``balance_bits`` the generator spreads the hidden cells evenly, gives every row the same
-total of each numeric attribute by changing visible cells only, and states row windows; repair
-adds extra windows (grid sums, category counts) when stuck. These tests check each piece on
-its own, the whole against brute-force enumeration on small grids (balancing forced with
-``balance_bits=0``), and that keys below the threshold are drawn exactly as before.
+above ``cage_bits`` the generator groups the decoy cells into cages and states, per cage, a
+window on every numeric attribute (``scope: "cells"``, task format 2). Nothing else changes:
+the visible cells, candidates and truth are drawn as for small budgets. These tests check each
+piece on its own, the whole against brute-force enumeration on small grids (cages forced with
+``cage_bits=0``), and that keys below the threshold are drawn exactly as before.
 """
 
 from __future__ import annotations
 
-import copy
+import math
 import random
 from collections import Counter
 
@@ -18,154 +18,89 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from domains import NumericAttribute, domain_names, get_domain
+from domains import NumericAttribute
 from gridbench.vocabulary import RuleKind, Scope
-from pipeline.generation import repair
 from pipeline.generation.build import draw_draft, generate_task
-from pipeline.generation.constrain import balance_rows, extra_windows, rule_templates, truth_measures
+from pipeline.generation.cages import draw_cages
+from pipeline.generation.draft import Draft
 from pipeline.generation.keys import GenerationError, GenerationSettings, TaskKey
-from pipeline.generation.sample import spread_cells
 from pipeline.generation.validate import search_bits
-from solvers.checker import enumerate_completions, rule_groups, rule_measure
+from solvers.checker import enumerate_completions, rule_measure
 from tests.brute import distance
 
-FORCED = GenerationSettings(balance_bits=0.0)
+FORCED = GenerationSettings(cage_bits=0.0)
+NEVER = GenerationSettings(cage_bits=10_000.0)
 
 
 @given(
-    rows=st.integers(1, 12),
-    cols=st.integers(1, 12),
-    share=st.floats(0.0, 1.0),
+    cells=st.integers(0, 40),
+    size=st.integers(1, 8),
+    free_bits=st.sampled_from([0.0, 5.0, 16.0]),
     seed=st.integers(0, 2**32),
 )
 @settings(max_examples=200, deadline=None)
-def test_spread_cells_are_even_over_rows_and_columns(rows, cols, share, seed):
-    count = round(share * rows * cols)
-    cells = spread_cells(rows, cols, count, random.Random(seed))
-    assert len(cells) == len(set(cells)) == count
-    assert all(0 <= r < rows and 0 <= c < cols for r, c in cells)
-    per_row = Counter(r for r, _ in cells)
-    per_col = Counter(c for _, c in cells)
-    assert max(per_row[r] for r in range(rows)) - min(per_row[r] for r in range(rows)) <= 1
-    assert max(per_col[c] for c in range(cols)) - min(per_col[c] for c in range(cols)) <= 1
-    assert cells == sorted(cells)
+def test_cages_deal_every_decoy_cell_but_a_free_few_once_in_even_sizes(cells, size, free_bits, seed):
+    from domains import get_domain
+
+    rng = random.Random(seed)
+    draft = Draft(get_domain("toy"), 7, 7, random.Random(seed))
+    everything = [(r, c) for r in range(7) for c in range(7)]
+    chosen = rng.sample(everything, cells)
+    draft.decoys = {cell: ["x"] * rng.randint(1, 9) for cell in chosen}
+    draft.decoys[next(c for c in everything if c not in chosen)] = []  # no decoys: never caged
+    cages = draw_cages(draft, size, free_bits)
+    caged = [cell for cage in cages for cell in cage]
+    free = [cell for cell in chosen if cell not in caged]
+    assert len(caged) == len(set(caged)) and set(caged) <= set(chosen)
+    bits = sum(math.log2(1 + len(draft.decoys[cell])) for cell in free)
+    assert bits <= free_bits + 1e-9  # the free cells fit in free_bits ...
+    total = sum(math.log2(1 + len(draft.decoys[cell])) for cell in chosen)
+    assert bool(cages) == (total > free_bits + 1e-9)  # cages only when the cells do not all fit
+    if caged:
+        assert len(cages) == max(1, round(len(caged) / size))
+        sizes = Counter(len(cage) for cage in cages)
+        assert max(sizes) - min(sizes) <= 1
+    if free_bits == 0.0:
+        assert sorted(caged) == sorted(chosen)
+    assert all(list(cage) == sorted(cage) for cage in cages) and cages == sorted(cages)
 
 
-@pytest.mark.parametrize("name", sorted(domain_names()))
-def test_extra_windows_are_new_well_formed_pairs(name):
-    domain = get_domain(name)
-    own = rule_templates(domain.global_rules)
-    pairs = extra_windows(domain)
-    assert pairs, name
-    names = [t.name for pair in pairs for t in pair]
-    assert len(set(names)) == len(names)
-    assert not set(names) & {t.name for t in own}
-    stated = {(t.attribute, t.kind, t.equals) for t in own if t.scope == Scope.GRID}
-    for pair in pairs:
-        assert len({(t.attribute, t.equals) for t in pair}) == 1
-        assert all(t.scope == Scope.GRID for t in pair)
-        assert all((t.attribute, t.kind, t.equals) not in stated for t in pair)
-        kinds = {t.kind for t in pair}
-        assert kinds <= {RuleKind.SUM_MIN, RuleKind.SUM_MAX} or kinds <= {
-            RuleKind.COUNT_MIN,
-            RuleKind.COUNT_MAX,
-        }
+@pytest.mark.parametrize("name", ["course", "travel", "workforce"])
+def test_cages_leave_the_truth_grid_and_candidates_as_drawn(name):
+    """A caged draft differs from an uncaged one only in its rules: the grid, the candidates
+    and the truth are the same draw (nothing makes the truth grid regular)."""
+    key = TaskKey(name, 10, 10, 60, 120, 25, 3, 0)
+    caged, plain = draw_draft(key, FORCED, 0), draw_draft(key, NEVER, 0)
+    assert caged.cages and not plain.cages
+    assert caged.truth == plain.truth and caged.decoys == plain.decoys and caged.items == plain.items
+    numeric = [a.name for a in caged.domain.attributes if isinstance(a, NumericAttribute)]
+    region_rules = [r for r in caged.rules if r.scope == Scope.CELLS]
+    assert len(region_rules) == 2 * len(numeric) * len(caged.cages)
+    assert [r.name for r in caged.rules if r.scope != Scope.CELLS] == [r.name for r in plain.rules]
+    for rule in region_rules:
+        assert rule.cells in caged.cages and rule.attribute in numeric
+        total = rule_measure(rule, [caged.truth_record(cell) for cell in rule.cells])
+        assert rule.bound <= total if rule.kind == RuleKind.SUM_MIN else rule.bound >= total
 
 
-def test_the_threshold_is_decided_by_the_key_and_leaves_small_budgets_alone():
-    small = TaskKey("course", 5, 7, 21, 25, 27, 0, 0)
-    large = TaskKey("course", 10, 10, 60, 120, 25, 0, 0)
+def test_the_threshold_is_decided_by_the_key():
     settings_ = GenerationSettings()
-    assert search_bits(small, settings_) < settings_.balance_bits < search_bits(large, settings_)
-    assert search_bits(TaskKey("course", 5, 10, 25, 30, 35, 0, 0), settings_) < settings_.balance_bits
-    assert not draw_draft(small, settings_, 0).balanced
-    draft = draw_draft(large, settings_, 0)
-    assert draft.balanced
-    per_row = Counter(r for r, _ in draft.hidden)
-    assert max(per_row.values()) - min(per_row[r] for r in range(10)) <= 1
-    assert any("_per_day_" in rule.name for rule in draft.rules)
-    with pytest.raises(GenerationError, match="balance_bits"):
-        generate_task(small, GenerationSettings(balance_bits=-1.0))
-
-
-@pytest.mark.parametrize("name", ["course", "meal", "travel", "workforce"])
-@pytest.mark.parametrize("seed", [0, 1])
-def test_balanced_rows_touch_only_visible_cells_and_stay_in_range(name, seed):
-    draft = draw_draft(TaskKey(name, 10, 10, 60, 120, 25, seed, 0), GenerationSettings(), 0)
-    hidden = set(draft.hidden)
-    before = copy.deepcopy(draft.items)
-    visible = {draft.truth[r][c] for r, c in draft.cells() if (r, c) not in hidden}
-    balanced = 0
-    for attribute in draft.balanced:
-        numeric = draft.domain.numeric(attribute)
-        pair = balance_rows(draft, attribute)
-        totals = {
-            sum(int(draft.truth_record((r, c))[attribute]) for c in range(draft.cols))
-            for r in range(draft.rows)
-        }
-        if pair is None:
-            continue
-        balanced += 1
-        assert len(totals) == 1, (attribute, totals)
-        assert [t.scope for t in pair] == [Scope.ROW, Scope.ROW]
-        assert {t.kind for t in pair} == {RuleKind.SUM_MIN, RuleKind.SUM_MAX}
-        for item_id in visible:
-            assert numeric.low <= int(draft.items[item_id][attribute]) <= numeric.high
-    assert balanced >= 2, name
-    for item_id, record in draft.items.items():
-        if item_id not in visible:  # hidden truths, decoys: never changed
-            assert record == before[item_id]
-
-
-def test_rows_that_cannot_reach_one_total_are_left_unchanged():
-    # every cell hidden: no visible cell can move, so rows with different totals fail
-    draft = draw_draft(TaskKey("course", 4, 4, 16, 0, 25, 3, 0), GenerationSettings(), 0)
-    before = copy.deepcopy(draft.items)
-    results = {}
-    for attribute in ("credits", "price"):
-        totals = {
-            sum(int(draft.truth_record((r, c))[attribute]) for c in range(draft.cols))
-            for r in range(draft.rows)
-        }
-        results[attribute] = (balance_rows(draft, attribute), len(totals))
-    assert any(total > 1 for _, total in results.values())
-    for pair, totals in results.values():
-        assert (pair is None) == (totals > 1)
-    assert draft.items == before
-
-
-def test_a_stuck_repair_adds_every_window_that_separates_the_counterexample():
-    key = TaskKey("course", 10, 10, 60, 120, 25, 0, 0)
-    draft = draw_draft(key, GenerationSettings(), 0)
-    cell = next(c for c in draft.hidden if draft.decoys.get(c))
-    truth = draft.truth[cell[0]][cell[1]]
-    decoy = next(
-        d for d in draft.decoys[cell] if draft.items[d]["category"] != draft.items[truth]["category"]
-    )
-    counterexample = {c: draft.truth[c[0]][c[1]] for c in draft.hidden} | {cell: decoy}
-    rules_before = len(draft.rules)
-    assert repair._add_window(draft, counterexample, GenerationSettings())
-    added = draft.rules[rules_before:]
-    names = {rule.name for rule in added}
-    for value in (draft.items[truth]["category"], draft.items[decoy]["category"]):
-        assert {f"category_{value}_min", f"category_{value}_max"} <= names
-    grid = [list(row) for row in draft.truth]
-    grid[cell[0]][cell[1]] = decoy
-    for rule in added:
-        truth_measure = truth_measures(draft, rule)[0]
-        assert (truth_measure <= rule.bound) if rule.is_upper_bound else (truth_measure >= rule.bound)
-        group = rule_groups(rule, draft.rows, draft.cols)[0]
-        other = rule_measure(rule, [draft.items[grid[r][c]] for r, c in group])
-        assert other != truth_measure  # every added window separates the counterexample
-    # the windows stay with the draft when rules are drawn again
-    assert [t.name for t in draft.extra] == [rule.name for rule in added]
-    assert not repair._add_window(
-        draft, {c: draft.truth[c[0]][c[1]] for c in draft.hidden}, GenerationSettings()
-    )
+    small = TaskKey("course", 10, 10, 30, 30, 25, 0, 0)
+    large = TaskKey("course", 10, 10, 30, 60, 25, 0, 0)
+    assert search_bits(small, settings_) < settings_.cage_bits < search_bits(large, settings_)
+    assert search_bits(TaskKey("course", 5, 10, 25, 30, 35, 0, 0), settings_) < settings_.cage_bits
+    assert not draw_draft(small, settings_, 0).cages
+    assert draw_draft(large, settings_, 0).cages
+    for bad, match in (
+        (GenerationSettings(cage_bits=-1.0), "cage_bits"),
+        (GenerationSettings(cage_cells=0), "cage_cells"),
+    ):
+        with pytest.raises(GenerationError, match=match):
+            generate_task(small, bad)
 
 
 @given(
-    name=st.sampled_from(["toy", "course", "meal"]),
+    name=st.sampled_from(["toy", "course", "meal", "travel"]),
     rows=st.integers(3, 4),
     cols=st.integers(3, 4),
     hidden_share=st.floats(0.4, 0.75),
@@ -173,7 +108,7 @@ def test_a_stuck_repair_adds_every_window_that_separates_the_counterexample():
     seed=st.integers(0, 10_000),
 )
 @settings(max_examples=40, deadline=None)
-def test_balanced_tasks_are_unique_by_brute_force(name, rows, cols, hidden_share, budget, seed):
+def test_caged_tasks_are_unique_by_brute_force(name, rows, cols, hidden_share, budget, seed):
     hidden = max(2, round(hidden_share * rows * cols))
     candidates = 6 if name == "toy" else budget + 2
     key = TaskKey(name, rows, cols, hidden, budget, max(candidates, budget + 2), seed, 0)
@@ -183,24 +118,12 @@ def test_balanced_tasks_are_unique_by_brute_force(name, rows, cols, hidden_share
         return  # an uncertifiable key is reported, never shipped
     truth = made.answer.truth_choice()
     assert list(enumerate_completions(made.task, limit=2)) == [truth]
-    # the measured distance (settled by repair's counterexamples or by CP-SAT) is the brute-force one
+    assert made.task.schema_version == "2"
     per_rule = {rule.name: distance(made.task, truth, rule.name) for rule in made.task.global_constraints}
     finite = [units for units in per_rule.values() if units is not None]
     recorded = made.answer.measures.distance_to_ambiguity
     assert recorded.units == (min(finite) if finite else None)
     assert recorded.rule is None or per_rule[recorded.rule] == recorded.units
-    for rule in made.task.global_constraints:
-        if (
-            rule.scope == Scope.ROW
-            and rule.kind in (RuleKind.SUM_MIN, RuleKind.SUM_MAX)
-            and "_per_" in rule.name
-        ):
-            grid = [[made.answer.truth[r][c] for c in range(cols)] for r in range(rows)]
-            totals = {
-                rule_measure(rule, [made.task.items[grid[r][c]] for r, c in group])
-                for group in rule_groups(rule, rows, cols)
-            }
-            assert len(totals) == 1, (rule.name, totals)
 
 
 @pytest.mark.parametrize("name", ["course", "shopping"])
@@ -209,15 +132,11 @@ def test_a_large_budget_task_certifies_and_is_deterministic(name):
     made = generate_task(key)
     assert made.answer.certificate.ok and made.answer.certificate.uniqueness == "INFEASIBLE"
     assert sum(len(role.decoys) for role in made.answer.roles) == 120
-    assert any(rule.scope == Scope.ROW and "_per_" in rule.name for rule in made.task.global_constraints)
+    assert any(rule.scope == Scope.CELLS for rule in made.task.global_constraints)
+    assert made.task.to_dict()["schema_version"] == "2"
     again = generate_task(key)
     assert again.task.to_dict() == made.task.to_dict()
     assert again.answer.truth == made.answer.truth
-
-
-def test_balanced_attributes_are_the_numeric_ones():
-    draft = draw_draft(TaskKey("travel", 10, 10, 60, 120, 25, 0, 0), GenerationSettings(), 0)
-    assert draft.balanced == [a.name for a in draft.domain.attributes if isinstance(a, NumericAttribute)]
 
 
 def test_room_over_budget_null_keeps_k_at_every_budget():

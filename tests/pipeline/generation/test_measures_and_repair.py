@@ -156,21 +156,13 @@ def test_surface_shortcuts_stay_near_chance():
         "largest_slot_margin",
         "best_on_summed_attributes",
         "high_in_rows_visibly_low",  # visible row totals say nothing when rows are not balanced
+        "joint_equal_row_totals",
+        "joint_equal_col_totals",
+        "joint_like_the_visible",
+        "joint_fewest_repeats",
+        "visible_most_typical",
+        "visible_inside_range",
+        "neighbours_most_alike",
+        "neighbours_least_alike",
     ):
         assert scores[policy]["accuracy"] < scores[policy]["chance"] + 0.08, (policy, scores[policy])
-
-
-def test_the_audit_sees_the_visible_row_pattern_of_balanced_rows():
-    """Balanced rows (large decoy budgets) share one total, so a row whose visible cells sum
-    low hides high values: the audit's `high_in_rows_visibly_low` policy must report it (the
-    adversarial audit of issue 12 measured 0.197 against 0.090 with a classifier on it)."""
-    from pipeline.evaluation.integrity import decoy_cells, policy_scores
-
-    cells = []
-    for domain in ("course", "meal", "workforce"):
-        for seed in range(4):
-            made = generate_task(TaskKey(domain, 10, 10, 60, 120, 25, seed=seed))
-            cells += decoy_cells(made.task, made.answer)
-    score = policy_scores(cells)["high_in_rows_visibly_low"]
-    assert len(cells) >= 100
-    assert score["low"] > score["chance"], score  # above chance at 95%; fixed keys, never flaky

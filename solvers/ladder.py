@@ -1,0 +1,171 @@
+"""The reasoning ladder: reference reasoners that use the rules the way an agent can, from the
+cheapest to the strongest. A task's *depth* is the lowest rung that decides it (leaves every
+hidden cell exactly one option; every rung is sound, so that option is the truth).
+
+0. ``slot``: slot checks only (the locally valid candidates);
+1. ``one_round``: one round of interval propagation on the linear rules;
+2. ``fixpoint``: interval propagation repeated until nothing changes;
+3. ``probing``: the fixpoint, then *probing*: give one cell one of its remaining options,
+   propagate to the fixpoint, and discard the option when some cell is left with none;
+   repeated over every option of every undecided cell until nothing changes (singleton
+   consistency);
+4. ``search``: full search (always decides a unique task).
+
+Interval propagation is the one in :mod:`solvers.propagation` (the fixpoint of per-rule
+generalised arc consistency is unique, so a queue reaches the same domains as rounds do);
+probing's closure is unique too, so the depth does not depend on any order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from solvers.checker import locally_valid_candidates
+from solvers.propagation import LinearRow, linear_rows, propagate
+from solvers.records import Depth
+from solvers.task import Task
+
+Cell = tuple[int, int]
+RUNGS = ("slot", "one_round", "fixpoint", "probing", "search")
+SLOT, ONE_ROUND, FIXPOINT, PROBING, SEARCH = range(len(RUNGS))
+
+
+def rung_index(name: str) -> int:
+    """The index of the rung called ``name``; ValueError naming the rungs otherwise."""
+    if name not in RUNGS:
+        raise ValueError(f"unknown rung {name!r}; the rungs are {list(RUNGS)}")
+    return RUNGS.index(name)
+
+
+class _Propagator:
+    """Queue-based interval propagation over fixed linear rows (the same fixpoint as
+    :func:`solvers.propagation.propagate`, reached with less work)."""
+
+    def __init__(self, rows: list[LinearRow]) -> None:
+        self.rows = rows
+        self.rows_of: dict[Cell, list[int]] = {}
+        for index, row in enumerate(rows):
+            for cell in row.coefficients:
+                self.rows_of.setdefault(cell, []).append(index)
+
+    def fixpoint(self, domains: dict[Cell, set[str]], start: list[int] | None = None) -> bool:
+        """Prune ``domains`` in place to the fixpoint; False when a domain empties."""
+        queue = list(range(len(self.rows))) if start is None else list(start)
+        queued = set(queue)
+        while queue:
+            index = queue.pop()
+            queued.discard(index)
+            changed = self._revise(self.rows[index], domains)
+            if changed is None:
+                return False
+            for cell in changed:
+                for other in self.rows_of[cell]:
+                    if other not in queued:
+                        queued.add(other)
+                        queue.append(other)
+        return True
+
+    @staticmethod
+    def _revise(row: LinearRow, domains: dict[Cell, set[str]]) -> list[Cell] | None:
+        """Remove the options ``row`` rules out; the cells that changed, None on a wipe-out."""
+        upper, bound = row.upper, row.bound
+        best: dict[Cell, int] = {}
+        total = row.constant
+        for cell, coefficients in row.coefficients.items():
+            values = [coefficients[option] for option in domains[cell]]
+            if not values:
+                return None
+            best[cell] = min(values) if upper else max(values)
+            total += best[cell]
+        if (total <= bound) if upper else (total >= bound):
+            slack = bound - total if upper else total - bound
+        else:
+            return None  # even the most favourable options break the row
+        changed = []
+        for cell, coefficients in row.coefficients.items():
+            domain = domains[cell]
+            if len(domain) == 1:
+                continue
+            room = best[cell] + slack if upper else best[cell] - slack
+            doomed = [o for o in domain if (coefficients[o] > room if upper else coefficients[o] < room)]
+            if doomed:
+                domain.difference_update(doomed)
+                changed.append(cell)
+        return changed
+
+
+def _open(domains: Mapping[Cell, set[str] | frozenset[str]]) -> int:
+    """Options beyond one per cell (an emptied cell counts none)."""
+    return sum(max(len(options) - 1, 0) for options in domains.values())
+
+
+def fold(rows: list[LinearRow], domains: Mapping[Cell, set[str]]) -> list[LinearRow]:
+    """``rows`` with every single-option cell folded into the constant (rows left without an
+    open cell are dropped when they hold, kept as a constant row when they do not)."""
+    out = []
+    for row in rows:
+        constant, open_cells = row.constant, {}
+        for cell, coefficients in row.coefficients.items():
+            if len(domains[cell]) == 1:
+                constant += coefficients[next(iter(domains[cell]))]
+            else:
+                open_cells[cell] = coefficients
+        holds = constant <= row.bound if row.upper else constant >= row.bound
+        if open_cells or not holds:
+            out.append(LinearRow(row.rule, row.upper, row.bound, constant, open_cells))
+    return out
+
+
+def probe(rows: list[LinearRow], domains: dict[Cell, set[str]]) -> bool:
+    """Singleton consistency in place: discard every option whose trial assignment wipes out
+    a domain under propagation, until nothing changes. False when a domain empties."""
+    propagator = _Propagator(rows)
+    if not propagator.fixpoint(domains):
+        return False
+    propagator = _Propagator(fold(rows, domains))
+    changed = True
+    while changed:
+        changed = False
+        for cell in sorted(c for c in domains if len(domains[c]) > 1):
+            for option in sorted(domains[cell]):
+                if len(domains[cell]) == 1:
+                    break
+                trial = {c: set(options) if len(options) > 1 else options for c, options in domains.items()}
+                trial[cell] = {option}
+                if not propagator.fixpoint(trial, propagator.rows_of.get(cell, [])):
+                    domains[cell].discard(option)
+                    changed = True
+                    if not propagator.fixpoint(domains, propagator.rows_of.get(cell, [])):
+                        return False
+    return True
+
+
+def rung_domains(task: Task) -> list[dict[Cell, frozenset[str]]]:
+    """What each rung up to probing leaves of every hidden cell's options: slot checks, one
+    round, the fixpoint, probing (a cell left empty means the rung found no completion)."""
+    options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
+    result = propagate(task, options)
+    domains = {cell: set(ids) for cell, ids in result.fixpoint.items()}
+    if all(domains.values()) and _open(domains):
+        if not probe(linear_rows(task, options), domains):
+            domains = {cell: set() for cell in domains}
+    return [
+        {cell: frozenset(ids) for cell, ids in options.items()},
+        dict(result.after_one_round),
+        dict(result.fixpoint),
+        {cell: frozenset(ids) for cell, ids in domains.items()},
+    ]
+
+
+def reasoning_depth(task: Task) -> Depth:
+    """The lowest rung of the ladder that decides ``task`` (``search`` when none below does)."""
+    stages = rung_domains(task)
+    left = [_open(domains) for domains in stages]
+    for rung, domains in enumerate(stages):
+        if all(len(options) == 1 for options in domains.values()):
+            return _depth(rung, left[: rung + 1] + [0] * (len(left) - rung - 1))
+    return _depth(SEARCH, left)
+
+
+def _depth(rung: int, open_after: list[int]) -> Depth:
+    return Depth(rung, RUNGS[rung], open_after)

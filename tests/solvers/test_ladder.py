@@ -1,0 +1,142 @@
+"""The reasoning ladder against brute force on small grids: every rung is sound (never drops
+an option that a completion uses), a rung that decides a task agrees with enumeration, each
+rung is what its definition says (one round, the fixpoint, singleton probing: recomputed here
+by brute-force supports), and the depth does not depend on the order of anything."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from pipeline import GenerationSettings, TaskKey, generate_task
+from solvers.ladder import PROBING, RUNGS, SEARCH, reasoning_depth, rung_domains, rung_index
+from solvers.task import GlobalRule, Slot, Task
+from tests.brute import completions
+from tests.solvers.test_propagation import brute_round
+from tests.strategies import small_tasks
+
+
+def brute_fixpoint(task, domains):
+    """Brute-force supports, round after round, from ``domains`` (False on a wipe-out)."""
+    domains = {cell: set(ids) for cell, ids in domains.items()}
+    while all(domains.values()):
+        removed = brute_round(task, domains)
+        if not removed:
+            return domains
+        for cell, option in removed:
+            domains[cell].discard(option)
+    return None
+
+
+def brute_probing(task, domains):
+    """Singleton consistency by its definition: drop an option whose assignment wipes out a
+    domain under brute-force propagation, until nothing changes."""
+    domains = brute_fixpoint(task, domains)
+    changed = domains is not None
+    while changed:
+        changed = False
+        for cell in sorted(domains):
+            for option in sorted(domains[cell]):
+                trial = {c: set(ids) for c, ids in domains.items()}
+                trial[cell] = {option}
+                if brute_fixpoint(task, trial) is None:
+                    domains[cell].discard(option)
+                    changed = True
+        domains = brute_fixpoint(task, domains) if changed else domains
+        if domains is None:
+            return None
+    return domains
+
+
+TWO_SUM = Task(  # two cells whose windows pin a pair: propagation keeps all, probing decides
+    "two-sum",
+    "toy",
+    1,
+    2,
+    0,
+    ((None, None),),
+    {
+        **{
+            f"a{k}": {"id": f"a{k}", "name": "a", "cost": k, "weight": 3 - k, "color": "red"}
+            for k in range(4)
+        },
+        **{f"b{k}": {"id": f"b{k}", "name": "b", "cost": k, "weight": k, "color": "red"} for k in range(4)},
+    },
+    (Slot(0, 0, ("a0", "a1", "a2", "a3"), ()), Slot(0, 1, ("b0", "b1", "b2", "b3"), ())),
+    (
+        GlobalRule("cost_max", "sum_max", "cost", 3, "cells", cells=((0, 0), (0, 1))),
+        GlobalRule("cost_min", "sum_min", "cost", 3, "cells", cells=((0, 0), (0, 1))),
+        GlobalRule("weight_min", "sum_min", "weight", 5, "grid"),
+    ),
+)
+
+
+@given(small_tasks())
+@example(TWO_SUM)
+def test_every_rung_is_sound_and_deciding_agrees_with_enumeration(task):
+    found = completions(task)
+    stages = rung_domains(task)
+    for rung, domains in enumerate(stages):
+        for choice in found:
+            assert all(choice[cell] in domains[cell] for cell in choice), RUNGS[rung]
+        if all(len(ids) == 1 for ids in domains.values()):  # decides: at most that completion
+            assert found in ([], [{cell: next(iter(ids)) for cell, ids in domains.items()}]), RUNGS[rung]
+    depth = reasoning_depth(task)
+    if len(found) == 1:
+        assert depth.rung <= SEARCH and depth.name == RUNGS[depth.rung]
+        if depth.rung < SEARCH:
+            assert all(len(ids) == 1 for ids in stages[depth.rung].values())
+        assert all(
+            any(len(ids) != 1 for ids in stages[r].values()) for r in range(min(depth.rung, PROBING + 1))
+        )
+
+
+@given(small_tasks())
+@example(TWO_SUM)
+def test_probing_is_singleton_consistency_by_brute_force(task):
+    slot_checked, _, fixpoint, probed = rung_domains(task)
+    expected = brute_probing(task, {cell: set(ids) for cell, ids in slot_checked.items()})
+    if expected is None:
+        assert any(not ids for ids in probed.values()) or any(not ids for ids in fixpoint.values())
+    else:
+        assert probed == {cell: frozenset(ids) for cell, ids in expected.items()}
+
+
+def test_the_two_sum_task_needs_probing():
+    assert reasoning_depth(TWO_SUM).name == "probing"
+    assert reasoning_depth(TWO_SUM).open_after == [6, 2, 2, 0]  # weight keeps a0, a1 and b2, b3
+
+
+@given(small_tasks(), st.integers(0, 2**32))
+def test_the_depth_does_not_depend_on_candidate_or_rule_order(task, seed):
+    rng = random.Random(seed)
+    slots = tuple(
+        dataclasses.replace(s, candidates=tuple(rng.sample(s.candidates, len(s.candidates))))
+        for s in task.slots
+    )
+    rules = tuple(rng.sample(task.global_constraints, len(task.global_constraints)))
+    shuffled = dataclasses.replace(task, slots=tuple(rng.sample(slots, len(slots))), global_constraints=rules)
+    assert reasoning_depth(shuffled) == reasoning_depth(task)
+
+
+def test_the_recorded_depth_is_the_ladder_s_and_min_depth_holds():
+    made = generate_task(TaskKey("course", 5, 7, 11, 15, 25, seed=1), GenerationSettings(min_depth="probing"))
+    assert made.answer.measures.depth == reasoning_depth(made.task)
+    assert made.answer.measures.depth.rung >= rung_index("probing")
+    assert generate_task(
+        TaskKey("course", 5, 7, 11, 15, 25, seed=1)
+    ).answer.measures.depth == reasoning_depth(
+        generate_task(TaskKey("course", 5, 7, 11, 15, 25, seed=1)).task
+    )
+
+
+def test_min_depth_is_capped_by_what_the_decoys_allow():
+    one_cell = generate_task(
+        TaskKey("course", 5, 7, 5, 1, 25, seed=0), GenerationSettings(min_depth="search")
+    )
+    assert one_cell.answer.measures.depth.name == "one_round"
+    none = generate_task(TaskKey("course", 5, 7, 5, 0, 25, seed=0), GenerationSettings(min_depth="search"))
+    assert none.answer.measures.depth.name == "slot"
