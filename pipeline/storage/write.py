@@ -32,6 +32,8 @@ PACKAGES = ("gridbench", "ortools", "pulp", "polars", "pyarrow", "hydra-core", "
 INT64_MAX = 2**63 - 1
 
 
+# what is byte-identical for the same configuration and seed (the manifest's "deterministic")
+DETERMINISTIC = ["tasks/", "answers/", "data/", "metadata.parquet", "schemas/", "README.md", "LICENSE"]
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 VERSION = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]{1,32})?$")
 
@@ -387,15 +389,7 @@ def write_release(
             "software": software_versions(),
             "counts": {**counts(frame), "crosscheck_disagreements": len(events)},
             "build_events": events,
-            "deterministic": [
-                "tasks/",
-                "answers/",
-                "data/",
-                "metadata.parquet",
-                "schemas/",
-                "README.md",
-                "LICENSE",
-            ],
+            "deterministic": list(DETERMINISTIC),
             "files": dict(sorted(files.items())),
         }
         (folder / "manifest.json").write_bytes(dumps(manifest))
