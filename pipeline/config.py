@@ -14,6 +14,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from domains import PAPER_DOMAINS
 from gridbench.errors import UserError
 from pipeline.generation.keys import GenerationSettings, TaskKey
+from pipeline.parallel import check_workers
 from solvers.results import SolverSettings
 
 
@@ -383,6 +384,14 @@ def _int_list(values: Any, key: str, low: int, high: int) -> list[int]:
     return checked
 
 
+def check_solver(cfg: DictConfig) -> None:
+    """``solver.workers`` and ``solver.time_limit_s`` (a finite number of seconds)."""
+    _int(cfg.solver.workers, "solver.workers", 1, 64)
+    limit = cfg.solver.time_limit_s
+    if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0 < float(limit) <= 3600:
+        raise UserError(f"solver.time_limit_s={limit} must be a number of seconds in (0, 3600]")
+
+
 def check_generation_config(cfg: DictConfig) -> None:
     """Every range of a release or generate configuration, before any work; raises
     :class:`UserError` naming the key, the value and what is allowed."""
@@ -406,11 +415,9 @@ def check_generation_config(cfg: DictConfig) -> None:
         raise UserError(f"release.domains={domains} names a domain twice")
     _int(release.tasks_per_cell, "release.tasks_per_cell", 1, 100_000)
     _int(release.seed, "release.seed", 0, SEED_MAX)
-    _int(release.workers, "release.workers", 1, 256)
+    check_workers(release.workers, "release.workers")
     _int(release.audit_splits, "release.audit_splits", 0, 1000)
-    _int(cfg.solver.workers, "solver.workers", 1, 64)
-    if not 0 < float(cfg.solver.time_limit_s) <= 3600:
-        raise UserError(f"solver.time_limit_s={cfg.solver.time_limit_s} must be in (0, 3600]")
+    check_solver(cfg)
     for key in ("hidden_slots", "decoy_budget"):
         value = cfg.task.get(key)
         if value is not None:

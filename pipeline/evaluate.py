@@ -21,6 +21,7 @@ from pipeline.cli import command
 from pipeline.config import register_configs
 from pipeline.evaluation.episodes import EvalRequest, run_evaluation
 from pipeline.evaluation.runs import parse_shard
+from pipeline.parallel import check_workers
 from pipeline.storage.read import read_manifest
 
 register_configs()
@@ -36,9 +37,9 @@ def request_from(cfg: DictConfig) -> EvalRequest:
     rates = [float(rate) for rate in cfg.failure_rates]
     if not rates or not all(0.0 <= rate < 1.0 for rate in rates) or len(set(rates)) != len(rates):
         raise UserError(f"failure_rates={rates}: give distinct rates in [0, 1), e.g. [0.0,0.1,0.3]")
-    for key, low, high in (("trials", 1, 10_000), ("workers", 1, 256)):
-        if not low <= int(cfg[key]) <= high:
-            raise UserError(f"{key}={cfg[key]} is out of range: use {low}..{high}")
+    if not 1 <= int(cfg.trials) <= 10_000:
+        raise UserError(f"trials={cfg.trials} is out of range: use 1..10000")
+    check_workers(cfg.workers, "workers")
     return EvalRequest(
         release=release,
         spec=spec,

@@ -17,10 +17,10 @@ from omegaconf import DictConfig
 
 from gridbench.errors import UserError
 from pipeline.cli import command, plain
-from pipeline.config import register_configs, solver_settings
+from pipeline.config import check_solver, register_configs, solver_settings
 from pipeline.generation.records import CertifiedTask
 from pipeline.generation.seal import seal
-from pipeline.parallel import parallel_imap
+from pipeline.parallel import check_workers, parallel_imap
 from pipeline.storage.agentce import convert, licence_of, read_file
 from pipeline.storage.read import shown
 from pipeline.storage.safe import read_user_file
@@ -61,6 +61,8 @@ def run_import(cfg: DictConfig) -> int:
     if not found:
         raise FileNotFoundError(f"no AgentCE dataset files at {source}; pass source=DIR or FILE")
     release = cfg.release
+    check_workers(release.workers, "release.workers")
+    check_solver(cfg)
     target = release_dir(release.output_root, release.name, release.version)
     check_target(target, bool(release.overwrite))
     solver: SolverSettings = solver_settings(cfg)

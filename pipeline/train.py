@@ -23,7 +23,7 @@ from omegaconf import DictConfig
 from gridbench.errors import UserError
 from pipeline.cli import command, plain
 from pipeline.config import register_configs
-from pipeline.parallel import parallel_imap
+from pipeline.parallel import check_workers, parallel_imap
 from pipeline.storage.shards import SHARDS_FORMAT, ShardJob, check_name, make_shard, sha256, shard_seed
 
 register_configs()
@@ -123,6 +123,7 @@ def build(cfg: DictConfig) -> int:
     from pipeline.storage.write import GENERATED_LICENCE
 
     check_name(str(cfg.name), str(cfg.version))
+    check_workers(cfg.workers, "workers")
     root = Path(str(cfg.output_root)) / f"{cfg.name}-v{cfg.version}"
     if (root / "manifest.json").exists():
         raise UserError(f"{root} is complete already (it has a manifest); choose another version")

@@ -14,8 +14,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from gridbench.errors import UserError
 from pipeline.cli import command
-from pipeline.config import register_configs, solver_settings
+from pipeline.config import check_solver, register_configs, solver_settings
+from pipeline.parallel import check_workers
 from pipeline.storage.read import shown
 from pipeline.storage.shards import is_sharded, verify_sharded
 from pipeline.storage.verify import VerifyReport, verify_release
@@ -48,6 +50,12 @@ def print_report(report: VerifyReport, seconds: float, milp: str | None) -> None
 def verify(cfg: DictConfig) -> int:
     """Check every file digest of ``cfg.release`` and re-prove every task; 0 when all hold, else 1."""
     start = time.perf_counter()
+    check_workers(cfg.verify.workers, "verify.workers")
+    check_solver(cfg)
+    if str(cfg.verify.crosscheck_solver) not in ("highs", "cbc"):
+        raise UserError(
+            f"verify.crosscheck_solver={shown(cfg.verify.crosscheck_solver, 40)}: use highs or cbc"
+        )
     milp = str(cfg.verify.crosscheck_solver) if cfg.verify.crosscheck else None
     path = Path(str(cfg.release))
     if is_sharded(path):
