@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,30 @@ def read_user_file(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
     if len(str(given)) > 4096:
         raise ReleaseError(f"{str(given)[:80]}...: a path of {len(str(given))} characters is refused")
     return read_bytes(given.parent, given.name, limit)
+
+
+def read_lines(root: Path, relative: str, max_line: int = 1024 * 1024) -> Iterator[bytes]:
+    """The lines of a regular file under ``root`` (a run's ``episodes.jsonl``), read one at a
+    time: memory is bounded by ``max_line`` whatever the file's size; a longer line is
+    skipped (it is not a row this code wrote)."""
+    path = regular_file(root, relative)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError as error:
+        raise ReleaseError(f"{relative[:200]}: cannot be read ({error.strerror})") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise ReleaseError(f"{relative}: not a regular file")
+        while True:
+            line = handle.readline(max_line + 1)
+            if not line:
+                return
+            if len(line) > max_line:  # skip the rest of an overlong line
+                while line and not line.endswith(b"\n"):
+                    line = handle.readline(max_line + 1)
+                continue
+            yield line
 
 
 def read_gzip_json(root: Path, relative: str, limit: int = MAX_GZIP_BYTES) -> Any:
