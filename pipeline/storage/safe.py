@@ -35,9 +35,12 @@ def checked_relative(relative: Any) -> str:
         raise ReleaseError(f"{str(relative)[:80]!r}: a listed path must be a short relative string")
     parts = relative.split("/")
     if relative.startswith(("/", "\\")) or ":" in parts[0] or "\\" in relative:
-        raise ReleaseError(f"{relative}: absolute paths are refused")
+        raise ReleaseError(f"{ascii(relative[:200])}: absolute paths are refused")
     if any(part in ("", ".", "..") for part in parts) or "\0" in relative:
-        raise ReleaseError(f"{relative}: the path leaves the release or is not normal")
+        raise ReleaseError(f"{ascii(relative[:200])}: the path leaves the release or is not normal")
+    unsafe = unsafe_text(relative, 512)
+    if unsafe:
+        raise ReleaseError(f"{ascii(relative[:200])}: a listed path holds {unsafe}, which is refused")
     return relative
 
 

@@ -154,11 +154,15 @@ def make_shard(job: ShardJob) -> dict[str, Any]:
     final = root / "shards" / job.name
     partial = root / "shards" / f".{job.name}.partial-{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    for name, data in files.items():
-        (partial / name).write_bytes(data)
     shard_json = json.dumps(record, indent=1, sort_keys=True).encode()
-    (partial / "shard.json").write_bytes(shard_json)
+    try:
+        partial.mkdir(parents=True)
+        for name, data in files.items():
+            (partial / name).write_bytes(data)
+        (partial / "shard.json").write_bytes(shard_json)
+    except OSError:  # a full disk: nothing half-written stays behind
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     shutil.rmtree(final, ignore_errors=True)  # a damaged shard of an earlier, killed build
     os.replace(partial, final)
     return {**record, "sha256": sha256(shard_json)}
