@@ -45,7 +45,8 @@ def load_runs(roots: list[Path]) -> pl.DataFrame:
                 raise TypeError("not a table")
             frames.append(frame)
         except ReleaseError as error:
-            raise UserError(f"{error}; delete it and rerun `make eval`") from None
+            why = str(error).split(": ", 1)[-1]
+            raise UserError(f"{path} cannot be read ({why}); delete it and rerun `make eval`") from None
         except Exception as error:  # polars raises several kinds for a damaged file
             raise UserError(
                 f"{path} cannot be read ({type(error).__name__}); delete it and "
