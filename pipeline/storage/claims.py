@@ -95,7 +95,7 @@ def _counts(manifest: dict[str, Any], meta: pl.DataFrame | None, failures: list[
         failures.append(f"manifest.json: counts lacks {missing} or has unknown keys {unknown[:5]}")
     for key in sorted(COUNT_KEYS - {"per_domain"}):
         if key in counts and (not _is_int(counts[key]) or counts[key] < 0):
-            failures.append(f"manifest.json: counts.{key}={_short(counts[key])!r} is not a whole number")
+            failures.append(f"manifest.json: counts.{key}={_short(counts[key])} is not a whole number")
     per_domain = counts.get("per_domain")
     if not isinstance(per_domain, dict) or not all(_is_int(v) for v in per_domain.values()):
         failures.append(
