@@ -109,7 +109,9 @@ def peak_mb(stderr: str) -> int:
     return int(line.split()[1])
 
 
-def dictionary_bomb(path: Path, schema: Any, column: str, rows: int = BOMB_ROWS, size: int = BOMB_VALUE) -> None:
+def dictionary_bomb(
+    path: Path, schema: Any, column: str, rows: int = BOMB_ROWS, size: int = BOMB_VALUE
+) -> None:
     """A Parquet file of ``schema`` whose ``column`` holds one ``size``-character value in each
     of ``rows`` rows, dictionary-encoded (the value is stored once: kilobytes on disk,
     ``rows * size`` bytes decoded); every other column is null. Written without the Arrow
@@ -120,9 +122,9 @@ def dictionary_bomb(path: Path, schema: Any, column: str, rows: int = BOMB_ROWS,
 
     value = pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, dtype=np.int32)), pa.array(["x" * size]))
     columns = [value if field.name == column else pa.nulls(rows, field.type) for field in schema]
-    table = pa.Table.from_arrays(columns, schema=pa.schema([*schema]).set(
-        schema.get_field_index(column), pa.field(column, value.type)
-    ))
+    table = pa.Table.from_arrays(
+        columns, schema=pa.schema([*schema]).set(schema.get_field_index(column), pa.field(column, value.type))
+    )
     pq.write_table(table, path, compression="zstd", store_schema=False)
 
 
