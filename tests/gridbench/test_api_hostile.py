@@ -13,12 +13,12 @@ import pytest
 
 import gridbench
 from gridbench.errors import UserError
-from tests.hostile import build_tiny, deadline, peak_mb, run_code_limited
+from tests.hostile import deadline, peak_mb, run_code_limited
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> Path:
-    return build_tiny(tmp_path_factory.mktemp("api"))
+@pytest.fixture
+def tiny(tiny_release) -> Path:
+    return tiny_release
 
 
 SIZES = [

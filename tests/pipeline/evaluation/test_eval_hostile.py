@@ -13,12 +13,12 @@ import pytest
 
 from gridbench.errors import UserError
 from tests.helpers_release import compose_config, run_module
-from tests.hostile import build_tiny, file_size_limit, snapshot, tiny_overrides
+from tests.hostile import file_size_limit, snapshot, tiny_overrides
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> Path:
-    return build_tiny(tmp_path_factory.mktemp("evalhostile"))
+@pytest.fixture
+def tiny(tiny_release) -> Path:
+    return tiny_release
 
 
 def _eval_cfg(release: Path, root: Path, *extra: str):

@@ -17,7 +17,6 @@ from gridbench.errors import UserError
 from tests.helpers_release import compose_config, copy_release
 from tests.hostile import (
     MEMORY_LIMIT_MB,
-    build_tiny,
     deadline,
     dictionary_bomb,
     gzip_bomb,
@@ -28,9 +27,9 @@ from tests.hostile import (
 )
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> Path:
-    return build_tiny(tmp_path_factory.mktemp("bounded"))
+@pytest.fixture
+def tiny(tiny_release) -> Path:
+    return tiny_release
 
 
 def _table_schema(relative: str):

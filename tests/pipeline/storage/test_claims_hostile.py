@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from tests.helpers_release import compose_config, copy_release, redigest
-from tests.hostile import build_tiny, snapshot
+from tests.hostile import snapshot
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> Path:
-    return build_tiny(tmp_path_factory.mktemp("claims"))
+@pytest.fixture
+def tiny(tiny_release) -> Path:
+    return tiny_release
 
 
 def _manifest(release: Path) -> dict:
