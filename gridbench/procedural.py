@@ -28,7 +28,6 @@ MAX_REDRAWS = 5  # an item's (domain, H, B) re-drawn at most this often when it 
 FAILURE_MODES = ("redraw", "raise")
 CACHE = 256  # generated items kept for repeated indexing
 # What a dataset may ask for, checked before anything is allocated or generated:
-MAX_SIDE = 30  # rows and columns of a grid (as a release's grid.rows / grid.cols)
 MAX_CANDIDATES = 200  # candidates per hidden cell (as a release's)
 MAX_VALUES = 10_000  # values of hidden_slots or decoy_budgets
 MAX_COMBINATIONS = 100_000  # (H, B) pairs, each checked for every domain before any work
@@ -121,6 +120,8 @@ def _grid(grid: str | tuple[int, int]) -> tuple[int, int]:
         rows, cols = grid[0], grid[1]
     else:
         raise UserError(f"grid={_shown(grid)}: write ROWSxCOLS ('5x7') or a pair of ints ((5, 7))")
+    from pipeline.generation.validate import MAX_SIDE
+
     if not (1 <= rows <= MAX_SIDE and 1 <= cols <= MAX_SIDE):
         raise UserError(f"grid={_shown(grid)}: rows and columns must be between 1 and {MAX_SIDE}")
     return rows, cols

@@ -27,6 +27,9 @@ FOLDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")  # a release folder'
 def run_audit(cfg: DictConfig) -> int:
     """Audit the integrity of ``cfg.release``: write ``audit.json`` and ``audit.md`` and print the tables."""
     start = time.perf_counter()
+    for key, value, high in (("splits", cfg.splits, 1000), ("seed", cfg.seed, 2**63 - 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
+            raise UserError(f"{key}={value} must be a whole number in 0..{high}")
     release = Path(str(cfg.release))
     pairs = release_pairs(release)
     report = audit(pairs, int(cfg.splits), int(cfg.seed))

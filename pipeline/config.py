@@ -14,6 +14,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from domains import PAPER_DOMAINS
 from gridbench.errors import UserError
 from pipeline.generation.keys import GenerationSettings, TaskKey
+from pipeline.generation.validate import MAX_SIDE  # rows and columns of a grid
 from pipeline.parallel import check_workers
 from solvers.results import SolverSettings
 
@@ -360,7 +361,6 @@ def release_keys(cfg: DictConfig) -> list[TaskKey]:
 
 # Validation at the edge ---------------------------------------------------------------------
 
-MAX_SIDE = 30  # rows and columns of a grid
 MAX_CANDIDATES = 200  # candidates per hidden cell
 SEED_MAX = 2**63 - 1
 

@@ -89,6 +89,8 @@ def _target(path: str) -> Any:
 
 def make_agent(spec: AgentSpec) -> Any:
     """The agent object of a spec (built where it plays: a worker process or the event loop)."""
+    if not isinstance(spec, AgentSpec):
+        raise UserError(f"make_agent takes gridbench.agent_spec(...), got {type(spec).__name__}")
     if spec.config.get("_target_"):
         from hydra.utils import instantiate
 

@@ -108,10 +108,17 @@ def load_json(data: bytes, where: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     refuses nesting deeper than the interpreter's recursion limit (a RecursionError, caught);
     anything it accepts is then measured."""
     deep = f"{where}: JSON nested deeper than {max_depth} levels, which is refused"
+    containers = data.count(b"[") + data.count(b"{") if isinstance(data, bytes) else 0
+    if containers > len(data) // 8 + 1_000_000:  # a file: about 1 in 50 bytes; "[[],[],..." 1 in 3
+        raise ReleaseError(
+            f"{where}: JSON of {containers} arrays and objects in {len(data)} bytes, which is refused"
+        )
     try:
         value = json.loads(data)
     except RecursionError:
         raise ReleaseError(deep) from None
+    except MemoryError:
+        raise ReleaseError(f"{where}: JSON too large to parse in this process's memory") from None
     except ValueError as error:
         raise ReleaseError(f"{where}: not valid JSON ({str(error)[:120]})") from None
     if json_depth(value) > max_depth:

@@ -247,10 +247,16 @@ def is_sharded(path: Path) -> bool:
 
 
 def check_name(name: str, version: str) -> None:
-    """Refuse a release name or version that could leave the output folder."""
-    for value in (name, version):
-        if not value or "/" in value or ".." in value or value.startswith("."):
-            raise UserError(f"{value!r}: a release name or version may not hold '/', '..' or start with '.'")
+    """Refuse a release name or version that could leave the output folder or cannot be shown
+    (the rules of ``release.name`` and ``release.version``)."""
+    from pipeline.storage.write import NAME, VERSION
+
+    for value, rule in ((name, NAME), (version, VERSION)):
+        if not rule.match(value) or ".." in value:
+            raise UserError(
+                f"{ascii(value[:80])}: a name uses letters, digits, '.', '_' and '-' and may not hold "
+                "'/' or '..'; a version is semantic (1.0.0)"
+            )
 
 
 def verify_sharded(path: Path, solver: Any, milp: str | None, workers: int) -> tuple[int, int, list[str]]:

@@ -307,3 +307,21 @@ def test_hub_refuses_a_repo_id_the_hub_would_refuse_even_in_a_dry_run(repo_id, t
     cfg = compose_config([f"release={tmp_path}", f"repo_id='{repo_id}'", "dry_run=true"], "hub", "apps")
     with pytest.raises(UserError, match="repo_id="):
         run_hub(cfg)
+
+
+def test_generate_task_answers_a_bad_key_at_once():
+    from pipeline.generation.keys import TaskKey
+
+    for key in (
+        TaskKey("toy", 5, 5, 2, 10**30, 25),  # counting its cells would take for ever
+        TaskKey("toy", 100_000, 100_000, 1, 0, 25),  # 10^10 cells
+        TaskKey("toy", "5", 5, 2, 0, 25),  # type: ignore[arg-type]
+        TaskKey("toy", 5, 5, 2.5, 0, 25),  # type: ignore[arg-type]
+        TaskKey(5, 5, 5, 2, 0, 25),  # type: ignore[arg-type]
+        None,
+    ):
+        with deadline(10), pytest.raises(UserError) as refused:
+            gridbench.generate_task(key)  # type: ignore[arg-type]
+        assert "\n" not in str(refused.value) and len(str(refused.value)) < 400
+    with pytest.raises(UserError, match="agent_spec"):
+        gridbench.make_agent(None)  # type: ignore[arg-type]

@@ -270,3 +270,10 @@ def test_a_path_that_is_no_release_is_one_line(path, capsys, monkeypatch):
         main()
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_json_of_millions_of_empty_arrays_is_refused_before_parsing():
+    from pipeline.storage.safe import ReleaseError, load_json
+
+    with pytest.raises(ReleaseError, match="arrays and objects"):
+        load_json(b"[" + b"[]," * 5_000_000 + b"[]]", "bomb.json")  # 15 MB: 5 million lists
