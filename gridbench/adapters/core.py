@@ -21,6 +21,7 @@ from gridbench.errors import UserError
 from gridbench.scoring import answer_of, task_of
 from solvers.task import Answer, Task
 
+MAX_ACTION_CHARS = 1_000_000  # an action's JSON text: a tool call is a few hundred characters
 ACTION_HELP = 'an action is one tool call: {"name": TOOL, "arguments": {...}} (a JSON object or its text)'
 
 
@@ -111,6 +112,8 @@ class Session:
 
 def parse_action(action: Any) -> tuple[str, Any] | str:
     """``(name, arguments)`` of an action, or a message saying why it is not a tool call."""
+    if isinstance(action, str | bytes | bytearray) and len(action) > MAX_ACTION_CHARS:
+        return f"the action is {len(action)} characters long (at most {MAX_ACTION_CHARS}); {ACTION_HELP}"
     if isinstance(action, bytes | bytearray):
         action = action.decode("utf-8", "replace")
     if isinstance(action, str):

@@ -252,11 +252,10 @@ def plan(request: EvalRequest) -> list[Job]:
     """Every episode of the run (this shard's share of them), in a fixed order."""
     release, spec, env, shard = request.release, request.spec, request.env, request.shard
     config = read_manifest(release).get("config", {})
-    share = (
-        float(((config.get("generation") or {}).get("min_resistant_share")) or 0.0)
-        if isinstance(config, dict)
-        else 0.0
-    )
+    generation = config.get("generation") if isinstance(config, dict) else None
+    value = generation.get("min_resistant_share") if isinstance(generation, dict) else None
+    # what the manifest says, when it is a share (a damaged manifest does not stop a run)
+    share = float(value) if isinstance(value, int | float) and 0.0 <= value <= 1.0 else 0.0
     jobs = [
         Job(
             str(release),

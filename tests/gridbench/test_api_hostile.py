@@ -325,3 +325,15 @@ def test_generate_task_answers_a_bad_key_at_once():
         assert "\n" not in str(refused.value) and len(str(refused.value)) < 400
     with pytest.raises(UserError, match="agent_spec"):
         gridbench.make_agent(None)  # type: ignore[arg-type]
+
+
+def test_a_gymnasium_step_with_a_huge_or_deep_action_is_an_invalid_step(tiny):
+    import gymnasium
+
+    import gridbench.gym  # noqa: F401
+
+    env = gymnasium.make("gridbench/Grid-v0", release=str(tiny))
+    env.reset(seed=0)
+    for action in ("x" * 5_000_000, "[" * 200_000, {"name": "set_slot", "arguments": _deep_dict(100_000)}):
+        text, reward, terminated, truncated, info = env.step(action)
+        assert json.loads(text)["status"] == "error" and reward == 0.0

@@ -211,3 +211,14 @@ def test_the_os_errors_a_user_can_fix_are_one_line():
         assert line and line.startswith("no space left to write (/data/x)") and "\n" not in line
     assert "not allowed to write" in os_error_line(OSError(errno.EACCES, "Permission denied", "/x"))
     assert os_error_line(OSError(errno.EIO, "I/O error")) is None  # a real fault keeps its traceback
+
+
+def test_a_manifest_config_of_the_wrong_shape_does_not_stop_a_run(tiny, tmp_path):
+    from pipeline.evaluate import evaluate
+    from tests.helpers_release import copy_release
+
+    copy = copy_release(tiny, tmp_path / "copy")
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["config"]["generation"] = "not a mapping"
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    assert evaluate(_eval_cfg(copy, tmp_path / "runs")) == 0
