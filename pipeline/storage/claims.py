@@ -177,6 +177,7 @@ def _config(
                 f"manifest.json: config.release.{key}={_short(release.get(key))!r} but the "
                 f"manifest says {_short(manifest.get(key))!r}"
             )
+    _statuses(release, meta, failures)
     if "grid" in config:
         _generated(config, release, meta, failures, notes)
     elif "source" in config:
@@ -188,6 +189,24 @@ def _config(
             failures.append("metadata.parquet: an imported task has a seed other than 0")
     else:
         failures.append("manifest.json: config describes neither a build (grid) nor an import (source)")
+
+
+def _statuses(release: dict[str, Any], meta: pl.DataFrame | None, failures: list[str]) -> None:
+    """Only certified tasks ship, and each carries the cross-check its config asked for."""
+    if meta is None:
+        return
+    uncertified = meta.filter((pl.col("certificate_status") != "ok") | ~pl.col("unique")).height
+    if uncertified:
+        failures.append(f"metadata.parquet: {uncertified} tasks claim no certificate, which no build ships")
+    crosscheck = release.get("crosscheck")
+    if isinstance(crosscheck, bool):
+        expected = "ok" if crosscheck else "not_run"
+        wrong = meta.filter(pl.col("crosscheck_status") != expected).height
+        if wrong:
+            failures.append(
+                f"metadata.parquet: {wrong} tasks' cross-check is not {expected!r}, as "
+                f"config.release.crosscheck={str(crosscheck).lower()} says"
+            )
 
 
 def _int_list(value: Any) -> list[int] | None:

@@ -139,6 +139,7 @@ CASES = [
     (lambda r: _timings(r, lambda f: f.head(3)), "timings.parquet: its rows (3)"),
     (lambda r: _timings(r, lambda f: f.rename({"certify_ms": "certify_s"})), "its columns are not task_id"),
     (lambda r: _metadata(r, lambda f: f.with_columns(f["seed"] + 5)), "seed"),
+    (_config(["release", "crosscheck"], False), "cross-check is not 'not_run'"),
     (lambda r: _metadata(r, lambda f: f.with_columns(f["index"] + 1)), "index"),
 ]
 
