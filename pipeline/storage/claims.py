@@ -419,18 +419,18 @@ def _card(
     if not all(f"tasks/{n}" in sound and f"answers/{n}" in sound for n in names):
         notes.append("README.md: not compared (task or answer files failed their checks)")
         return
+    pairs = (  # one at a time: the audit keeps only its decoy cells, whatever the release's size
+        (task_from_dict(read_json(path, f"tasks/{n}")), answer_from_dict(read_json(path, f"answers/{n}")))
+        for n in names
+    )
     try:
-        pairs = [
-            (task_from_dict(read_json(path, f"tasks/{n}")), answer_from_dict(read_json(path, f"answers/{n}")))
-            for n in names
-        ]
+        report = audit(pairs, 0)  # the classifiers (audit_splits > 0) are not re-run: policies only
     except Exception:  # a malformed file fails with its own message elsewhere
         notes.append("README.md: not compared (a task or answer file does not parse)")
         return
     release: dict[str, Any] = config["release"] if isinstance(config.get("release"), dict) else {}
     splits = release.get("audit_splits", 0)
     splits = splits if _is_int(splits) and 0 <= splits <= 1000 else 0
-    report = audit(pairs, 0)  # the classifiers (audit_splits > 0) are not re-run: policies only
     card = dataset_card(
         str(manifest["name"]),
         str(manifest.get("version")),
