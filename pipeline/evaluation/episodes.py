@@ -29,8 +29,9 @@ from gridbench.agents.registry import AgentSpec, make_agent
 from gridbench.errors import UserError
 from pipeline.evaluation.runs import RunStore, call_columns, encode_transcript
 from pipeline.parallel import Progress, parallel_imap
+from pipeline.storage.parquet import read_arrow_table
 from pipeline.storage.read import read_manifest, shown
-from pipeline.storage.safe import inside, read_arrow_table, read_bytes, read_json
+from pipeline.storage.safe import inside, read_bytes, read_json
 from pipeline.storage.write import METADATA_SCHEMA
 from solvers.task import Answer, Task
 from solvers.task_io import answer_from_dict, task_from_dict

@@ -20,7 +20,8 @@ from pathlib import Path
 import matplotlib
 
 from gridbench.errors import UserError
-from pipeline.storage.safe import ReleaseError, read_arrow_table, read_bytes
+from pipeline.storage.parquet import read_arrow_table
+from pipeline.storage.safe import ReleaseError, read_bytes
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

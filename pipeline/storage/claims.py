@@ -19,7 +19,8 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.storage.safe import ReleaseError, read_arrow_table, read_bytes, read_json, unsafe_text
+from pipeline.storage.parquet import read_arrow_table
+from pipeline.storage.safe import ReleaseError, read_bytes, read_json, unsafe_text
 from pipeline.storage.write import DETERMINISTIC, NAME, SCHEMA_DIR, VERSION
 
 MANIFEST_KEYS = {

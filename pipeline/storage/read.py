@@ -141,7 +141,7 @@ class Release:
     def _index(self) -> list[ReleaseRecord]:
         import polars as pl
 
-        from pipeline.storage.safe import read_arrow_table
+        from pipeline.storage.parquet import read_arrow_table
         from pipeline.storage.write import METADATA_SCHEMA
 
         table = read_arrow_table(

@@ -26,14 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.errors import UserError
-from pipeline.storage.safe import (
-    ReleaseError,
-    load_json,
-    read_arrow_table,
-    read_bytes,
-    read_json,
-    unsafe_text,
-)
+from pipeline.storage.parquet import read_arrow_table
+from pipeline.storage.safe import ReleaseError, load_json, read_bytes, read_json, unsafe_text
 
 SHARDS_FORMAT = "gridbench-shards/1"
 

@@ -28,16 +28,9 @@ from pipeline.generation.instruction import write_instruction
 from pipeline.generation.seal import Sealed, seal
 from pipeline.parallel import parallel_imap
 from pipeline.storage.claims import check_claims
+from pipeline.storage.parquet import read_arrow_table, read_table_rows
 from pipeline.storage.read import has_manifest, read_manifest
-from pipeline.storage.safe import (
-    ReleaseError,
-    read_arrow_table,
-    read_bytes,
-    read_json,
-    read_table_rows,
-    unsafe_text,
-    walk,
-)
+from pipeline.storage.safe import ReleaseError, read_bytes, read_json, unsafe_text, walk
 from pipeline.storage.write import SCHEMA_DIR, sha256
 from solvers.milp import crosscheck_answer
 from solvers.results import SolverSettings

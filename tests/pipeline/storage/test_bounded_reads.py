@@ -67,7 +67,8 @@ BOMBED = ["data/tasks/toy.parquet", "data/answers.parquet", "metadata.parquet"]
 
 @pytest.mark.parametrize("relative", BOMBED)
 def test_a_dictionary_bomb_is_refused_before_it_is_decoded(relative, tiny, tmp_path):
-    from pipeline.storage.safe import ReleaseError, read_arrow_table, read_bytes
+    from pipeline.storage.parquet import read_arrow_table
+    from pipeline.storage.safe import ReleaseError, read_bytes
 
     copy = _bombed(tiny, tmp_path / "copy", relative)
     schema, _ = _table_schema(relative)
@@ -82,7 +83,8 @@ def test_a_table_of_a_billion_values_is_refused_from_its_footer(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from pipeline.storage.safe import ReleaseError, read_arrow_table
+    from pipeline.storage.parquet import read_arrow_table
+    from pipeline.storage.safe import ReleaseError
 
     rows = 5_000_000  # every value the same: kilobytes on disk
     indices = pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, dtype=np.int32)), pa.array([7]))
@@ -93,7 +95,8 @@ def test_a_table_of_a_billion_values_is_refused_from_its_footer(tmp_path):
 
 
 def test_damaged_page_headers_are_one_line(tiny):
-    from pipeline.storage.safe import ReleaseError, read_arrow_table
+    from pipeline.storage.parquet import read_arrow_table
+    from pipeline.storage.safe import ReleaseError
 
     data = bytearray((tiny / "metadata.parquet").read_bytes())
     data[4:40] = b"\xff" * 36  # the first page header
