@@ -3,11 +3,17 @@ and tool failure injection."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from gridbench.errors import UserError
 
 UNLIMITED = -1
+MAX_ALPHA = 1_000_000.0  # check_alpha: global checks per hidden cell (the paper's is 1.0)
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -23,17 +29,26 @@ class EnvSettings:
     max_steps: int = 1_000_000
 
     def validate(self) -> None:
-        """Raise :class:`UserError` naming the first invalid setting."""
+        """Raise :class:`UserError` naming the first invalid setting (a NaN or an infinity
+        included: no budget or rate is meaningful there)."""
         for name in ("query_budget", "check_budget"):
             value = getattr(self, name)
-            if not (value in ("unlimited", "paper") or (isinstance(value, int) and value >= 0)):
-                raise UserError(f"{name}={value!r}: use 'unlimited', 'paper' or an integer >= 0")
+            if not (value in ("unlimited", "paper") or (_whole(value) and value >= 0)):
+                raise UserError(f"{name}={str(value)[:40]!r}: use 'unlimited', 'paper' or an integer >= 0")
+        for name in ("failure_rate", "check_alpha"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise UserError(f"{name}={str(value)[:40]}: must be a finite number")
         if not 0.0 <= self.failure_rate < 1.0:
             raise UserError(f"failure_rate={self.failure_rate} must be in [0, 1)")
-        if self.check_alpha < 0 or self.query_extra < 0:
-            raise UserError(f"check_alpha={self.check_alpha} and query_extra={self.query_extra} must be >= 0")
-        if self.max_steps < 1:
-            raise UserError(f"max_steps={self.max_steps} must be >= 1")
+        if not 0.0 <= self.check_alpha <= MAX_ALPHA:
+            raise UserError(f"check_alpha={self.check_alpha} must be in [0, {MAX_ALPHA:g}]")
+        for name, low in (("query_extra", 0), ("max_steps", 1)):
+            value = getattr(self, name)
+            if not _whole(value) or value < low:
+                raise UserError(f"{name}={str(value)[:40]} must be a whole number >= {low}")
+        if not _whole(self.seed):
+            raise UserError(f"seed={str(self.seed)[:40]} must be a whole number")
 
     def queries_for(self, cell_rules: int, hidden: int) -> int:
         """The query budget of a hidden cell with ``cell_rules`` slot rules, or ``UNLIMITED``."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from env.budgets import UNLIMITED, EnvSettings
-from env.tools import MESSAGE_LIMIT, ArgumentError, Tool, clip, tools_for
+from env.tools import MESSAGE_LIMIT, ArgumentError, Tool, bounded, clip, echo, tools_for
 from gridbench.vocabulary import CATEGORY_QUERY_OPS, NUMERIC_QUERY_OPS
 from solvers.checker import check_global, slot_rule_holds
 from solvers.task import Task
@@ -26,6 +26,20 @@ CATEGORY_OPS = CATEGORY_QUERY_OPS
 
 def _result(status: str, message: str, data: Any = None) -> dict[str, Any]:
     return {"status": status, "message": message, "data": data}
+
+
+def _recorded_name(name: Any) -> str:
+    """A tool name as the transcript keeps it (anything else abbreviated)."""
+    return name if isinstance(name, str) and len(name) <= 200 else echo(name)
+
+
+def _recorded(arguments: Any) -> Any:
+    """Arguments as the transcript keeps them: as sent when they are a JSON object, text or
+    null of reasonable size and depth (they are written as JSON later); anything else, a
+    100,000-deep nesting included, as an abbreviated ``repr``."""
+    if isinstance(arguments, dict | str | None) and bounded(arguments, 32, 10_000, 1_000_000):
+        return arguments
+    return echo(arguments)
 
 
 @dataclass(frozen=True)
@@ -108,13 +122,7 @@ class Episode:
             result = _result("error", f"internal error handled: {type(error).__name__}: {clip(str(error))}")
         if self.trace is not None:
             self.trace.append(
-                {
-                    "tool": name if isinstance(name, str) else clip(repr(name)),
-                    "arguments": arguments
-                    if isinstance(arguments, dict | str | None)
-                    else clip(repr(arguments)),
-                    "result": result,
-                }
+                {"tool": _recorded_name(name), "arguments": _recorded(arguments), "result": result}
             )
         return result
 
@@ -129,7 +137,7 @@ class Episode:
             message = f"the step limit of {limit} tool calls is reached; the episode is over"
         result = _result("error", clip(message, MESSAGE_LIMIT))
         if self.trace is not None:
-            self.trace.append({"tool": None, "arguments": clip(repr(raw)), "result": result})
+            self.trace.append({"tool": None, "arguments": echo(raw), "result": result})
         return result
 
     def _call(self, name: Any, arguments: Any) -> dict[str, Any]:
@@ -145,7 +153,7 @@ class Episode:
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             self.invalid += 1
-            return _result("error", f"unknown tool {clip(repr(name))}; tools: {sorted(self.tools)}")
+            return _result("error", f"unknown tool {echo(name)}; tools: {sorted(self.tools)}")
         self.calls[tool.name] += 1
         if self.finished:
             self.invalid += 1
@@ -189,7 +197,7 @@ class Episode:
             and args["id"] not in self.slots[(args["row"], args["col"])].candidates
         ):
             raise ArgumentError(
-                f"{clip(repr(args['id']))} is not a candidate of cell "
+                f"{echo(args['id'])} is not a candidate of cell "
                 f"({args['row']}, {args['col']}); find candidates with "
                 f"query_{d}_candidate_from_attribute"
             )
@@ -201,18 +209,18 @@ class Episode:
             args = {**args, "value": self._query_value(args["field"], args["operator"], args["value"])}
         if name == self.names.item_info and args["id"] not in self.visible:
             raise ArgumentError(
-                f"{clip(repr(args['id']))} is not an item fixed in the grid; "
+                f"{echo(args['id'])} is not an item fixed in the grid; "
                 f"candidates are read with query_{d}_candidate_from_attribute"
             )
         if name == self.names.item_attributes:
             unknown = [i for i in args["ids"] if i not in self.visible]
             if unknown:
-                raise ArgumentError(f"not items fixed in the grid: {clip(repr(unknown))}")
+                raise ArgumentError(f"not items fixed in the grid: {echo(unknown)}")
         return args
 
     def _known_field(self, field: str) -> None:
         if field not in self.attributes:
-            raise ArgumentError(f"unknown field {clip(repr(field))}; fields: {sorted(self.attributes)}")
+            raise ArgumentError(f"unknown field {echo(field)}; fields: {sorted(self.attributes)}")
 
     def _exhausted(self, name: str, args: dict[str, Any]) -> str:
         """Why the call cannot run for lack of budget ("" when it can)."""
@@ -282,24 +290,22 @@ class Episode:
         allowed = NUMERIC_OPS if kind == "number" else CATEGORY_OPS
         if operator not in allowed:
             raise ArgumentError(
-                f"operator {clip(repr(operator))} is not allowed on {kind} field "
+                f"operator {echo(operator)} is not allowed on {kind} field "
                 f"{field!r}; allowed: {list(allowed)}"
             )
         if kind == "number":
             if isinstance(value, str) and value.strip().lstrip("-").isdigit():
                 value = int(value)
             if not isinstance(value, int) or isinstance(value, bool):
-                raise ArgumentError(f"value must be an integer for a number field, got {clip(repr(value))}")
+                raise ArgumentError(f"value must be an integer for a number field, got {echo(value)}")
             return value
         if operator in ("in", "not_in"):
             value = [value] if isinstance(value, str) else value
             if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-                raise ArgumentError(
-                    f"operator {operator!r} needs a list of categories, got {clip(repr(value))}"
-                )
+                raise ArgumentError(f"operator {operator!r} needs a list of categories, got {echo(value)}")
             return value
         if not isinstance(value, str):
-            raise ArgumentError(f"value must be a category string, got {clip(repr(value))}")
+            raise ArgumentError(f"value must be a category string, got {echo(value)}")
         return value
 
     def _get_d_item_info(self, id: str) -> dict[str, Any]:  # noqa: A002

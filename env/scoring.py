@@ -31,14 +31,33 @@ def score_grid(grid: Sequence[Sequence[Any]], truth: Mapping[Cell, str]) -> dict
 
 
 def solve_truth(task: Task) -> dict[Cell, str]:
-    """The truth of a task without its answer file: its unique completion (CP-SAT)."""
+    """The truth of a task without its answer file: its completion (CP-SAT), once a second
+    solve has proved that no other completion exists. A task whose truth cannot be proved
+    unique (two completions, or a solver time-out) is refused: scoring it would call one of
+    two right answers wrong."""
     from gridbench.errors import UserError
     from solvers.cpsat import CpSatModel
-    from solvers.results import FEASIBLE
+    from solvers.results import FEASIBLE, INFEASIBLE, UNKNOWN
 
+    name = ascii(task.task_id[:60])
     result = CpSatModel(task).solve([])
+    if result.status == UNKNOWN:
+        raise UserError(
+            f"task {name}: the solver found no completion in its time limit; score it with its answer"
+        )
     if result.status != FEASIBLE or result.solution is None:
-        raise UserError(f"task {task.task_id}: no completion satisfies its rules ({result.status})")
+        raise UserError(f"task {name}: no completion satisfies its rules ({result.status})")
+    other = CpSatModel(task, truth=result.solution).other_completion()
+    if other.status == FEASIBLE and other.solution is not None:
+        cells = sorted(cell for cell in other.solution if other.solution[cell] != result.solution[cell])
+        raise UserError(
+            f"task {name}: its truth is not unique (two completions satisfy every rule; they differ "
+            f"at {cells[:5]}); only an answer says which one is meant: score(task, grid, answer)"
+        )
+    if other.status != INFEASIBLE:
+        raise UserError(
+            f"task {name}: uniqueness could not be proved in the solver's time limit; pass the answer"
+        )
     return result.solution
 
 

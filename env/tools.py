@@ -4,6 +4,7 @@ argument checking of the environment. Descriptions are read by models: review th
 from __future__ import annotations
 
 import json
+import reprlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,42 @@ MESSAGE_LIMIT = 1000
 def clip(text: str, limit: int = ECHO_LIMIT) -> str:
     """``text`` cut to ``limit`` characters, saying how much was left out."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def bounded(value: Any, depth: int = 20, nodes: int = 1000, chars: int = 100_000) -> bool:
+    """Whether ``value`` (what an agent sent) nests at most ``depth`` levels, holds at most
+    ``nodes`` values and ``chars`` characters of text: then its ``repr`` and its JSON are
+    cheap and cannot exhaust the stack. Walked without recursion, stopping early."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    count = text = 0
+    while stack:
+        node, level = stack.pop()
+        count += 1
+        if count > nodes or level > depth:
+            return False
+        if isinstance(node, str | bytes):
+            text += len(node)
+            if text > chars:
+                return False
+        elif isinstance(node, dict):
+            stack.extend((part, level + 1) for pair in node.items() for part in pair)
+        elif isinstance(node, list | tuple | set | frozenset):
+            stack.extend((item, level + 1) for item in node)
+    return True
+
+
+_BOUNDED_REPR = reprlib.Repr()
+_BOUNDED_REPR.maxlevel, _BOUNDED_REPR.maxstring, _BOUNDED_REPR.maxother = 4, ECHO_LIMIT, ECHO_LIMIT
+
+
+def echo(value: Any) -> str:
+    """``value`` as an error message repeats it: ``repr``, clipped to :data:`ECHO_LIMIT`
+    characters; a value too deep or too large for a full ``repr`` (100,000 nested lists)
+    is abbreviated instead, and a ``repr`` that fails is named by its type. Never raises."""
+    try:
+        return clip(repr(value) if bounded(value) else _BOUNDED_REPR.repr(value))
+    except Exception:  # a custom __repr__ that raises, a RecursionError deep inside one
+        return f"<{type(value).__name__}>"
 
 
 class ArgumentError(ValueError):
@@ -63,26 +100,24 @@ class Param:
                 return int(value)
             if isinstance(value, str) and value.strip().lstrip("-").isdigit():
                 return int(value.strip())
-            raise ArgumentError(f"'{self.name}' must be an integer, got {clip(repr(value))}")
+            raise ArgumentError(f"'{self.name}' must be an integer, got {echo(value)}")
         if self.kind == "string":
             if isinstance(value, str) and value.strip():
                 return value.strip()
-            raise ArgumentError(f"'{self.name}' must be a non-empty string, got {clip(repr(value))}")
+            raise ArgumentError(f"'{self.name}' must be a non-empty string, got {echo(value)}")
         if self.kind == "id_or_null":
             if value is None or (isinstance(value, str) and value.strip().lower() in ("", "null", "none")):
                 return None
             if isinstance(value, str):
                 return value.strip()
-            raise ArgumentError(f"'{self.name}' must be an item id string or null, got {clip(repr(value))}")
+            raise ArgumentError(f"'{self.name}' must be an item id string or null, got {echo(value)}")
         if self.kind == "id_list":
             value = _maybe_json(value)
             if isinstance(value, str):
                 value = [value]
             if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
                 return [v.strip() for v in value]
-            raise ArgumentError(
-                f"'{self.name}' must be a non-empty list of item ids, got {clip(repr(value))}"
-            )
+            raise ArgumentError(f"'{self.name}' must be a non-empty list of item ids, got {echo(value)}")
         value = _maybe_json(value)
         if isinstance(value, bool) or value is None or isinstance(value, dict):
             raise ArgumentError(f"'{self.name}' must be a number, a string or a list of strings")
@@ -97,6 +132,8 @@ def _maybe_json(value: Any) -> Any:
             return json.loads(value)
         except ValueError:
             return value
+        except RecursionError:
+            raise ArgumentError("the JSON text is nested too deep to read") from None
     return value
 
 
@@ -132,9 +169,7 @@ class Tool:
         allowed = [p.name for p in self.params]
         extra = sorted(set(arguments) - set(allowed))
         if extra:
-            raise ArgumentError(
-                f"unknown argument(s) {clip(repr(extra))}; {self.name} takes {allowed or 'none'}"
-            )
+            raise ArgumentError(f"unknown argument(s) {echo(extra)}; {self.name} takes {allowed or 'none'}")
         missing = [name for name in allowed if name not in arguments]
         if missing:
             raise ArgumentError(f"missing argument(s) {missing}; {self.name} takes {allowed}")

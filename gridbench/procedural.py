@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import random
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,13 @@ ROOM_OVER_BUDGET = 2  # K = max(candidates_per_slot, B + 2), as in the releases
 MAX_REDRAWS = 5  # an item's (domain, H, B) re-drawn at most this often when it cannot be certified
 FAILURE_MODES = ("redraw", "raise")
 CACHE = 256  # generated items kept for repeated indexing
+# What a dataset may ask for, checked before anything is allocated or generated:
+MAX_CANDIDATES = 200  # candidates per hidden cell (as a release's)
+MAX_VALUES = 10_000  # values of hidden_slots or decoy_budgets
+MAX_COMBINATIONS = 100_000  # (H, B) pairs, each checked for every domain before any work
+MAX_LEVELS = 1_000
+MAX_SIZE = 10**9
+GENERATE_CHUNK = 10_000  # items handed to the worker pool at a time by generate()
 
 
 @dataclass(frozen=True)
@@ -73,25 +81,50 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:80]}..."
+
+
+def _count(value: Sized) -> int:
+    try:
+        return len(value)
+    except OverflowError:  # range(0, 10**20)
+        return 2**63
+
+
 def _values(value: int | Iterable[int], name: str) -> tuple[int, ...]:
+    """The sorted distinct values of an int, a list or a range; more than
+    :data:`MAX_VALUES` of them (``range(0, 10**10)``) is refused before any is made."""
     if isinstance(value, str | bytes) or not (_is_int(value) or isinstance(value, Iterable)):
-        raise UserError(f"{name}: give an int, a list of ints or a range, got {value!r}")
-    values = (value,) if isinstance(value, int) else tuple(value)
+        raise UserError(f"{name}: give an int, a list of ints or a range, got {_shown(value)}")
+    if isinstance(value, Sized) and not _is_int(value) and _count(value) > MAX_VALUES:
+        raise UserError(
+            f"{name}={_shown(value)}: more than {MAX_VALUES} values; give a shorter range or list"
+        )
+    values = (value,) if isinstance(value, int) else tuple(itertools.islice(value, MAX_VALUES + 1))
+    if len(values) > MAX_VALUES:
+        raise UserError(f"{name}: more than {MAX_VALUES} values; give a shorter range or list")
     if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        raise UserError(f"{name}: give an int, a list of ints or a range, got {value!r}")
+        raise UserError(f"{name}: give an int, a list of ints or a range, got {_shown(value)}")
     return tuple(sorted(set(values)))
 
 
 def _grid(grid: str | tuple[int, int]) -> tuple[int, int]:
     if isinstance(grid, str):
         try:
-            rows, cols = (int(part) for part in grid.lower().split("x"))
+            rows, cols = (int(part) for part in grid.lower().split("x", 1) if len(part) <= 6)
         except ValueError:
-            raise UserError(f"grid={grid!r}: write ROWSxCOLS, e.g. '5x7'") from None
-        return rows, cols
-    if isinstance(grid, tuple | list) and len(grid) == 2 and all(_is_int(v) for v in grid):
-        return grid[0], grid[1]
-    raise UserError(f"grid={grid!r}: write ROWSxCOLS ('5x7') or a pair of ints ((5, 7))")
+            raise UserError(f"grid={_shown(grid)}: write ROWSxCOLS, e.g. '5x7'") from None
+    elif isinstance(grid, tuple | list) and len(grid) == 2 and all(_is_int(v) for v in grid):
+        rows, cols = grid[0], grid[1]
+    else:
+        raise UserError(f"grid={_shown(grid)}: write ROWSxCOLS ('5x7') or a pair of ints ((5, 7))")
+    from pipeline.generation.validate import MAX_SIDE
+
+    if not (1 <= rows <= MAX_SIDE and 1 <= cols <= MAX_SIDE):
+        raise UserError(f"grid={_shown(grid)}: rows and columns must be between 1 and {MAX_SIDE}")
+    return rows, cols
 
 
 def _slice(values: tuple[int, ...], level: int, levels: int) -> tuple[int, ...]:
@@ -107,9 +140,13 @@ def curriculum(
     max_resistant_share: float = 0.0,
 ) -> tuple[Level, ...]:
     """``levels`` levels that raise H, B and the resistant-decoy share together."""
-    if not _is_int(levels) or levels < 1:
-        raise UserError(f"levels={levels!r}: need an int >= 1")
-    if not isinstance(max_resistant_share, int | float) or not 0.0 <= max_resistant_share < 1.0:
+    if not _is_int(levels) or not 1 <= levels <= MAX_LEVELS:
+        raise UserError(f"levels={_shown(levels)}: need an int between 1 and {MAX_LEVELS}")
+    if (
+        isinstance(max_resistant_share, bool)
+        or not isinstance(max_resistant_share, int | float)
+        or not 0.0 <= max_resistant_share < 1.0
+    ):
         raise UserError(f"max_resistant_share={max_resistant_share}: need a share in [0, 1)")
     hs, bs = _values(hidden_slots, "hidden_slots"), _values(decoy_budgets, "decoy_budgets")
     return tuple(
@@ -222,10 +259,15 @@ class TaskDataset(Sequence[GeneratedTask]):
             yield self[index]
 
     def generate(self, workers: int = 2) -> Iterator[GeneratedTask]:
-        """Every item, in order, generated in ``workers`` processes."""
-        from pipeline.parallel import parallel_imap
+        """Every item, in order, generated in ``workers`` processes (at most what this machine
+        can run: ``pipeline.parallel.check_workers``), handed out in chunks so that memory does
+        not grow with the dataset's size."""
+        from pipeline.parallel import check_workers, parallel_imap
 
-        yield from parallel_imap(_make_item, [(self, i) for i in range(self.size)], workers, "", show=False)
+        workers = check_workers(workers, "workers")
+        for start in range(0, self.size, GENERATE_CHUNK):
+            jobs = [(self, i) for i in range(start, min(start + GENERATE_CHUNK, self.size))]
+            yield from parallel_imap(_make_item, jobs, workers, "", show=False)
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_cache": OrderedDict()}
@@ -277,12 +319,20 @@ def create_dataset(
     names = (domains,) if isinstance(domains, str) else tuple(domains)
     if not names or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
         raise UserError(f"domains={list(names)}: give one or more distinct domains")
-    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-        raise UserError(f"size={size!r}: need an int >= 1")
-    if not _is_int(candidates_per_slot) or candidates_per_slot < 2:
-        raise UserError(f"candidates_per_slot={candidates_per_slot!r}: need an int >= 2")
-    if room_over_budget is not None and (not _is_int(room_over_budget) or room_over_budget < 0):
-        raise UserError(f"room_over_budget={room_over_budget!r}: need an int >= 0 or None")
+    if not _is_int(size) or not 1 <= size <= MAX_SIZE:
+        raise UserError(f"size={_shown(size)}: need an int between 1 and {MAX_SIZE}")
+    if not _is_int(candidates_per_slot) or not 2 <= candidates_per_slot <= MAX_CANDIDATES:
+        raise UserError(
+            f"candidates_per_slot={_shown(candidates_per_slot)}: need an int in 2..{MAX_CANDIDATES}"
+        )
+    if room_over_budget is not None and (
+        not _is_int(room_over_budget) or not 0 <= room_over_budget <= MAX_CANDIDATES
+    ):
+        raise UserError(
+            f"room_over_budget={_shown(room_over_budget)}: need an int in 0..{MAX_CANDIDATES} or None"
+        )
+    if not isinstance(salt, str) or len(salt) > 10_000:
+        raise UserError("salt: give a string (at most 10,000 characters)")
     if not _is_int(seed) or not 0 <= seed < 2**63:
         raise UserError(f"seed={seed!r}: need an int in [0, 2^63)")
     if settings is None:
@@ -292,8 +342,12 @@ def create_dataset(
     if on_failure not in FAILURE_MODES:
         raise UserError(f"on_failure={on_failure!r}: use one of {FAILURE_MODES}")
     rows, cols = _grid(grid)
-    if isinstance(levels, bool) or not isinstance(levels, int | Sequence):
-        raise UserError(f"levels={levels!r}: give a number of levels or a list of gridbench.Level")
+    if isinstance(levels, bool) or not isinstance(levels, int | Sequence) or isinstance(levels, str):
+        raise UserError(f"levels={_shown(levels)}: give a number of levels or a list of gridbench.Level")
+    if isinstance(levels, int) and levels > size:
+        raise UserError(f"levels={levels}: {levels} levels need at least as many tasks (size={size})")
+    if not isinstance(levels, int) and len(levels) > MAX_LEVELS:
+        raise UserError(f"levels: {len(levels)} levels, at most {MAX_LEVELS}")
     plan = (
         curriculum(levels, hidden_slots, decoy_budgets, max_resistant_share)
         if isinstance(levels, int)
@@ -301,11 +355,20 @@ def create_dataset(
     )
     if not plan or not all(isinstance(level, Level) for level in plan):
         raise UserError("levels: give a number of levels or a list of gridbench.Level")
+    combinations = 0
     for level in plan:
         for name in ("hidden_slots", "decoy_budgets"):
             values = getattr(level, name)
             if not isinstance(values, tuple) or not values or not all(_is_int(v) for v in values):
-                raise UserError(f"{level}: {name} must be a non-empty tuple of ints")
+                raise UserError(f"{_shown(level)}: {name} must be a non-empty tuple of ints")
+            if len(values) > MAX_VALUES:
+                raise UserError(f"a level's {name}: {len(values)} values, at most {MAX_VALUES}")
+        combinations += len(level.hidden_slots) * len(level.decoy_budgets)
+    if combinations > MAX_COMBINATIONS:
+        raise UserError(
+            f"hidden_slots x decoy_budgets: {combinations} (H, B) pairs, at most {MAX_COMBINATIONS} "
+            "(each is checked for every domain first); narrow the ranges"
+        )
     if len(plan) > size:
         raise UserError(f"levels: {len(plan)} levels need at least as many tasks (size={size})")
     for level in plan:

@@ -48,6 +48,19 @@ def score(
     return {**graded, "success": graded["success"] and not changed, "fixed_cells_changed": changed}
 
 
+def task_of(value: Any) -> Task:
+    """A :class:`Task` from a Task or a task file's dict; anything else (a missing field, a
+    wrong type, absurd nesting) is a :class:`UserError` naming what is wrong."""
+    parsed: Task = _parsed(value, Task, task_from_dict, "a task file's dict")
+    return parsed
+
+
+def answer_of(value: Any) -> Answer:
+    """An :class:`Answer` from an Answer or an answer file's dict (as :func:`task_of`)."""
+    parsed: Answer = _parsed(value, Answer, answer_from_dict, "an answer file's dict")
+    return parsed
+
+
 def _parsed(value: Any, kind: type, parse: Any, what: str) -> Any:
     """``value`` as a ``kind`` (given as one, or as the dict of its file)."""
     from gridbench.errors import UserError
@@ -55,7 +68,13 @@ def _parsed(value: Any, kind: type, parse: Any, what: str) -> Any:
     if isinstance(value, kind):
         return value
     if isinstance(value, Mapping):
-        return parse(dict(value))
+        try:
+            return parse(dict(value))
+        except UserError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as error:
+            why = f"{type(error).__name__}: {str(error)[:80]}"
+            raise UserError(f"score: the {kind.__name__.lower()} is not {what} ({why})") from None
     raise UserError(f"score: {kind.__name__.lower()} must be {what}, got {type(value).__name__}")
 
 

@@ -9,33 +9,46 @@ policy or classifier that reads no rule is above chance + 0.03 (its interval cle
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from pathlib import Path
 
 from omegaconf import DictConfig
 
+from gridbench.errors import UserError
 from pipeline.cli import command
 from pipeline.config import register_configs
 from pipeline.evaluation.companion import companion_pairs
 from pipeline.evaluation.integrity import audit, audit_markdown
-from pipeline.storage.read import release_pairs
+from pipeline.parallel import check_workers
+from pipeline.storage.read import release_pairs, shown
+from pipeline.storage.safe import inside
 
 register_configs()
+AUDITS = Path("outputs/audits")
+FOLDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")  # a release folder's name, e.g. gridbench-v1.0.0
 
 
 def run_audit(cfg: DictConfig) -> int:
     """Audit the integrity of ``cfg.release``: write ``audit.json`` and ``audit.md`` and print the tables."""
     start = time.perf_counter()
+    for key, value, high in (("splits", cfg.splits, 1000), ("seed", cfg.seed, 2**63 - 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
+            raise UserError(f"{key}={value} must be a whole number in 0..{high}")
+    workers = check_workers(cfg.workers, "workers")
+    offset = cfg.transfer_seed_offset
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 1 <= abs(offset) <= 2**31:
+        raise UserError(f"transfer_seed_offset={offset} must be a whole number, not 0, within +-2**31")
     release = Path(str(cfg.release))
+    out = audit_folder(release, str(cfg.output))
     pairs = release_pairs(release)
     companion = None
     if cfg.transfer:
         say(f"audit: companion build of {len(pairs)} tasks (seed + {int(cfg.transfer_seed_offset)})")
-        companion = companion_pairs(release, int(cfg.transfer_seed_offset), int(cfg.workers))
+        companion = companion_pairs(release, offset, workers)
     say(f"audit: policies and classifiers on {len(pairs)} tasks")
     report = audit(pairs, int(cfg.splits), int(cfg.seed), companion, progress=say)
-    out = Path(str(cfg.output)) if cfg.output else Path("outputs/audits") / release.name
     out.mkdir(parents=True, exist_ok=True)
     text = f"# Integrity audit of {release.name}\n\n" + audit_markdown(report)
     (out / "audit.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
@@ -49,6 +62,17 @@ def run_audit(cfg: DictConfig) -> int:
         )
         return 1
     return 0
+
+
+def audit_folder(release: Path, output: str) -> Path:
+    """Where the audit of ``release`` is written: ``output``, or ``outputs/audits/<its folder
+    name>`` (which may not leave outputs/audits)."""
+    if output:
+        return Path(output)
+    name = release.name or release.resolve().name
+    if not FOLDER.match(name) or ".." in name:
+        raise UserError(f"release={shown(release)}: its folder name cannot name an audit; give output=DIR")
+    return inside(AUDITS, AUDITS / name, "the audit folder")
 
 
 def say(message: str) -> None:

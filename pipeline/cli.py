@@ -10,6 +10,7 @@ into a Hydra entry point with the same behaviour everywhere:
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -97,8 +98,33 @@ def run_cli(body: Callable[[DictConfig], int | None], cfg: DictConfig) -> None:
     except USER_ERRORS as error:
         hint = "; raise solver.time_limit_s" if isinstance(error, SolverTimeout) else ""
         fail(f"{error}{hint}")
+    except OSError as error:
+        message = os_error_line(error)
+        if message is None:
+            raise
+        fail(message)
     if code:
         sys.exit(code)
+
+
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+NOT_ALLOWED = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def os_error_line(error: OSError) -> str | None:
+    """The one line of an operating-system error that the user can fix (a full disk, a
+    quota, a file-size limit, a folder that may not be written), or None for anything else.
+    Writers leave nothing half-written behind them (temporary files and folders are removed,
+    a run's row is the commit), so the command can simply be run again."""
+    where = f" ({error.filename})" if error.filename else ""
+    if error.errno in NO_SPACE:
+        return (
+            f"no space left to write{where}: {error.strerror}; free some space (or raise the "
+            "quota) and run the command again: nothing half-written was kept"
+        )
+    if error.errno in NOT_ALLOWED:
+        return f"not allowed to write{where}: {error.strerror}; choose a folder you can write"
+    return None
 
 
 # Where a command ran, not what it made: left out of what a release records.

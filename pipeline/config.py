@@ -14,6 +14,8 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from domains import PAPER_DOMAINS
 from gridbench.errors import UserError
 from pipeline.generation.keys import GenerationSettings, TaskKey
+from pipeline.generation.validate import MAX_SIDE  # rows and columns of a grid
+from pipeline.parallel import check_workers
 from solvers.results import SolverSettings
 
 
@@ -362,7 +364,6 @@ def release_keys(cfg: DictConfig) -> list[TaskKey]:
 
 # Validation at the edge ---------------------------------------------------------------------
 
-MAX_SIDE = 30  # rows and columns of a grid
 MAX_CANDIDATES = 200  # candidates per hidden cell
 SEED_MAX = 2**63 - 1
 
@@ -384,6 +385,14 @@ def _int_list(values: Any, key: str, low: int, high: int) -> list[int]:
     if duplicated:
         raise UserError(f"{key} repeats {duplicated}; list each value once")
     return checked
+
+
+def check_solver(cfg: DictConfig) -> None:
+    """``solver.workers`` and ``solver.time_limit_s`` (a finite number of seconds)."""
+    _int(cfg.solver.workers, "solver.workers", 1, 64)
+    limit = cfg.solver.time_limit_s
+    if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0 < float(limit) <= 3600:
+        raise UserError(f"solver.time_limit_s={limit} must be a number of seconds in (0, 3600]")
 
 
 def check_generation_config(cfg: DictConfig) -> None:
@@ -409,11 +418,9 @@ def check_generation_config(cfg: DictConfig) -> None:
         raise UserError(f"release.domains={domains} names a domain twice")
     _int(release.tasks_per_cell, "release.tasks_per_cell", 1, 100_000)
     _int(release.seed, "release.seed", 0, SEED_MAX)
-    _int(release.workers, "release.workers", 1, 256)
+    check_workers(release.workers, "release.workers")
     _int(release.audit_splits, "release.audit_splits", 0, 1000)
-    _int(cfg.solver.workers, "solver.workers", 1, 64)
-    if not 0 < float(cfg.solver.time_limit_s) <= 3600:
-        raise UserError(f"solver.time_limit_s={cfg.solver.time_limit_s} must be in (0, 3600]")
+    check_solver(cfg)
     for key in ("hidden_slots", "decoy_budget"):
         value = cfg.task.get(key)
         if value is not None:

@@ -10,6 +10,7 @@ The configuration is checked and turned into an :class:`EvalRequest` here; the r
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -18,9 +19,10 @@ from env import EnvSettings
 from gridbench.agents.registry import agent_spec
 from gridbench.errors import UserError
 from pipeline.cli import command
-from pipeline.config import register_configs
+from pipeline.config import AgentConf, register_configs
 from pipeline.evaluation.episodes import EvalRequest, run_evaluation
 from pipeline.evaluation.runs import parse_shard
+from pipeline.parallel import check_workers
 from pipeline.storage.read import read_manifest
 
 register_configs()
@@ -30,16 +32,26 @@ def request_from(cfg: DictConfig) -> EvalRequest:
     """The typed request of a configuration; user errors raise ``ValueError`` naming the key."""
     release = Path(str(cfg.release))
     read_manifest(release)
-    spec = agent_spec(OmegaConf.to_container(cfg.agent, resolve=True))  # type: ignore[arg-type]
+    agent = OmegaConf.to_container(cfg.agent, resolve=True)
+    unknown = sorted(set(agent) - {f.name for f in fields(AgentConf)}) if isinstance(agent, dict) else []
+    if unknown:
+        raise UserError(
+            f"agent.{unknown[0]} is not an agent setting (see conf/agent/llm.yaml for them all); "
+            "arguments of your own agent go in agent.kwargs={...} with agent._target_"
+        )
+    spec = agent_spec(agent)  # type: ignore[arg-type]
     env = EnvSettings(**OmegaConf.to_container(cfg.env, resolve=True))  # type: ignore[arg-type]
-    env.validate()
+    try:
+        env.validate()
+    except UserError as error:
+        raise UserError(f"env.{error}") from None
     rates = [float(rate) for rate in cfg.failure_rates]
     if not rates or not all(0.0 <= rate < 1.0 for rate in rates) or len(set(rates)) != len(rates):
         raise UserError(f"failure_rates={rates}: give distinct rates in [0, 1), e.g. [0.0,0.1,0.3]")
-    for key, low, high in (("trials", 1, 10_000), ("workers", 1, 256)):
-        if not low <= int(cfg[key]) <= high:
-            raise UserError(f"{key}={cfg[key]} is out of range: use {low}..{high}")
-    return EvalRequest(
+    if not 1 <= int(cfg.trials) <= 10_000:
+        raise UserError(f"trials={cfg.trials} is out of range: use 1..10000")
+    check_workers(cfg.workers, "workers")
+    request = EvalRequest(
         release=release,
         spec=spec,
         env=env,
@@ -55,6 +67,8 @@ def request_from(cfg: DictConfig) -> EvalRequest:
         traces=bool(cfg.traces),
         resume=bool(cfg.resume),
     )
+    request.folder  # noqa: B018 (checked now: a run name that leaves output_root is refused before any work)
+    return request
 
 
 def evaluate(cfg: DictConfig) -> int:

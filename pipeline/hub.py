@@ -28,6 +28,29 @@ REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-
 ANSWER_FILES = ("answers/", "data/answers.parquet")
 
 
+def check_repo_id(repo_id: str) -> None:
+    """Refuse, before anything else (a dry run too), a repository id the Hub would refuse:
+    ORG/NAME of ASCII letters, digits, '-', '_' and '.', each part 1-96 characters that start
+    with a letter or digit and do not end with '-' or '.', no '--' or '..', not ending in
+    '.git' (``huggingface_hub``'s own check runs as well)."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    example = "give the dataset repository as ORG/NAME, e.g. repo_id=me/gridbench"
+    if not REPO_ID.match(repo_id):
+        raise UserError(f"repo_id={repo_id[:100]!r}: {example}")
+    parts = repo_id.split("/")
+    if any(part.endswith(("-", ".")) for part in parts) or "--" in repo_id or ".." in repo_id:
+        raise UserError(
+            f"repo_id={repo_id!r}: a part may not end with '-' or '.', nor hold '--' or '..'; {example}"
+        )
+    if repo_id.lower().endswith(".git"):
+        raise UserError(f"repo_id={repo_id!r}: a repository name may not end in '.git'; {example}")
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise UserError(f"repo_id={repo_id!r}: the Hub refuses it ({str(error)[:160]})") from None
+
+
 def upload_plan(release: Path, answers: bool) -> tuple[dict[str, Any], list[str]]:
     """The release's manifest and the files to upload (the manifest's files and the
     manifest itself; answers left out when ``answers`` is False). Refuses a release whose
@@ -74,10 +97,7 @@ def card_without_answers(card: str) -> str:
 def run_hub(cfg: DictConfig) -> int:
     """Upload (or, with ``dry_run``, list) a release to the Hub; the exit code."""
     release, repo_id = Path(str(cfg.release)), str(cfg.repo_id or "")
-    if not REPO_ID.match(repo_id):
-        raise UserError(
-            f"repo_id={repo_id[:100]!r}: give the dataset repository as ORG/NAME, e.g. repo_id=me/gridbench"
-        )
+    check_repo_id(repo_id)
     manifest, files = upload_plan(release, bool(cfg.answers))
     total = sum((release / name).stat().st_size for name in files)
     salted = bool((manifest.get("config") or {}).get("release", {}).get("salted"))

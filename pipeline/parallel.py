@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import signal
 import sys
 import time
@@ -135,6 +136,46 @@ def _probe(address: str) -> None:
             f"ray.address={address}: nothing answers there; give the head node's HOST:PORT "
             "(`ray start --head` prints it), auto, or local"
         ) from None
+
+
+WORKER_MEMORY = 256 * 1024 * 1024  # about what one worker process holds (its imports and a task)
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory available to new processes (Linux ``MemAvailable``), or None."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def max_workers() -> int:
+    """The most worker processes this machine can run: four per CPU, and no more than its
+    available memory holds at about :data:`WORKER_MEMORY` each."""
+    limit = 4 * (os.cpu_count() or 1)
+    available = _available_memory()
+    if available is not None:
+        limit = min(limit, available // WORKER_MEMORY)
+    return max(limit, 1)
+
+
+def check_workers(value: Any, key: str) -> int:
+    """A worker count a user gave, checked against this machine before any process is
+    started (``verify.workers=100000`` would spawn a process per job); one line naming
+    ``key`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UserError(f"{key}={str(value)[:40]!r} must be a whole number of worker processes")
+    limit = max_workers()
+    if not 1 <= value <= limit:
+        raise UserError(
+            f"{key}={value}: use 1..{limit} (this machine has {os.cpu_count() or 1} CPUs; "
+            f"{limit} worker processes at most)"
+        )
+    return value
 
 
 def _run_batch(function: Callable[[Any], Any], batch: list[Any]) -> list[Any]:

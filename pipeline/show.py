@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from pipeline.evaluation.show import show
+from pipeline.storage.read import shown
 
 USAGE = 'usage: make show ARGS="run=outputs/runs/<release>/<run> task=<task_id> [failure_rate=R] [trial=T]"'
 
@@ -14,15 +15,19 @@ USAGE = 'usage: make show ARGS="run=outputs/runs/<release>/<run> task=<task_id> 
 def main(argv: list[str]) -> int:
     """Print the transcript of the episode that ``argv``'s ``key=value`` options name; the exit code."""
     options = dict(arg.split("=", 1) for arg in argv if "=" in arg)
-    if "run" not in options or "task" not in options:
-        print(USAGE, file=sys.stderr)
+    unknown = sorted(set(options) - {"run", "task", "failure_rate", "trial"}) + [
+        a for a in argv if "=" not in a
+    ]
+    if "run" not in options or "task" not in options or unknown:
+        extra = f"error: unknown options {[shown(u, 40) for u in unknown[:3]]}; " if unknown else ""
+        print(f"{extra}{USAGE}", file=sys.stderr)
         return 2
     try:
         rate = float(options["failure_rate"]) if "failure_rate" in options else None
         trial = int(options["trial"]) if "trial" in options else None
         print(show(Path(options["run"]), options["task"], rate, trial))
     except (ValueError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {shown(error, 400)}", file=sys.stderr)
         return 2
     return 0
 

@@ -23,7 +23,8 @@ from omegaconf import DictConfig
 from gridbench.errors import UserError
 from pipeline.cli import command, plain
 from pipeline.config import register_configs
-from pipeline.parallel import parallel_imap
+from pipeline.parallel import check_workers, parallel_imap
+from pipeline.storage.read import shown
 from pipeline.storage.shards import SHARDS_FORMAT, ShardJob, check_name, make_shard, sha256, shard_seed
 
 register_configs()
@@ -123,6 +124,7 @@ def build(cfg: DictConfig) -> int:
     from pipeline.storage.write import GENERATED_LICENCE
 
     check_name(str(cfg.name), str(cfg.version))
+    check_workers(cfg.workers, "workers")
     root = Path(str(cfg.output_root)) / f"{cfg.name}-v{cfg.version}"
     if (root / "manifest.json").exists():
         raise UserError(f"{root} is complete already (it has a manifest); choose another version")
@@ -135,6 +137,10 @@ def build(cfg: DictConfig) -> int:
             "it); build into a new version (version=...) or delete the folder"
         )
     root.mkdir(parents=True, exist_ok=True)
+    if root.is_symlink() or (root / "shards").is_symlink():
+        raise UserError(
+            f"{shown(root)}: the build folder or its shards/ is a symlink; shards are not written through one"
+        )
     for stale in root.glob("shards/.*.partial-*"):  # workers of a killed build
         shutil.rmtree(stale, ignore_errors=True)
     start = time.perf_counter()
@@ -156,7 +162,7 @@ def build(cfg: DictConfig) -> int:
         ),
         ("LICENSE", GENERATED_LICENCE.text.encode()),
     ):
-        (root / relative).write_bytes(data)
+        write_whole(root / relative, data)
         files[relative] = sha256(data)
     manifest = {
         "format": SHARDS_FORMAT,
@@ -174,14 +180,29 @@ def build(cfg: DictConfig) -> int:
         "files": dict(sorted(files.items())),
     }
     partial = root / f".manifest.json.partial-{os.getpid()}"
-    partial.write_text(json.dumps(manifest, indent=1, sort_keys=True))
-    os.replace(partial, root / "manifest.json")
+    try:
+        partial.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        os.replace(partial, root / "manifest.json")
+    except OSError:  # a full disk: no half-written manifest (the shards stay; a rerun resumes)
+        partial.unlink(missing_ok=True)
+        raise
     seconds = time.perf_counter() - start
     print(
         f"train {root}: {tasks} tasks in {len(records)} shards, {seconds:.1f}s "
         f"({tasks / max(seconds, 1e-9):.1f} tasks/s); {dict(sorted(per_grid.items()))}"
     )
     return 0
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    """``data`` at ``path`` through a temporary file: a full disk leaves no half file."""
+    partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    try:
+        partial.write_bytes(data)
+        os.replace(partial, path)
+    except OSError:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 main = command("train")(build)

@@ -14,8 +14,11 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from gridbench.errors import UserError
 from pipeline.cli import command
-from pipeline.config import register_configs, solver_settings
+from pipeline.config import check_solver, register_configs, solver_settings
+from pipeline.parallel import check_workers
+from pipeline.storage.read import shown
 from pipeline.storage.shards import is_sharded, verify_sharded
 from pipeline.storage.verify import VerifyReport, verify_release
 
@@ -29,21 +32,30 @@ def print_report(report: VerifyReport, seconds: float, milp: str | None) -> None
     proof = f"CP-SAT + {milp.upper()}" if milp else "CP-SAT"
     print(f"{'domain':12s} {'tasks':>6s} {'proved':>7s} {'failed':>7s}   ({proof}, {seconds:.1f}s)")
     for domain in sorted(total):
-        print(f"{domain:12s} {total[domain]:6d} {total[domain] - failed[domain]:7d} {failed[domain]:7d}")
+        proved = total[domain] - failed[domain]
+        print(f"{shown(domain, 40):12s} {total[domain]:6d} {proved:7d} {failed[domain]:7d}")
     print(
         f"{'all':12s} {sum(total.values()):6d} {sum(total.values()) - sum(failed.values()):7d} "
         f"{sum(failed.values()):7d}"
     )
+    for line in report.unverified:
+        print(f"NOTE not verifiable from the release alone: {shown(line, 300)}")
     for line in report.file_failures:
-        print(f"FILE {line}", file=sys.stderr)
+        print(f"FILE {shown(line, 400)}", file=sys.stderr)
     for task_id in sorted(report.failures):
         for reason in report.failures[task_id]:
-            print(f"FAIL {task_id}: {reason}", file=sys.stderr)
+            print(f"FAIL {shown(f'{task_id}: {reason}', 400)}", file=sys.stderr)
 
 
 def verify(cfg: DictConfig) -> int:
     """Check every file digest of ``cfg.release`` and re-prove every task; 0 when all hold, else 1."""
     start = time.perf_counter()
+    check_workers(cfg.verify.workers, "verify.workers")
+    check_solver(cfg)
+    if str(cfg.verify.crosscheck_solver) not in ("highs", "cbc"):
+        raise UserError(
+            f"verify.crosscheck_solver={shown(cfg.verify.crosscheck_solver, 40)}: use highs or cbc"
+        )
     milp = str(cfg.verify.crosscheck_solver) if cfg.verify.crosscheck else None
     path = Path(str(cfg.release))
     if is_sharded(path):
@@ -51,7 +63,7 @@ def verify(cfg: DictConfig) -> int:
         proof = f"CP-SAT + {milp.upper()}" if milp else "CP-SAT"
         print(f"{tasks} tasks, {proved} proved ({proof}, {time.perf_counter() - start:.1f}s)")
         for line in failures:
-            print(f"FAIL {line}", file=sys.stderr)
+            print(f"FAIL {shown(line, 400)}", file=sys.stderr)
         if failures or proved != tasks:
             return 1
         print("release verified: every file matches its digest and every task is re-proved")

@@ -18,9 +18,10 @@ from env import EnvSettings, Episode, openai_schemas
 from env.scoring import score as episode_stats
 from env.scoring import score_grid, solve_truth
 from gridbench.errors import UserError
+from gridbench.scoring import answer_of, task_of
 from solvers.task import Answer, Task
-from solvers.task_io import answer_from_dict, task_from_dict
 
+MAX_ACTION_CHARS = 1_000_000  # an action's JSON text: a tool call is a few hundred characters
 ACTION_HELP = 'an action is one tool call: {"name": TOOL, "arguments": {...}} (a JSON object or its text)'
 
 
@@ -40,10 +41,8 @@ class Session:
         seed: int = 0,
         templates: Any = None,
     ) -> None:
-        self.task = task if isinstance(task, Task) else task_from_dict(dict(task))
-        self.answer = (
-            answer if isinstance(answer, Answer) or answer is None else answer_from_dict(dict(answer))
-        )
+        self.task = task_of(task)
+        self.answer = None if answer is None else answer_of(answer)
         self.episode = Episode(self.task, settings or EnvSettings(), seed=seed)
         self.tools: list[dict[str, Any]] = openai_schemas(self.task.domain)
         self.tool_names = [tool["function"]["name"] for tool in self.tools]
@@ -113,6 +112,8 @@ class Session:
 
 def parse_action(action: Any) -> tuple[str, Any] | str:
     """``(name, arguments)`` of an action, or a message saying why it is not a tool call."""
+    if isinstance(action, str | bytes | bytearray) and len(action) > MAX_ACTION_CHARS:
+        return f"the action is {len(action)} characters long (at most {MAX_ACTION_CHARS}); {ACTION_HELP}"
     if isinstance(action, bytes | bytearray):
         action = action.decode("utf-8", "replace")
     if isinstance(action, str):
@@ -203,9 +204,46 @@ def task_source(
     if (release is None) == (tasks is None):
         raise UserError("give release=PATH or tasks=... (e.g. gridbench.create_dataset(...)), not both")
     items = list(select(release, domains, hidden_slots, decoy_budgets)) if release is not None else tasks
-    if not hasattr(items, "__getitem__") or not hasattr(items, "__len__") or not len(items):
-        raise UserError("tasks= must be a non-empty sequence of items with .task and .answer")
+    if (
+        isinstance(items, str | bytes | Mapping)
+        or not hasattr(items, "__getitem__")
+        or not hasattr(items, "__len__")
+    ):
+        raise UserError(
+            f"tasks= must be a sequence of items with .task and .answer, got {type(items).__name__}"
+        )
+    if not len(items):
+        raise UserError("tasks= is empty; give a non-empty sequence of items with .task and .answer")
+    if not hasattr(items, "domain_of"):  # a create_dataset makes its items on demand: they are
+        for index in range(len(items)):  # right by construction; anything else is looked at
+            if not _is_item(items[index]):
+                raise UserError(
+                    f"tasks[{index}] is {type(items[index]).__name__}, not an item with .task and "
+                    ".answer (a release record or a gridbench.create_dataset(...) item)"
+                )
     return items
+
+
+def _is_item(item: Any) -> bool:
+    """Whether ``item`` offers ``.task`` and ``.answer``, looked up without computing them (a
+    release record reads its files when asked)."""
+    kind = type(item)
+    declared = getattr(kind, "__dataclass_fields__", {})
+    own = getattr(item, "__dict__", {})
+    return all(name in declared or name in own or hasattr(kind, name) for name in ("task", "answer"))
+
+
+def item_session(items: Any, index: int, settings: EnvSettings, seed: int) -> Session:
+    """The session of ``items[index]``; an item whose task or answer is not a file's dict is
+    one line naming it."""
+    item = items[index]
+    try:
+        task, answer = item.task, item.answer
+    except UserError:
+        raise
+    except Exception as error:  # a user's item whose properties fail
+        raise UserError(f"tasks[{index}]: its .task or .answer failed ({type(error).__name__})") from None
+    return Session(task, answer, settings, seed=seed)
 
 
 def partial_reward(reward: str) -> bool:
@@ -237,8 +275,8 @@ def env_settings(
             max_steps=int(max_steps),
             **extra,
         )
-    except (TypeError, ValueError) as error:
-        raise UserError(f"episode settings: {error}") from None
+    except (TypeError, ValueError, OverflowError) as error:
+        raise UserError(f"episode settings: {str(error)[:200]}") from None
     settings.validate()
     return settings
 

@@ -22,7 +22,14 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from gridbench.adapters.core import Session, env_settings, partial_reward, result_text, task_source
+from gridbench.adapters.core import (
+    Session,
+    env_settings,
+    item_session,
+    partial_reward,
+    result_text,
+    task_source,
+)
 from gridbench.errors import UserError
 
 OBSERVATION_LIMIT = 1_000_000  # characters
@@ -101,8 +108,7 @@ class GridEnv(gym.Env[str, Any]):
             episode_seed = int(self.np_random.integers(2**31))
         elif not _is_int(episode_seed) or episode_seed < 0:
             raise UserError(f"episode_seed={str(episode_seed)[:40]!r}: need an int >= 0")
-        item = self.items[index]
-        self.session = Session(item.task, item.answer, self.settings, seed=int(episode_seed))
+        self.session = item_session(self.items, index, self.settings, int(episode_seed))
         self.ended = None
         messages = self.session.messages()
         prompt = f"{messages[0]['content']}\n\n{messages[1]['content']}"

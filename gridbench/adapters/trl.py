@@ -31,7 +31,14 @@ from typing import Any, Optional, Union
 
 from env import EnvSettings
 from env.tools import Param, tools_for
-from gridbench.adapters.core import Session, env_settings, partial_reward, result_text, task_source
+from gridbench.adapters.core import (
+    Session,
+    env_settings,
+    item_session,
+    partial_reward,
+    result_text,
+    task_source,
+)
 from gridbench.errors import UserError
 
 PYTHON_TYPES: dict[str, Any] = {
@@ -56,14 +63,22 @@ class GridbenchEnvironment:
 
     def reset(self, task_index: int = 0, episode_seed: int = 0, **row: Any) -> str:
         """Start the rollout on item ``task_index``; returns the task prompt (system rules and
-        the task), which TRL appends to the row's user message."""
+        the task), which TRL appends to the row's user message. A row's ``task_id``, when it
+        has one, must be that item's: a row that names another task is refused, never played
+        as the task at its index."""
         for name, value in (("task_index", task_index), ("episode_seed", episode_seed)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise UserError(f"{name}={str(value)[:40]!r}: need an int >= 0 (a row of environments())")
         if task_index >= len(self.items):
             raise UserError(f"task_index={task_index}: the environment has {len(self.items)} tasks")
-        item = self.items[task_index]
-        self.session = Session(item.task, item.answer, self.settings, seed=episode_seed)
+        session = item_session(self.items, task_index, self.settings, episode_seed)
+        wanted = row.get("task_id")
+        if wanted is not None and wanted != session.task_id:
+            raise UserError(
+                f"task_id={str(wanted)[:80]!r} is not the task at task_index={task_index} "
+                f"({session.task_id}); pass a row of environments() unchanged"
+            )
+        self.session = session
         system, user = self.session.messages()
         return f"{system['content']}\n\n{user['content']}"
 

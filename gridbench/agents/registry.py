@@ -14,6 +14,7 @@ Three kinds, one interface each:
 from __future__ import annotations
 
 import inspect
+import math
 import re
 from dataclasses import dataclass, fields
 from typing import Any
@@ -42,8 +43,22 @@ def _label(text: str) -> str:
 
 def agent_spec(config: dict[str, Any]) -> AgentSpec:
     """Check an agent configuration; raises ``ValueError`` naming the key and the fix."""
+    if not isinstance(config, dict):
+        raise UserError(f"an agent configuration is a mapping, got {type(config).__name__}")
     target = str(config.get("_target_") or "")
     name = str(config.get("name") or "")
+    for key, value in config.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UserError(f"agent.{key}={value}: must be a finite number")
+    if config.get("kwargs") and not target:
+        raise UserError(
+            f"agent.kwargs={str(config['kwargs'])[:60]}: kwargs go to the constructor of your own "
+            f"agent (agent._target_=package.Class); the built-in agent {name!r} takes none"
+        )
+    if config.get("kwargs") is not None and not isinstance(config["kwargs"], dict):
+        raise UserError(
+            "agent.kwargs must be a mapping of constructor arguments, e.g. agent.kwargs={depth: 2}"
+        )
     if target:
         return AgentSpec(
             name or target,
@@ -74,6 +89,8 @@ def _target(path: str) -> Any:
 
 def make_agent(spec: AgentSpec) -> Any:
     """The agent object of a spec (built where it plays: a worker process or the event loop)."""
+    if not isinstance(spec, AgentSpec):
+        raise UserError(f"make_agent takes gridbench.agent_spec(...), got {type(spec).__name__}")
     if spec.config.get("_target_"):
         from hydra.utils import instantiate
 

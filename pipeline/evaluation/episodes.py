@@ -16,6 +16,7 @@ import gc
 import hashlib
 import json
 import random
+import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,11 +29,15 @@ from gridbench.agents.registry import AgentSpec, make_agent
 from gridbench.errors import UserError
 from pipeline.evaluation.runs import RunStore, call_columns, encode_transcript
 from pipeline.parallel import Progress, parallel_imap
-from pipeline.storage.read import read_manifest
+from pipeline.storage.parquet import read_arrow_table
+from pipeline.storage.read import read_manifest, shown
+from pipeline.storage.safe import inside, read_bytes, read_json
+from pipeline.storage.write import METADATA_SCHEMA
 from solvers.task import Answer, Task
 from solvers.task_io import answer_from_dict, task_from_dict
 
 NOT_IN_EPISODE_ID = ("concurrency", "timeout", "max_retries", "api_key_env", "base_url")
+RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@=,+-]{0,127}$")
 
 
 @dataclass(frozen=True)
@@ -56,8 +61,20 @@ class EvalRequest:
 
     @property
     def folder(self) -> Path:
-        """The run's output folder: ``<output_root>/<release>/<run>``."""
-        return self.output_root / self.release.name / (self.run_name or run_label(self.spec.label, self.env))
+        """The run's output folder: ``<output_root>/<release>/<run>``, checked to lie inside
+        ``output_root`` once resolved (``run_name=../../..``, an absolute path, a name that an
+        interpolation made so, or a link out of the root are refused with one line)."""
+        release = self.release.name or self.release.resolve().name
+        run = self.run_name or run_label(self.spec.label, self.env)
+        for key, name in (("run_name", run), ("release (its folder name)", release)):
+            if not RUN_NAME.match(name) or ".." in name:
+                raise UserError(
+                    f"{key}={shown(name, 80)}: use letters, digits and . _ - @ = , + (no '/', no "
+                    "'..', at most 128 characters); the run folder stays inside output_root"
+                )
+        folder = self.output_root / release / run
+        inside(self.output_root, folder, f"run folder {shown(folder)}")
+        return folder
 
 
 @dataclass(frozen=True)
@@ -93,16 +110,24 @@ def episode_id(
 
 
 def load_pair(job: Job) -> tuple[Task, Answer]:
-    """The task and its answer; an answer that belongs to another task is an error."""
+    """The task and its answer, read as untrusted files (regular, bounded, not too deep); an
+    answer that belongs to another task is an error."""
     root = Path(job.root)
-    task = task_from_dict(json.loads((root / job.task_rel).read_text()))
-    answer = answer_from_dict(json.loads((root / "answers" / job.task_rel[len("tasks/") :]).read_text()))
+    task = task_from_dict(_object(read_json(root, job.task_rel), job.task_rel))
+    answer_rel = "answers/" + job.task_rel[len("tasks/") :]
+    answer = answer_from_dict(_object(read_json(root, answer_rel), answer_rel))
     if answer.task_id != task.task_id:
         raise UserError(
             f"{job.task_rel}: its answer file is for task {answer.task_id}, not "
             f"{task.task_id}; the release is damaged (run make verify)"
         )
     return task, answer
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise UserError(f"{where}: not a JSON object; the release is damaged (run make verify)")
+    return value
 
 
 def episode_row(
@@ -203,7 +228,12 @@ async def play_async(
 def select_tasks(request: EvalRequest) -> list[str]:
     """Task files of the release that pass the filters; a filter matching nothing is an error."""
     release = request.release
-    meta = pl.read_parquet(release / "metadata.parquet")
+    table = read_arrow_table(read_bytes(release, "metadata.parquet"), "metadata.parquet")
+    meta = pl.from_arrow(table)
+    if not isinstance(meta, pl.DataFrame) or dict(meta.schema) != METADATA_SCHEMA:
+        raise UserError(
+            f"{shown(release)}/metadata.parquet: its columns are not the declared ones (make verify)"
+        )
     for column, values in (
         ("domain", request.domains),
         ("hidden_slots", request.hidden_slots),
@@ -223,11 +253,10 @@ def plan(request: EvalRequest) -> list[Job]:
     """Every episode of the run (this shard's share of them), in a fixed order."""
     release, spec, env, shard = request.release, request.spec, request.env, request.shard
     config = read_manifest(release).get("config", {})
-    share = (
-        float(((config.get("generation") or {}).get("min_resistant_share")) or 0.0)
-        if isinstance(config, dict)
-        else 0.0
-    )
+    generation = config.get("generation") if isinstance(config, dict) else None
+    value = generation.get("min_resistant_share") if isinstance(generation, dict) else None
+    # what the manifest says, when it is a share (a damaged manifest does not stop a run)
+    share = float(value) if isinstance(value, int | float) and 0.0 <= value <= 1.0 else 0.0
     jobs = [
         Job(
             str(release),

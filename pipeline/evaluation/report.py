@@ -20,6 +20,8 @@ from pathlib import Path
 import matplotlib
 
 from gridbench.errors import UserError
+from pipeline.storage.parquet import read_arrow_table
+from pipeline.storage.safe import ReleaseError, read_bytes
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -37,8 +39,15 @@ def load_runs(roots: list[Path]) -> pl.DataFrame:
         )
     frames = []
     for path in files:
-        try:
-            frames.append(pl.read_parquet(path))
+        try:  # read as untrusted input: a regular file, bounded by what it decodes to
+            table = read_arrow_table(read_bytes(path.parent, path.name), str(path))
+            frame = pl.from_arrow(table)
+            if not isinstance(frame, pl.DataFrame):
+                raise TypeError("not a table")
+            frames.append(frame)
+        except ReleaseError as error:
+            why = str(error).split(": ", 1)[-1]
+            raise UserError(f"{path} cannot be read ({why}); delete it and rerun `make eval`") from None
         except Exception as error:  # polars raises several kinds for a damaged file
             raise UserError(
                 f"{path} cannot be read ({type(error).__name__}); delete it and "

@@ -14,6 +14,7 @@ run skips the episodes that have a row and rewrites the transcripts of those tha
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 from pathlib import Path
@@ -102,15 +103,23 @@ class RunStore:
     def save(self, row: dict[str, Any], transcript: Any) -> None:
         """Transcript first (atomically; a message list, or the bytes of
         :func:`encode_transcript`), then the row: the row is the commit."""
+        path = self.transcripts / f"{row['episode_id']}.json.gz"
         if transcript is not None:
-            path = self.transcripts / f"{row['episode_id']}.json.gz"
             temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
             data = transcript if isinstance(transcript, bytes) else encode_transcript(row, transcript)
-            temporary.write_bytes(data)
-            temporary.replace(path)
+            try:
+                temporary.write_bytes(data)
+                temporary.replace(path)
+            except OSError:  # a full disk: no half-written transcript is left
+                temporary.unlink(missing_ok=True)
+                raise
         target = self.api_errors if row.get("end_reason") == "api_error" else self.episodes
-        with open(target, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row, default=str) + "\n")
+        try:
+            append_line(target, json.dumps(row, default=str) + "\n")
+        except OSError:  # the row is the commit: without it the episode is run again
+            if transcript is not None:
+                path.unlink(missing_ok=True)
+            raise
 
     def write_results(self) -> pl.DataFrame:
         """Write every finished row, sorted, to the results Parquet file (atomically); the frame."""
@@ -119,9 +128,33 @@ class RunStore:
         if frame.height:
             frame = frame.sort(["domain", "hidden_slots", "decoy_budget", "failure_rate", "trial", "task_id"])
         temporary = self.results.with_name(f".{self.results.name}.tmp")
-        frame.write_parquet(temporary)
-        temporary.replace(self.results)
+        try:  # bytes first: a full disk is then an OSError (polars reports its own kind)
+            buffer = io.BytesIO()
+            frame.write_parquet(buffer)
+            temporary.write_bytes(buffer.getvalue())
+            temporary.replace(self.results)
+        except OSError:  # a full disk: the last complete results file stays
+            temporary.unlink(missing_ok=True)
+            raise
         return frame
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append ``line`` to ``path`` whole or not at all: a write that fails part-way (a full
+    disk) is cut back, so the file never ends in half a row."""
+    data = line.encode("utf-8")
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        start = os.fstat(descriptor).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view) :]
+        except OSError:
+            os.ftruncate(descriptor, start)
+            raise
+    finally:
+        os.close(descriptor)
 
 
 def encode_transcript(row: dict[str, Any], transcript: Any) -> bytes:

@@ -4,50 +4,93 @@ results of a baseline's (``make show``)."""
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
 
 from gridbench.errors import UserError
-from pipeline.evaluation.runs import read_transcript
+from pipeline.storage.read import shown
+from pipeline.storage.safe import BIDI, ReleaseError, load_json, read_gzip_json, read_lines
 
 WIDTH = 100
 
 
+EPISODE_ID = re.compile(r"^[0-9a-f]{16}$")  # what episode_id() makes: a transcript's file name
+
+
 def _rows(run: Path) -> list[dict[str, Any]]:
+    """The rows of a run's ``episodes*.jsonl`` and ``api_errors*.jsonl``, read as untrusted
+    files (regular, line by line, bounded); a line that is not a row is skipped."""
     rows = []
-    for path in sorted(run.glob("episodes*.jsonl")) + sorted(run.glob("api_errors*.jsonl")):
-        for line in path.read_text().splitlines():
+    names = sorted(p.name for p in run.glob("episodes*.jsonl")) + sorted(
+        p.name for p in run.glob("api_errors*.jsonl")
+    )
+    for name in names:
+        for line in read_lines(run, name):
             try:
-                rows.append(json.loads(line))
-            except ValueError:
+                row = load_json(line, name, 16)
+            except ReleaseError:
                 continue
+            if isinstance(row, dict) and isinstance(row.get("episode_id"), str):
+                rows.append(row)
     return rows
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
 
 
 def find_episode(run: Path, task: str, rate: float | None, trial: int | None) -> dict[str, Any]:
     """The row of the episode asked for; a clear error when none or several match."""
-    if not run.is_dir():
-        raise UserError(f"run={run} is not a folder; runs are under outputs/runs/<release>/")
+    if not has_folder(run):
+        raise UserError(f"run={shown(run)} is not a folder; runs are under outputs/runs/<release>/")
     rows = [
         r
         for r in _rows(run)
         if r.get("task_id") == task
-        and (rate is None or float(r.get("failure_rate", -1)) == rate)
-        and (trial is None or int(r.get("trial", -1)) == trial)
+        and (rate is None or _number(r.get("failure_rate")) == rate)
+        and (trial is None or _number(r.get("trial")) == trial)
     ]
     if not rows:
-        raise UserError(f"no episode of task {task!r} in {run} (check task=, failure_rate=, trial=)")
-    keys = sorted({(r["failure_rate"], r["trial"]) for r in rows})
+        raise UserError(
+            f"no episode of task {shown(task, 80)!r} in {shown(run)} (check task=, failure_rate=, trial=)"
+        )
+    keys = sorted({(str(r.get("failure_rate")), str(r.get("trial"))) for r in rows})
     if len(keys) > 1:
         raise UserError(
-            f"{len(keys)} episodes of {task} in {run} (failure_rate, trial): {keys}; "
+            f"{len(keys)} episodes of {shown(task, 80)} in {shown(run)} (failure_rate, trial): {keys[:10]}; "
             "pick one with failure_rate= and trial="
         )
     return rows[-1]
 
 
+def has_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder; a path the system cannot look at is one line."""
+    if "\0" in str(path) or len(str(path)) > 4096:
+        raise UserError(f"{shown(path)}: not a usable path")
+    try:
+        return path.is_dir()
+    except OSError as error:
+        raise UserError(f"{shown(path)}: cannot be read ({error.strerror})") from None
+
+
+def printable(text: Any) -> str:
+    """``text`` safe to print on a terminal: control characters (escape sequences) and
+    direction overrides are shown as escapes; lines and tabs stay."""
+    value = str(text)
+    if value.isprintable():
+        return value
+    return "".join(
+        char if char in "\n\t" or (char.isprintable() and char not in BIDI) else ascii(char)[1:-1]
+        for char in value
+    )
+
+
 def _block(label: str, text: str) -> str:
+    text, label = printable(text), printable(label)
     body = "\n".join(
         textwrap.fill(line, WIDTH, subsequent_indent="  ") if len(line) > WIDTH else line
         for line in str(text).splitlines()
@@ -59,6 +102,8 @@ def render_messages(messages: list[dict[str, Any]]) -> str:
     """An LLM episode's messages as readable text: reasoning, content and tool calls."""
     out = []
     for message in messages:
+        if not isinstance(message, dict):
+            continue
         role = message.get("role", "?")
         for key in ("reasoning_content", "reasoning"):
             if message.get(key):
@@ -71,8 +116,10 @@ def render_messages(messages: list[dict[str, Any]]) -> str:
                 )
             )
         for call in message.get("tool_calls") or []:
-            function = call.get("function", {})
-            out.append(f"[call {call.get('id', '')}] {function.get('name')}({function.get('arguments')})")
+            function = call.get("function", {}) if isinstance(call, dict) else {}
+            function = function if isinstance(function, dict) else {}
+            text = f"[call {call.get('id', '') if isinstance(call, dict) else ''}] "
+            out.append(printable(f"{text}{function.get('name')}({function.get('arguments')})"))
     return "\n\n".join(out)
 
 
@@ -80,27 +127,41 @@ def render_calls(calls: list[dict[str, Any]]) -> str:
     """A baseline episode's tool calls as numbered lines, each with its result's status and message."""
     lines = []
     for n, call in enumerate(calls, 1):
-        result = call.get("result", {})
-        arguments = json.dumps(call.get("arguments"), ensure_ascii=False)
-        lines.append(
-            f"{n:5d}. {call.get('tool')}({arguments}) -> {result.get('status')}: {result.get('message', '')}"
-        )
+        if not isinstance(call, dict):
+            continue
+        result: dict[str, Any] = call["result"] if isinstance(call.get("result"), dict) else {}
+        arguments = json.dumps(call.get("arguments"), ensure_ascii=False, default=str)
+        answer = f"{result.get('status')}: {result.get('message', '')}"
+        lines.append(printable(f"{n:5d}. {call.get('tool')}({arguments}) -> {answer}"))
     return "\n".join(lines)
 
 
 def show(run: Path, task: str, rate: float | None = None, trial: int | None = None) -> str:
-    """The transcript of ``task``'s episode in ``run``, readable, under a header of its results."""
+    """The transcript of ``task``'s episode in ``run``, readable, under a header of its results.
+    The transcript is found by the row's episode id (16 hex digits, so its path stays in
+    ``run/transcripts``) and read bounded: a gzip bomb is refused, never expanded."""
     row = find_episode(run, task, rate, trial)
-    path = run / "transcripts" / f"{row['episode_id']}.json.gz"
-    if not path.is_file():
+    episode = row["episode_id"]
+    if not EPISODE_ID.match(episode):
+        raise UserError(f"{shown(run)}: the row of {shown(task, 80)} names no episode id of this code")
+    relative = f"transcripts/{episode}.json.gz"
+    if not (run / relative).is_file():
         raise UserError(
-            f"episode {row['episode_id']} has no transcript ({path}); it was run with traces=false"
+            f"episode {episode} has no transcript ({shown(run / relative)}); it was run with traces=false"
         )
-    transcript = read_transcript(path)["transcript"]
-    head = (
-        f"task {task}  run {run.name}  failure rate {row['failure_rate']}  trial {row['trial']}"
-        f"\nsuccess {row['success']}  fraction correct {row['fraction_correct']:.3f}  end "
-        f"{row.get('end_reason')}  steps {row['steps']}  turns {row.get('turns', '-')}\n"
+    try:
+        record = read_gzip_json(run, relative)
+    except ReleaseError as error:
+        raise UserError(f"{shown(run)}/{error}") from None
+    transcript = record.get("transcript") if isinstance(record, dict) else None
+    if not isinstance(transcript, list):
+        raise UserError(f"{shown(run)}/{relative}: not a transcript this code wrote")
+    fraction = _number(row.get("fraction_correct"))
+    head = printable(
+        f"task {task}  run {run.name}  failure rate {row.get('failure_rate')}  trial {row.get('trial')}"
+        f"\nsuccess {row.get('success')}  fraction correct "
+        f"{'-' if fraction is None else format(fraction, '.3f')}  end "
+        f"{row.get('end_reason')}  steps {row.get('steps')}  turns {row.get('turns', '-')}\n"
     )
-    is_chat = bool(transcript) and "role" in transcript[0]
+    is_chat = bool(transcript) and isinstance(transcript[0], dict) and "role" in transcript[0]
     return head + "\n" + (render_messages(transcript) if is_chat else render_calls(transcript))

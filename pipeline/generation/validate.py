@@ -7,16 +7,28 @@ import math
 from domains import DomainError, get_domain
 from pipeline.generation.keys import GenerationError, GenerationSettings, TaskKey
 
+MAX_SIDE = 30  # rows and columns of a grid: what one process can draw and certify
+
 
 def validate_key(key: TaskKey, settings: GenerationSettings) -> None:
-    """Raise :class:`GenerationError` for a key that cannot give a task."""
+    """Raise :class:`GenerationError` for a key that cannot give a task (checked before any
+    work: a value of the wrong type or size is one line, never a crash, a hang or a grid of
+    10^10 cells)."""
+    if not isinstance(key, TaskKey) or not isinstance(settings, GenerationSettings):
+        raise GenerationError("generate a task from a gridbench.TaskKey and gridbench.GenerationSettings")
+    for name in ("rows", "cols", "hidden_slots", "decoy_budget", "candidates_per_slot", "seed", "index"):
+        value = getattr(key, name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise GenerationError(f"{name}={str(value)[:40]!r} must be a whole number")
+    if not isinstance(key.domain, str) or not isinstance(key.salt, str):
+        raise GenerationError("domain and salt must be strings")
     settings.validate()
     try:
         get_domain(key.domain)
     except DomainError as error:
         raise GenerationError(str(error)) from None
-    if key.rows < 1 or key.cols < 1:
-        raise GenerationError(f"grid {key.rows}x{key.cols}: rows and cols must be >= 1")
+    if not (1 <= key.rows <= MAX_SIDE and 1 <= key.cols <= MAX_SIDE):
+        raise GenerationError(f"grid {key.rows}x{key.cols}: rows and cols must be between 1 and {MAX_SIDE}")
     cells = key.rows * key.cols
     if not 1 <= key.hidden_slots <= cells:
         raise GenerationError(
@@ -40,7 +52,13 @@ def _validate_candidates(key: TaskKey, settings: GenerationSettings) -> None:
             f"candidates_per_slot={key.candidates_per_slot} must be >= 2 (the truth and at "
             "least one other candidate)"
         )
-    cells = decoy_cell_count(key, settings)
+    # no allocation places more than every hidden cell full (checked first: counting the
+    # cells of an absurd budget would take for ever)
+    cells = (
+        decoy_cell_count(key, settings)
+        if key.decoy_budget <= key.hidden_slots * per_cell
+        else key.hidden_slots
+    )
     capacity = cells * per_cell
     if key.decoy_budget > capacity:
         raise GenerationError(

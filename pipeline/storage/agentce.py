@@ -9,7 +9,6 @@ kinds through the table below; an unknown name is an error that names it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,11 @@ from domains import get_domain
 from gridbench.vocabulary import RuleKind
 from pipeline.generation.instruction import write_instruction
 from pipeline.generation.keys import TaskKey
+from pipeline.storage.safe import load_json, read_user_file
+from pipeline.storage.write import DataLicence
 from solvers.task import Answer, GlobalRule, Slot, SlotRoles, SlotRule, Task, TaskFormatError
+
+SOURCE_DEPTH = 16  # file > instances > instance > slots > slot > constraints > ...: 7 in practice
 
 # domain -> (id field, slot rules {name: (attribute, op)}, global rules {name: (kind, attribute, extra)})
 REFERENCE: dict[str, tuple[str, dict[str, tuple[str, str]], dict[str, tuple[str, str, dict]]]] = {
@@ -118,27 +121,45 @@ INSTANCE_FIELDS = (
 )
 
 
+MAX_SOURCE_BYTES = 256 * 1024 * 1024  # one reference file (the 5x5 ones: 2.6 MB)
+
+
 def read_file(path: Path) -> dict[str, Any]:
-    """An AgentCE dataset file's content; a clear error when it is unreadable or not such a file."""
-    try:
-        data = json.loads(path.read_text())
-    except OSError as error:
-        raise FileNotFoundError(f"cannot read {path}: {error.strerror}") from None
-    except ValueError as error:
-        raise TaskFormatError(f"{path} is not valid JSON: {error}") from None
+    """An AgentCE dataset file's content; a clear error when it is unreadable or not such a
+    file. It is untrusted input: a regular file (no link, FIFO or device), at most
+    :data:`MAX_SOURCE_BYTES`, JSON no deeper than the format needs."""
+    data = load_json(read_user_file(path, MAX_SOURCE_BYTES), str(path), SOURCE_DEPTH)
     if not isinstance(data, dict):
         raise TaskFormatError(f"{path}: expected an object with 'instances'")
     for name in FILE_FIELDS:
         if name not in data:
             raise TaskFormatError(f"{path}: missing field {name!r} (not an AgentCE dataset file)")
-    if data["domain"] not in REFERENCE:
-        raise TaskFormatError(f"{path}: domain {data['domain']!r} has no mapping; known: {sorted(REFERENCE)}")
+    if not isinstance(data["instances"], list):
+        raise TaskFormatError(f"{path}: 'instances' must be a list")
+    if not isinstance(data["domain"], str) or data["domain"] not in REFERENCE:
+        raise TaskFormatError(
+            f"{path}: domain {str(data['domain'])[:40]!r} has no mapping; known: {sorted(REFERENCE)}"
+        )
     return data
 
 
-def convert(domain: str, instance: dict[str, Any], index: int, origin: str) -> tuple[TaskKey, Task, Answer]:
-    """One reference instance -> (key, task, answer with empty certificate)."""
-    where = f"{origin} instance {instance.get('instance_id', index)}"
+def convert(domain: str, instance: Any, index: int, origin: str) -> tuple[TaskKey, Task, Answer]:
+    """One reference instance -> (key, task, answer with empty certificate); an instance of
+    the wrong shape is a :class:`TaskFormatError` naming it, never a crash."""
+    if not isinstance(instance, dict):
+        raise TaskFormatError(f"{origin} instance {index}: not a JSON object")
+    try:
+        return _convert(domain, instance, index, origin)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as error:
+        if isinstance(error, TaskFormatError):
+            raise
+        raise TaskFormatError(
+            f"{origin} instance {index}: malformed ({type(error).__name__}: {str(error)[:120]})"
+        ) from None
+
+
+def _convert(domain: str, instance: dict[str, Any], index: int, origin: str) -> tuple[TaskKey, Task, Answer]:
+    where = f"{origin} instance {str(instance.get('instance_id', index))[:80]}"
     for name in INSTANCE_FIELDS:
         if name not in instance:
             raise TaskFormatError(f"{where}: missing field {name!r}")
@@ -215,3 +236,29 @@ def convert(domain: str, instance: dict[str, Any], index: int, origin: str) -> t
     answer = Answer(task.task_id, tuple(tuple(row) for row in instance["truth_solution"]), tuple(roles))
     key = TaskKey(domain, rows, cols, len(slots), budget, per_slot, 0, index)
     return key, task, answer
+
+
+SOURCE = "AgentCE-Bench (https://github.com/uservan/AgentCE_Bench)"
+
+
+def licence_of(text: str) -> DataLicence:
+    """The licence of imported data from its text (copied verbatim into the release): the
+    SPDX id, the card's attribution naming its copyright line, and the card's paragraphs.
+    ``verify`` rebuilds an imported release's card from its ``LICENSE`` with this."""
+    first = text.strip().splitlines()[0].strip() if text.strip() else ""
+    spdx = "mit" if first.upper().startswith("MIT LICENSE") else "other"
+    holder = next((line.strip() for line in text.splitlines() if line.strip().startswith("Copyright")), "")
+    statement = (
+        f"The instances come from {SOURCE}, {holder or 'its authors'}, published under "
+        f"{'the MIT licence' if spdx == 'mit' else 'the licence'} reproduced in `LICENSE`; "
+        "that licence applies to this release. gridbench converted them to its format, "
+        "re-certified every answer, and wrote the instructions anew (the source text is kept "
+        "in each task's `source_instruction`)."
+    )
+    about = (
+        "These instances were generated by the reference implementation, not by gridbench:\n"
+        "its decoys are made to break a grid-wide rule, and the audit below shows how far the\n"
+        "candidates alone give the truth away. gridbench re-proved every answer unique."
+    )
+    public = "This release is **public**: its answers are in `answers/` and `data/answers.parquet`."
+    return DataLicence(spdx, text, statement, about, public)

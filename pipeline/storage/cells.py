@@ -9,9 +9,11 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
+from gridbench.errors import UserError
 from pipeline.generation.build import CertifiedTask, generate_task
 from pipeline.generation.keys import GenerationSettings, TaskKey
 from pipeline.parallel import parallel_imap
+from pipeline.storage.safe import ReleaseError, load_json, read_bytes
 from solvers.task_io import answer_from_dict, task_from_dict
 
 FORMAT = "gridbench-cell-1"
@@ -32,19 +34,22 @@ def cell_path(root: Path, key: TaskKey, fingerprint: str) -> Path:
 
 def load_cell(path: Path, key: TaskKey) -> CertifiedTask | None:
     """The task stored at ``path``, or None when it is missing, unreadable, or of another key or format."""
+    try:  # read like any file from elsewhere: a FIFO, a link or a bomb is a missing cell
+        record = load_json(read_bytes(path.parent, path.name), str(path))
+    except ReleaseError:
+        return None
+    if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("key") != key.public():
+        return None
     try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
+        return CertifiedTask(
+            key,
+            task_from_dict(record["task"]),
+            answer_from_dict(record["answer"]),
+            record.get("timings", {}),
+            tuple(record.get("events", ())),
+        )
+    except (UserError, KeyError, TypeError, ValueError, AttributeError):  # damaged: made again
         return None
-    if record.get("format") != FORMAT or record.get("key") != key.public():
-        return None
-    return CertifiedTask(
-        key,
-        task_from_dict(record["task"]),
-        answer_from_dict(record["answer"]),
-        record.get("timings", {}),
-        tuple(record.get("events", ())),
-    )
 
 
 def store_cell(path: Path, made: CertifiedTask) -> None:
@@ -59,8 +64,12 @@ def store_cell(path: Path, made: CertifiedTask) -> None:
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(f".tmp{os.getpid()}")
-    temporary.write_text(json.dumps(record))
-    temporary.replace(path)
+    try:
+        temporary.write_text(json.dumps(record))
+        temporary.replace(path)
+    except OSError:  # a full disk: no half-written cell is left behind
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def make_task(key: TaskKey, settings: GenerationSettings, root: Path | None) -> tuple[CertifiedTask, bool]:

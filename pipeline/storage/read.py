@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -22,9 +23,9 @@ DIGEST = re.compile(r"^[0-9a-f]{64}$")
 def read_manifest(path: Path) -> dict[str, Any]:
     """The manifest of the release at ``path``; a folder without one is not a release, and a
     manifest of the wrong shape is refused, naming what is wrong."""
-    if not path.is_dir() or not (path / "manifest.json").exists():
+    if not has_manifest(path):
         raise ReleaseError(
-            f"{path} is not a release (no manifest.json); pass release=PATH to a "
+            f"{shown(path)} is not a release (no manifest.json); pass release=PATH to a "
             "folder written by `make release`"
         )
     manifest = read_json(path, "manifest.json")
@@ -46,6 +47,26 @@ def read_manifest(path: Path) -> dict[str, Any]:
     if not isinstance(counts, dict) or not isinstance(counts.get("tasks"), int):
         raise ReleaseError(f"{path}/manifest.json: 'counts.tasks' must be an integer")
     return manifest
+
+
+def shown(path: Any, limit: int = 200) -> str:
+    """A path as an error message shows it: control characters escaped, cut to ``limit``."""
+    text = str(path)
+    text = text if text.isprintable() else repr(text)[1:-1]
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def has_manifest(path: Path) -> bool:
+    """Whether ``path`` is a folder holding an entry named ``manifest.json`` (of any kind: a
+    FIFO or a link is refused later, when it is read); a path the system cannot even look
+    at (too long, a NUL, a loop) is refused here, with one line."""
+    text = str(path)
+    if "\0" in text or len(text) > 4096:
+        raise ReleaseError(f"{shown(path)}: not a usable path (a NUL byte, or longer than 4096 characters)")
+    try:
+        return path.is_dir() and os.path.lexists(path / "manifest.json")
+    except OSError as error:  # a name too long for the file system, a loop of links, ...
+        raise ReleaseError(f"{shown(path)}: cannot be read ({error.strerror})") from None
 
 
 def release_pairs(release: Path) -> list[tuple[Task, Answer]]:
@@ -120,7 +141,7 @@ class Release:
     def _index(self) -> list[ReleaseRecord]:
         import polars as pl
 
-        from pipeline.storage.safe import read_arrow_table
+        from pipeline.storage.parquet import read_arrow_table
         from pipeline.storage.write import METADATA_SCHEMA
 
         table = read_arrow_table(

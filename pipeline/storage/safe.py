@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,8 @@ from gridbench.errors import UserError
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_TABLE_BYTES = 4 * 1024 * 1024 * 1024  # a Parquet table of a very large release
-MAX_TABLE_EXPANSION = 64  # uncompressed / compressed size a table may declare
 MAX_JSON_DEPTH = 64
+MAX_GZIP_BYTES = 32 * 1024 * 1024  # a transcript, decompressed
 
 
 class ReleaseError(UserError):
@@ -32,9 +33,12 @@ def checked_relative(relative: Any) -> str:
         raise ReleaseError(f"{str(relative)[:80]!r}: a listed path must be a short relative string")
     parts = relative.split("/")
     if relative.startswith(("/", "\\")) or ":" in parts[0] or "\\" in relative:
-        raise ReleaseError(f"{relative}: absolute paths are refused")
+        raise ReleaseError(f"{ascii(relative[:200])}: absolute paths are refused")
     if any(part in ("", ".", "..") for part in parts) or "\0" in relative:
-        raise ReleaseError(f"{relative}: the path leaves the release or is not normal")
+        raise ReleaseError(f"{ascii(relative[:200])}: the path leaves the release or is not normal")
+    unsafe = unsafe_text(relative, 512)
+    if unsafe:
+        raise ReleaseError(f"{ascii(relative[:200])}: a listed path holds {unsafe}, which is refused")
     return relative
 
 
@@ -47,6 +51,8 @@ def regular_file(root: Path, relative: str) -> Path:
             mode = os.lstat(path).st_mode
         except FileNotFoundError:
             raise ReleaseError(f"{relative}: missing") from None
+        except OSError as error:  # a name too long, a file where a folder should be, ...
+            raise ReleaseError(f"{relative[:200]}: cannot be read ({error.strerror})") from None
         if stat.S_ISLNK(mode):
             raise ReleaseError(f"{relative}: is or passes through a symlink, which is refused")
     if not stat.S_ISREG(mode):
@@ -61,12 +67,19 @@ def read_bytes(root: Path, relative: str, limit: int | None = None) -> bytes:
         limit = MAX_TABLE_BYTES if relative.endswith(".parquet") else MAX_FILE_BYTES
     path = regular_file(root, relative)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    descriptor = os.open(path, flags)
     try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # swapped after the check
+        descriptor = os.open(path, flags)
+    except OSError as error:  # swapped for a symlink after the check, or unreadable
+        raise ReleaseError(f"{relative[:200]}: cannot be read ({error.strerror})") from None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):  # swapped after the check
             raise ReleaseError(f"{relative}: not a regular file")
         with os.fdopen(descriptor, "rb", closefd=False) as handle:
-            data = handle.read(limit + 1)
+            # read what the file holds, never a buffer of ``limit`` (4 GiB for a table)
+            data = handle.read(min(status.st_size, limit) + 1)
+            if len(data) > status.st_size and len(data) <= limit:  # it grew meanwhile
+                data += handle.read(limit + 1 - len(data))
     finally:
         os.close(descriptor)
     if len(data) > limit:
@@ -93,10 +106,17 @@ def load_json(data: bytes, where: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     refuses nesting deeper than the interpreter's recursion limit (a RecursionError, caught);
     anything it accepts is then measured."""
     deep = f"{where}: JSON nested deeper than {max_depth} levels, which is refused"
+    containers = data.count(b"[") + data.count(b"{") if isinstance(data, bytes) else 0
+    if containers > len(data) // 8 + 1_000_000:  # a file: about 1 in 50 bytes; "[[],[],..." 1 in 3
+        raise ReleaseError(
+            f"{where}: JSON of {containers} arrays and objects in {len(data)} bytes, which is refused"
+        )
     try:
         value = json.loads(data)
     except RecursionError:
         raise ReleaseError(deep) from None
+    except MemoryError:
+        raise ReleaseError(f"{where}: JSON too large to parse in this process's memory") from None
     except ValueError as error:
         raise ReleaseError(f"{where}: not valid JSON ({str(error)[:120]})") from None
     if json_depth(value) > max_depth:
@@ -107,6 +127,90 @@ def load_json(data: bytes, where: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
 def read_json(root: Path, relative: str) -> Any:
     """The parsed JSON of the regular file ``relative`` under ``root``, within the size and depth limits."""
     return load_json(read_bytes(root, relative), relative)
+
+
+def read_user_file(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a file a user named (a source file, a prompt template, a licence): a
+    regular file (never a symlink, FIFO or device), at most ``limit`` bytes."""
+    given = Path(path)
+    if len(str(given)) > 4096:
+        raise ReleaseError(f"{str(given)[:80]}...: a path of {len(str(given))} characters is refused")
+    return read_bytes(given.parent, given.name, limit)
+
+
+def read_lines(root: Path, relative: str, max_line: int = 1024 * 1024) -> Iterator[bytes]:
+    """The lines of a regular file under ``root`` (a run's ``episodes.jsonl``), read one at a
+    time: memory is bounded by ``max_line`` whatever the file's size; a longer line is
+    skipped (it is not a row this code wrote)."""
+    path = regular_file(root, relative)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError as error:
+        raise ReleaseError(f"{relative[:200]}: cannot be read ({error.strerror})") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise ReleaseError(f"{relative}: not a regular file")
+        while True:
+            line = handle.readline(max_line + 1)
+            if not line:
+                return
+            if len(line) > max_line:  # skip the rest of an overlong line
+                while line and not line.endswith(b"\n"):
+                    line = handle.readline(max_line + 1)
+                continue
+            yield line
+
+
+def read_gzip_json(root: Path, relative: str, limit: int = MAX_GZIP_BYTES) -> Any:
+    """The JSON of a gzip file under ``root`` (a transcript), decompressed no further than
+    ``limit`` bytes: a gzip bomb is refused after ``limit`` bytes, never expanded."""
+    import gzip
+    import io
+    import zlib
+
+    packed = read_bytes(root, relative)
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(packed)) as handle:
+            text = handle.read(limit + 1)
+    except (OSError, EOFError, zlib.error) as error:
+        raise ReleaseError(f"{relative}: not a readable gzip file ({str(error)[:80]})") from None
+    if len(text) > limit:
+        raise ReleaseError(f"{relative}: decompresses to more than {limit} bytes, which is refused")
+    return load_json(text, relative)
+
+
+def inside(root: Path, path: Path, what: str) -> Path:
+    """``path`` resolved (symlinks, ``..``), refused with one line when it is not ``root`` or
+    a folder below it (``root`` resolved too): a name a user gave may not leave its root."""
+    try:
+        base, target = root.resolve(), path.resolve()
+    except (OSError, RuntimeError) as error:
+        raise ReleaseError(f"{what}: cannot be resolved ({error})") from None
+    if target != base and base not in target.parents:
+        raise ReleaseError(f"{what}: {target} is outside {base}, which is refused")
+    return target
+
+
+# Text that is shown to people and models: printable, without direction overrides.
+BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def unsafe_text(text: str, limit: int) -> str:
+    """Why ``text`` cannot be shown safely ("" when it can): longer than ``limit``
+    characters, or holding a control character (terminal escapes included), a bidirectional
+    override or another invisible formatting character."""
+    import unicodedata
+
+    if len(text) > limit:
+        return f"{len(text)} characters (at most {limit})"
+    for char in text:
+        if char in BIDI:
+            return f"a bidirectional control character U+{ord(char):04X}"
+        category = unicodedata.category(char)
+        if category in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+            return f"a control or invisible character U+{ord(char):04X}"
+    return ""
 
 
 def walk(root: Path) -> tuple[set[str], list[str]]:
@@ -128,40 +232,3 @@ def walk(root: Path) -> tuple[set[str], list[str]]:
                 problems.append(f"{relative}: a special file (FIFO, socket or device)")
         dirs[:] = [d for d in dirs if not os.path.islink(base / d)]
     return files, problems
-
-
-def read_table_rows(data: bytes, relative: str, schema: Any = None) -> list[dict[str, Any]]:
-    """The rows of an untrusted Parquet file. Its footer is read first: a file that declares
-    more than :data:`MAX_TABLE_EXPANSION` times its size uncompressed (a decompression bomb),
-    by row group or by column chunk, is refused before any page is decompressed, and so is a
-    file whose Arrow schema is not ``schema`` (when given: no extra, missing, reordered or
-    retyped column)."""
-    return read_arrow_table(data, relative, schema).to_pylist()
-
-
-def read_arrow_table(data: bytes, relative: str, schema: Any = None) -> Any:
-    """:func:`read_table_rows`, as a pyarrow Table."""
-    import io
-
-    import pyarrow.parquet as pq
-
-    try:
-        handle = pq.ParquetFile(io.BytesIO(data))
-        meta = handle.metadata
-        groups = [meta.row_group(g) for g in range(meta.num_row_groups)]
-        declared = max(
-            sum(group.total_byte_size for group in groups),
-            sum(
-                group.column(c).total_uncompressed_size for group in groups for c in range(group.num_columns)
-            ),
-        )
-        if declared > MAX_TABLE_EXPANSION * max(len(data), 1024 * 1024):
-            raise ReleaseError(f"{relative}: declares {declared} bytes uncompressed, which is refused")
-        if schema is not None and not handle.schema_arrow.equals(schema):
-            found = ", ".join(f"{f.name}: {f.type}" for f in handle.schema_arrow)[:300]
-            raise ReleaseError(f"{relative}: its columns are not the declared ones (found {found})")
-        return handle.read()
-    except ReleaseError:
-        raise
-    except Exception as error:  # pyarrow raises several kinds for a damaged file
-        raise ReleaseError(f"{relative}: unreadable Parquet ({type(error).__name__})") from None

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.errors import UserError
-from pipeline.storage.safe import ReleaseError, read_arrow_table, read_bytes, read_json
+from pipeline.storage.parquet import read_arrow_table
+from pipeline.storage.safe import ReleaseError, load_json, read_bytes, read_json, unsafe_text
 
 SHARDS_FORMAT = "gridbench-shards/1"
 
@@ -147,11 +148,15 @@ def make_shard(job: ShardJob) -> dict[str, Any]:
     final = root / "shards" / job.name
     partial = root / "shards" / f".{job.name}.partial-{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    for name, data in files.items():
-        (partial / name).write_bytes(data)
     shard_json = json.dumps(record, indent=1, sort_keys=True).encode()
-    (partial / "shard.json").write_bytes(shard_json)
+    try:
+        partial.mkdir(parents=True)
+        for name, data in files.items():
+            (partial / name).write_bytes(data)
+        (partial / "shard.json").write_bytes(shard_json)
+    except OSError:  # a full disk: nothing half-written stays behind
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     shutil.rmtree(final, ignore_errors=True)  # a damaged shard of an earlier, killed build
     os.replace(partial, final)
     return {**record, "sha256": sha256(shard_json)}
@@ -225,19 +230,27 @@ def read_shards_manifest(path: Path) -> dict[str, Any]:
 
 
 def is_sharded(path: Path) -> bool:
-    """Whether the folder at ``path`` holds a sharded release (its manifest says so)."""
+    """Whether the folder at ``path`` holds a sharded release (its manifest says so). The
+    manifest is read like any untrusted file (a FIFO, a link to ``/dev/zero`` or a huge file
+    is not read at all); whatever is wrong with it is reported by the release's own checks."""
     try:
-        data = json.loads((path / "manifest.json").read_bytes()[:1_000_000] or b"{}")
-    except (OSError, ValueError):
+        data = load_json(read_bytes(path, "manifest.json"), "manifest.json")
+    except ReleaseError:
         return False
     return isinstance(data, dict) and data.get("format") == SHARDS_FORMAT
 
 
 def check_name(name: str, version: str) -> None:
-    """Refuse a release name or version that could leave the output folder."""
-    for value in (name, version):
-        if not value or "/" in value or ".." in value or value.startswith("."):
-            raise UserError(f"{value!r}: a release name or version may not hold '/', '..' or start with '.'")
+    """Refuse a release name or version that could leave the output folder or cannot be shown
+    (the rules of ``release.name`` and ``release.version``)."""
+    from pipeline.storage.write import NAME, VERSION
+
+    for value, rule in ((name, NAME), (version, VERSION)):
+        if not rule.match(value) or ".." in value:
+            raise UserError(
+                f"{ascii(value[:80])}: a name uses letters, digits, '.', '_' and '-' and may not hold "
+                "'/' or '..'; a version is semantic (1.0.0)"
+            )
 
 
 def verify_sharded(path: Path, solver: Any, milp: str | None, workers: int) -> tuple[int, int, list[str]]:
@@ -259,8 +272,13 @@ def verify_sharded(path: Path, solver: Any, milp: str | None, workers: int) -> t
     failures = list(report.file_failures)
     plan: dict[str, dict[str, Any]] = {}
     try:
+        if any("${" in text for text in _strings(manifest.get("config"))):
+            raise UserError("an interpolation (${...}) in a recorded config is never resolved")
         config = OmegaConf.create(manifest.get("config"))
         plan = {job.name: job.recipe() for job in shard_jobs(config, path)}  # type: ignore[arg-type]
+        failures += _sharded_claims(path, manifest, config, sound)
+    except UserError as error:
+        failures.append(f"manifest.json: its config does not describe a build ({str(error)[:200]})")
     except Exception as error:  # whatever is wrong with it, the config cannot be trusted
         failures.append(f"manifest.json: its config does not describe a build ({type(error).__name__})")
     names: list[str] = []
@@ -327,3 +345,44 @@ def verify_sharded(path: Path, solver: Any, milp: str | None, workers: int) -> t
                 f"manifest.json: counts.{key} is {str(counts.get(key))[:80]}, the shards hold {value}"
             )
     return rows, proved, failures
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a JSON value (keys too), without recursion."""
+    out, stack = [], [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            out.append(node)
+        elif isinstance(node, dict):
+            out.extend(str(k) for k in node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return out
+
+
+def _sharded_claims(path: Path, manifest: dict[str, Any], config: Any, sound: set[str]) -> list[str]:
+    """The name and version the manifest and its config give, the card written again from the
+    counts, and the licence a build writes."""
+    from pipeline.storage.write import GENERATED_LICENCE
+    from pipeline.train import card
+
+    failures = []
+    for key in ("name", "version"):
+        if manifest.get(key) != config.get(key) or unsafe_text(str(manifest.get(key)), 64):
+            failures.append(f"manifest.json: {key} {str(manifest.get(key))[:40]!r} is not its config's")
+    counts: dict[str, Any] = manifest["counts"] if isinstance(manifest.get("counts"), dict) else {}
+    if "LICENSE" in sound and read_bytes(path, "LICENSE") != GENERATED_LICENCE.text.encode():
+        failures.append("LICENSE: not the licence a build writes (CC BY 4.0); the text was changed")
+    per_domain, per_grid = counts.get("per_domain"), counts.get("per_grid")
+    if "README.md" in sound and isinstance(per_domain, dict) and isinstance(per_grid, dict):
+        text = card(
+            str(config.name), str(config.version), sorted(per_domain), counts.get("tasks", 0), per_grid
+        )
+        if read_bytes(path, "README.md") != text.encode():
+            failures.append("README.md: not the card this release's manifest gives (edited?)")
+    for relative in ("README.md", "LICENSE"):
+        if relative not in manifest.get("files", {}):
+            failures.append(f"manifest.json: {relative} is not listed")
+    return failures

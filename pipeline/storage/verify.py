@@ -27,8 +27,10 @@ from domains import DomainError, get_domain
 from pipeline.generation.instruction import write_instruction
 from pipeline.generation.seal import Sealed, seal
 from pipeline.parallel import parallel_imap
-from pipeline.storage.read import read_manifest
-from pipeline.storage.safe import ReleaseError, read_arrow_table, read_bytes, read_json, read_table_rows, walk
+from pipeline.storage.claims import check_claims
+from pipeline.storage.parquet import read_arrow_table, read_table_rows
+from pipeline.storage.read import has_manifest, read_manifest
+from pipeline.storage.safe import ReleaseError, read_bytes, read_json, unsafe_text, walk
 from pipeline.storage.write import SCHEMA_DIR, sha256
 from solvers.milp import crosscheck_answer
 from solvers.results import SolverSettings
@@ -43,6 +45,7 @@ class VerifyReport:
     tasks: dict[str, str] = field(default_factory=dict)  # task_id -> domain
     failures: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     file_failures: list[str] = field(default_factory=list)
+    unverified: list[str] = field(default_factory=list)  # what the release alone cannot prove
 
     @property
     def ok(self) -> bool:
@@ -90,7 +93,7 @@ def check_release(
     if not tasks:
         failures.append("manifest.json: the release lists no task")
     per_domain = Counter(name.split("/")[1] for name in tasks if name.count("/") == 2)
-    if isinstance(counts.get("per_domain"), dict) and counts["per_domain"] != dict(per_domain):
+    if counts.get("per_domain") != dict(per_domain):
         failures.append(
             f"manifest.json: counts.per_domain={counts['per_domain']} but the task files "
             f"give {dict(sorted(per_domain.items()))}"
@@ -103,8 +106,9 @@ def check_release(
     for name in sorted(answers):
         if "tasks/" + name[len("answers/") :] not in listed:
             failures.append(f"{name}: an answer without a task file")
-    _check_metadata(path, listed, tasks, failures, damaged)
+    meta = _check_metadata(path, listed, tasks, failures, damaged)
     _check_tables(path, listed, tasks, failures, damaged)
+    check_claims(path, manifest, set(listed) - damaged, meta, failures, report.unverified)
     return [name for name in tasks if name.count("/") == 2]
 
 
@@ -171,35 +175,36 @@ def _check_tables(
 
 def _check_metadata(
     path: Path, listed: dict[str, str], tasks: list[str], failures: list[str], damaged: set[str]
-) -> None:
+) -> pl.DataFrame | None:
     """``metadata.parquet``: the declared columns, one row per task, and every value what the
-    task and answer files give (it is the index ``load_release`` filters on)."""
+    task and answer files give (it is the index ``load_release`` filters on). The frame when
+    it has the declared columns and one row per task (the claims are checked against it)."""
     from pipeline.storage.write import METADATA_SCHEMA
 
     if "metadata.parquet" not in listed:
         failures.append("manifest.json: metadata.parquet is not listed")
-        return
+        return None
     if "metadata.parquet" in damaged:
-        return  # its digest failed already: an untrusted file is not decompressed
+        return None  # its digest failed already: an untrusted file is not decompressed
     try:
         table = read_arrow_table(read_bytes(path, "metadata.parquet"), "metadata.parquet")
         meta = pl.from_arrow(table)
     except ReleaseError as error:
         failures.append(str(error))
-        return
+        return None
     except Exception as error:  # polars raises several kinds for a damaged file
         failures.append(f"metadata.parquet: unreadable ({type(error).__name__})")
-        return
+        return None
     assert isinstance(meta, pl.DataFrame)
     if dict(meta.schema) != METADATA_SCHEMA:
         failures.append(
             "metadata.parquet: its columns are not the declared ones (a column added, dropped or retyped)"
         )
-        return
+        return None
     expected = {name.rsplit("/", 1)[-1][: -len(".json")]: name for name in tasks}
     if "task_id" not in meta.columns or sorted(meta["task_id"].to_list()) != sorted(expected):
         failures.append(f"metadata.parquet: its rows ({meta.height}) are not the {len(tasks)} tasks listed")
-        return
+        return None
     for row in meta.iter_rows(named=True):
         name = expected[row["task_id"]]
         answer = "answers/" + name[len("tasks/") :]
@@ -214,11 +219,13 @@ def _check_metadata(
                 f"metadata.parquet: {row['task_id']} is in domain {row.get('domain')!r} "
                 f"but its file is under {name.split('/')[1]}/"
             )
+    return meta
 
 
 def _metadata_differs(path: Path, row: dict[str, Any], name: str, answer: str) -> str:
     """The columns of a metadata row that are not what the task and answer files give ("" when
-    all are); the build's seed and index are the row's own (no file holds them)."""
+    all are); the build's seed and index are those of the answer's certificate (an import has
+    none: its own are checked against its config)."""
     from types import SimpleNamespace
 
     from pipeline.generation.records import CertifiedTask
@@ -228,7 +235,11 @@ def _metadata_differs(path: Path, row: dict[str, Any], name: str, answer: str) -
         task_bytes, answer_bytes = read_bytes(path, name), read_bytes(path, answer)
         task = task_from_dict(read_json(path, name))
         made = answer_from_dict(read_json(path, answer))
-        key = SimpleNamespace(seed=row["seed"], index=row["index"])
+        certificate = made.certificate  # a build records its key's seed and index there
+        key = SimpleNamespace(
+            seed=row["seed"] if certificate is None or certificate.seed is None else certificate.seed,
+            index=row["index"] if certificate is None or certificate.index is None else certificate.index,
+        )
         expected = metadata_row(CertifiedTask(key, task, made), task_bytes, answer_bytes)  # type: ignore[arg-type]
     except Exception:  # a file that does not parse fails elsewhere, with its own message
         return ""
@@ -247,7 +258,9 @@ def consistency(task: Task, answer: Answer) -> list[str]:
     """The answer must describe this task: same id, visible cells, candidates and budget."""
     problems = []
     if answer.task_id != task.task_id:
-        problems.append(f"answer is for task {answer.task_id}")
+        problems.append(f"answer is for task {ascii(answer.task_id[:40])}")
+    if len(answer.truth) != task.rows or any(len(row) != task.cols for row in answer.truth):
+        return [*problems, f"the answer's truth grid is not {task.rows} x {task.cols} (short or ragged)"]
     for r, row in enumerate(task.grid):
         for c, cell in enumerate(row):
             if cell is not None and answer.truth[r][c] != cell:
@@ -267,9 +280,42 @@ def consistency(task: Task, answer: Answer) -> list[str]:
     return problems
 
 
+ID_LIMIT = 100  # characters of a task or item id (a build's: 8 to 25)
+TEXT_LIMIT = 200  # characters of an item name, a category, a rule name
+
+
+def unsafe_strings(task: Task) -> list[str]:
+    """The ids, names and other words of a task that cannot be shown to a person or a model
+    safely: control characters (terminal escapes), bidirectional overrides, invisible
+    formatting characters, absurd lengths. At most three, each quoted with escapes."""
+    found: list[str] = []
+
+    def check(value: Any, limit: int, what: str) -> None:
+        why = unsafe_text(value, limit) if isinstance(value, str) else ""
+        if why and len(found) < 3:
+            found.append(f"{what} {ascii(value[:40])} cannot be shown safely: {why}")
+
+    check(task.task_id, ID_LIMIT, "task id")
+    for item_id, item in task.items.items():
+        check(item_id, ID_LIMIT, "item id")
+        for key, value in item.items():
+            check(str(key), TEXT_LIMIT, "an attribute name")
+            if key != "id":
+                check(value, TEXT_LIMIT, f"item {ascii(item_id[:40])} {ascii(str(key)[:40])}")
+    for rule in task.global_constraints:
+        for word in (rule.name, rule.attribute, rule.equals):
+            check(word, TEXT_LIMIT, "a global rule's")
+    for slot in task.slots:
+        for slot_rule in slot.constraints:
+            words = slot_rule.value if isinstance(slot_rule.value, tuple) else ()
+            for word in (slot_rule.attribute, *words):
+                check(word, TEXT_LIMIT, f"a slot rule of ({slot.row},{slot.col})")
+    return found
+
+
 def task_shape(task: Task, task_rel: str) -> list[str]:
-    """Folder, candidates and instruction: what the schema cannot say."""
-    problems = []
+    """Folder, candidates, text that can be shown, and instruction: what the schema cannot say."""
+    problems = unsafe_strings(task)
     domain, file_id = task_rel.split("/")[1], task_rel.rsplit("/", 1)[-1][: -len(".json")]
     if task.domain != domain or task.task_id != file_id:
         problems.append(f"file {task_rel} holds task {task.task_id} of domain {task.domain}")
@@ -304,8 +350,16 @@ def prove_one(args: tuple[str, str, str, SolverSettings, str | None]) -> tuple[s
         return _prove(Path(root), task_rel, answer_rel, solver, milp)
     except ReleaseError as error:
         return task_rel, "?", [str(error)]
-    except (TaskFormatError, KeyError, TypeError, ValueError, OverflowError) as error:
-        return task_rel, "?", [f"malformed: {str(error)[:200]}"]
+    except (
+        TaskFormatError,
+        KeyError,
+        TypeError,
+        ValueError,
+        OverflowError,
+        IndexError,
+        AttributeError,
+    ) as error:
+        return task_rel, "?", [f"malformed: {type(error).__name__}: {str(error)[:200]}"]
 
 
 def _prove(
@@ -351,7 +405,7 @@ def verify_release(path: Path, solver: SolverSettings, milp: str | None, workers
     try:
         manifest = read_manifest(path)
     except ReleaseError as error:
-        if not (path / "manifest.json").exists():
+        if not has_manifest(path):
             raise
         report.file_failures.append(str(error))
         return report

@@ -7,6 +7,7 @@ when complete, so an interrupted run never leaves a half release at the final pa
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import platform
@@ -32,6 +33,8 @@ PACKAGES = ("gridbench", "ortools", "pulp", "polars", "pyarrow", "hydra-core", "
 INT64_MAX = 2**63 - 1
 
 
+# what is byte-identical for the same configuration and seed (the manifest's "deterministic")
+DETERMINISTIC = ["tasks/", "answers/", "data/", "metadata.parquet", "schemas/", "README.md", "LICENSE"]
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 VERSION = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]{1,32})?$")
 
@@ -366,10 +369,11 @@ def write_release(
                 {"task_id": made.task.task_id, **{k: float(v) for k, v in sorted(made.timings.items())}}
             )
         frame = pl.DataFrame(rows, schema=METADATA_SCHEMA)
-        frame.write_parquet(folder / "metadata.parquet", statistics=False)
-        files["metadata.parquet"] = sha256((folder / "metadata.parquet").read_bytes())
-        pl.DataFrame(timings).write_parquet(folder / "timings.parquet")
-        files["timings.parquet"] = sha256((folder / "timings.parquet").read_bytes())
+        # written through Python, so that a full disk is an OSError (polars reports its own)
+        files["metadata.parquet"] = _write(
+            folder / "metadata.parquet", parquet_bytes(frame, statistics=False)
+        )
+        files["timings.parquet"] = _write(folder / "timings.parquet", parquet_bytes(pl.DataFrame(timings)))
         for schema in ("task.schema.json", "answer.schema.json"):
             files[f"schemas/{schema}"] = _write(
                 folder / "schemas" / schema, (SCHEMA_DIR / schema).read_bytes()
@@ -391,15 +395,7 @@ def write_release(
             "software": software_versions(),
             "counts": {**counts(frame), "crosscheck_disagreements": len(events)},
             "build_events": events,
-            "deterministic": [
-                "tasks/",
-                "answers/",
-                "data/",
-                "metadata.parquet",
-                "schemas/",
-                "README.md",
-                "LICENSE",
-            ],
+            "deterministic": list(DETERMINISTIC),
             "files": dict(sorted(files.items())),
         }
         (folder / "manifest.json").write_bytes(dumps(manifest))
@@ -472,6 +468,13 @@ def card_header(name: str, version: str, domains: list[str], tasks: int, licence
         ],
     )
     return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n\n"
+
+
+def parquet_bytes(frame: pl.DataFrame, **options: Any) -> bytes:
+    """The Parquet file of ``frame`` as bytes (the same bytes polars writes to a path)."""
+    buffer = io.BytesIO()
+    frame.write_parquet(buffer, **options)
+    return buffer.getvalue()
 
 
 def _write(path: Path, data: bytes) -> str:

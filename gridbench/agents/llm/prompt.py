@@ -5,13 +5,24 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
 from env import UNLIMITED, Episode
+from gridbench.errors import UserError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+TEMPLATE_BYTES = 1024 * 1024
+ID_CHARS = 64  # an id longer than this is cut in the prompt (a build's ids: 8 to 25 characters)
+PLAIN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")  # a task id shown as it is; others quoted
+INSTRUCTION_CHARS = 200_000  # a 30x30 task's instruction: about 70,000
+
+
+def _cell(item: str | None) -> str:
+    return "null" if item is None else quoted(item)
 
 
 @dataclass(frozen=True)
@@ -30,15 +41,20 @@ class PromptTemplates:
 def load_templates(folder: str | Path | None = None) -> PromptTemplates:
     """The templates of ``folder`` (default: the packaged ones); a missing file is an error
     that names it."""
+    from pipeline.storage.safe import read_user_file
+
     root = Path(folder) if folder else TEMPLATES
     texts = []
     for name in ("system.txt", "user.txt"):
         path = root / name
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise FileNotFoundError(
                 f"prompt template {path} is missing; agent.prompt_dir must hold system.txt and user.txt"
             )
-        texts.append(path.read_text())
+        try:  # a regular file (no FIFO, device or link), at most TEMPLATE_BYTES
+            texts.append(read_user_file(path, TEMPLATE_BYTES).decode("utf-8"))
+        except UnicodeDecodeError:
+            raise UserError(f"prompt template {path} is not UTF-8 text") from None
     return PromptTemplates(*texts)
 
 
@@ -56,19 +72,40 @@ def _budget_text(episode: Episode) -> tuple[str, str]:
     return query, check
 
 
+def quoted(text: str, limit: int = ID_CHARS) -> str:
+    """Text from the task file (an id) as the prompt shows it: a JSON string, so that it reads
+    as data and never as an instruction, with control characters and direction overrides
+    escaped, cut to ``limit`` characters."""
+    return json.dumps(text if len(text) <= limit else text[:limit] + "...")
+
+
+def plain_text(text: str, limit: int = INSTRUCTION_CHARS) -> str:
+    """The task's instruction as the prompt shows it: its lines kept, any other control or
+    invisible formatting character escaped, cut to ``limit`` characters."""
+    if len(text) > limit:
+        text = text[:limit] + f"... ({len(text) - limit} more characters cut)"
+    if all(char.isprintable() or char == "\n" for char in text):
+        return text
+    return "".join(char if char.isprintable() or char == "\n" else ascii(char)[1:-1] for char in text)
+
+
 def render(templates: PromptTemplates, episode: Episode) -> list[dict[str, str]]:
-    """The first two messages of an episode."""
+    """The first two messages of an episode. What comes from the task file is data: the grid's
+    ids are JSON strings, a task id other than a plain word is one too (capped at
+    :data:`ID_CHARS`, control characters and direction overrides escaped), and the
+    instruction is capped and shows no control character. Tasks of a build render exactly as
+    the templates say."""
     task, d = episode.task, episode.task.domain
     query_text, check_text = _budget_text(episode)
     rate = episode.settings.failure_rate
     values = {
-        "task_id": task.task_id,
+        "task_id": task.task_id if PLAIN_ID.match(task.task_id) else quoted(task.task_id),
         "domain": d,
         "rows": task.rows,
         "cols": task.cols,
         "hidden": len(task.slots),
-        "instruction": task.instruction,
-        "grid": json.dumps([list(row) for row in task.grid]),
+        "instruction": plain_text(task.instruction),
+        "grid": "[" + ", ".join("[" + ", ".join(_cell(c) for c in row) + "]" for row in task.grid) + "]",
         "hidden_cells": ", ".join(f"({s.row}, {s.col})" for s in task.slots),
         "query_tool": f"query_{d}_candidate_from_attribute",
         "item_info_tool": f"get_{d}_item_info",

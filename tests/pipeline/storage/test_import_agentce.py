@@ -61,6 +61,9 @@ def _import_and_verify(tmp_path, source: Path, expected: int) -> None:
     assert sum(status["unique"] for status in report) == expected  # measured: all are unique
     verified = verify_release(release, SolverSettings(), milp=None, workers=2)
     assert verified.ok and len(verified.tasks) == expected
+    # what the release alone cannot prove is named, not passed over (the card is rebuilt and matches)
+    assert any(note.startswith("LICENSE: the imported data's own licence") for note in verified.unverified)
+    assert any(note.startswith("config: an import") for note in verified.unverified)
     assert (release / "LICENSE").read_text() == (ANCHORS / "LICENSE").read_text()  # verbatim
     card = (release / "README.md").read_text()
     assert "\nlicense: mit\n" in card.split("---")[1]
@@ -90,3 +93,69 @@ def test_import_one_file_and_verify(tmp_path):
 @pytest.mark.slow
 def test_import_all_six_files_and_verify(tmp_path):
     _import_and_verify(tmp_path, ANCHORS, 210)
+
+
+def _source(tmp_path: Path, content: str | None) -> Path:
+    folder = tmp_path / "source"
+    folder.mkdir()
+    (folder / "LICENSE").write_text((ANCHORS / "LICENSE").read_text())
+    if content is not None:
+        (folder / "course.json").write_text(content)
+    return folder
+
+
+HOSTILE_SOURCES = [
+    ("[" * 200_000 + "]" * 200_000, "nested deeper than"),
+    ('{"domain": "course", "rows": 5, "cols": 5, "instances": "all of them"}', "'instances' must be a list"),
+    ('{"domain": "course", "rows": 5, "cols": 5, "instances": [7]}', "instance 0: not a JSON object"),
+    ('{"domain": ["course"], "rows": 5, "cols": 5, "instances": []}', "has no mapping"),
+    (
+        '{"domain": "course", "rows": 5, "cols": 5, "instances": [{"instance_id": 1, "meta": 1, '
+        '"global_constraints": 1, "item_pool": 1, "truth_solution": 1, "partial_solution": 1, "slots": 1}]}',
+        "instance 0: malformed",
+    ),
+    ("\xff\xfe not json", "not valid JSON"),
+]
+
+
+@pytest.mark.parametrize(("content", "message"), HOSTILE_SOURCES, ids=[m for _, m in HOSTILE_SOURCES])
+def test_a_hostile_source_file_is_one_line_and_exit_2(content, message, tmp_path, capsys):
+    from pipeline.cli import run_cli
+    from pipeline.import_agentce import run_import
+
+    source = _source(tmp_path, content)
+    cfg = compose_config(
+        [f"source={source}", f"release.output_root={tmp_path}/out"], "import_agentce", "apps"
+    )
+    with pytest.raises(SystemExit) as stop:
+        run_cli(run_import, cfg)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and message in err and err.count("\n") == 1 and err.startswith("error: ")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_source_that_is_a_fifo_or_a_link_is_not_read(tmp_path):
+    import os
+
+    from gridbench.errors import UserError
+    from pipeline.import_agentce import run_import
+    from tests.hostile import deadline
+
+    source = _source(tmp_path, None)
+    os.mkfifo(source / "course.json")
+    cfg = compose_config(
+        [f"source={source}/course.json", f"release.output_root={tmp_path}/out"], "import_agentce", "apps"
+    )
+    with deadline(20), pytest.raises((UserError, FileNotFoundError)):
+        run_import(cfg)
+    for target in ("/dev/zero", FILES[0]):
+        (source / "course.json").unlink()
+        (source / "course.json").symlink_to(target)
+        with deadline(20), pytest.raises((UserError, FileNotFoundError)) as refused:
+            run_import(
+                compose_config(
+                    [f"source={source}", f"release.output_root={tmp_path}/out"], "import_agentce", "apps"
+                )
+            )
+        assert "symlink" in str(refused.value) or "no AgentCE dataset files" in str(refused.value)
+    assert not (tmp_path / "out").exists()

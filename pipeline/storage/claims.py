@@ -1,0 +1,457 @@
+"""What a release says about itself, checked against what it holds (``verify``).
+
+Beyond the digests of its files, a manifest claims counts (tasks, per domain, certified,
+cross-checked, decoys, solver disagreements), build events, the configuration it was built
+from, a name and a version, software versions and the list of deterministic files. Each claim
+is recomputed from the files: the configuration must make exactly these tasks (their domains,
+grid, H, B, K, seed and index, and, for an unsalted release, their ids); the dataset card and
+the licence are written again and compared; the JSON Schemas must be this code's; timings
+must be possible. What the release alone cannot prove (an imported licence, the classifier
+audit of the card, the ids of a salted release) is named as unverified, never passed over.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.storage.parquet import read_arrow_table
+from pipeline.storage.safe import ReleaseError, read_bytes, read_json, unsafe_text
+from pipeline.storage.write import DETERMINISTIC, NAME, SCHEMA_DIR, VERSION
+
+MANIFEST_KEYS = {
+    "format",
+    "name",
+    "version",
+    "config",
+    "software",
+    "counts",
+    "build_events",
+    "deterministic",
+    "files",
+}
+COUNT_KEYS = {"tasks", "per_domain", "certified", "crosscheck_ok", "decoys", "crosscheck_disagreements"}
+TIMING_COLUMN = re.compile(r"^[a-z][a-z_]{0,40}_ms$")
+TIMING_MAX_MS = 7 * 24 * 3600 * 1000.0  # a week for one task: anything above is not a timing
+MAX_LIST = 10_000  # values of a recorded H or B list (a preset has at most a few dozen)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _short(value: Any) -> str:
+    return str(value)[:80]
+
+
+def check_claims(
+    path: Path,
+    manifest: dict[str, Any],
+    sound: set[str],
+    meta: pl.DataFrame | None,
+    failures: list[str],
+    notes: list[str],
+) -> None:
+    """Every claim of ``manifest`` against the release at ``path`` (``sound``: the files whose
+    digests matched; ``meta``: ``metadata.parquet`` once checked against the files, or None).
+    Failures and the names of what cannot be verified are appended."""
+    _shape(manifest, failures)
+    _counts(manifest, meta, failures)
+    _events(manifest, meta, failures)
+    _config(manifest, meta, failures, notes)
+    _schemas(path, manifest["files"], sound, failures)
+    _timings(path, manifest["files"], sound, meta, failures)
+    _card_and_licence(path, manifest, sound, meta, failures, notes)
+
+
+def _shape(manifest: dict[str, Any], failures: list[str]) -> None:
+    unknown = sorted(set(manifest) - MANIFEST_KEYS)
+    if unknown:
+        failures.append(f"manifest.json: unknown keys {[_short(k) for k in unknown[:5]]}")
+    name, version = manifest.get("name"), manifest.get("version")
+    if not isinstance(name, str) or not NAME.match(name) or ".." in name:
+        failures.append(f"manifest.json: name {_short(name)!r} is not a release name")
+    if not isinstance(version, str) or not VERSION.match(version):
+        failures.append(f"manifest.json: version {_short(version)!r} is not a semantic version")
+    software = manifest.get("software")
+    if not isinstance(software, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and not unsafe_text(k, 64) and not unsafe_text(v, 64)
+        for k, v in software.items()
+    ):
+        failures.append("manifest.json: 'software' must map package names to short version strings")
+    if manifest.get("deterministic") != DETERMINISTIC:
+        failures.append(f"manifest.json: 'deterministic' must list {DETERMINISTIC}")
+    if not isinstance(manifest.get("config"), dict):
+        failures.append("manifest.json: 'config' must be the configuration the release was built from")
+
+
+def _counts(manifest: dict[str, Any], meta: pl.DataFrame | None, failures: list[str]) -> None:
+    counts = manifest["counts"]
+    missing, unknown = sorted(COUNT_KEYS - set(counts)), sorted(set(counts) - COUNT_KEYS)
+    if missing or unknown:
+        failures.append(f"manifest.json: counts lacks {missing} or has unknown keys {unknown[:5]}")
+    for key in sorted(COUNT_KEYS - {"per_domain"}):
+        if key in counts and (not _is_int(counts[key]) or counts[key] < 0):
+            failures.append(f"manifest.json: counts.{key}={_short(counts[key])} is not a whole number")
+    per_domain = counts.get("per_domain")
+    if not isinstance(per_domain, dict) or not all(_is_int(v) for v in per_domain.values()):
+        failures.append(
+            f"manifest.json: counts.per_domain={_short(per_domain)!r} must map each domain to a number"
+        )
+    events = manifest.get("build_events")
+    if not isinstance(events, list):
+        failures.append("manifest.json: 'build_events' must be a list")
+    elif counts.get("crosscheck_disagreements") != len(events):
+        claimed = _short(counts.get("crosscheck_disagreements"))
+        failures.append(
+            f"manifest.json: counts.crosscheck_disagreements={claimed} but build_events holds {len(events)}"
+        )
+    if meta is None:
+        return
+    held = {
+        "certified": int((meta["certificate_status"] == "ok").sum()),
+        "crosscheck_ok": int((meta["crosscheck_status"] == "ok").sum()),
+        "decoys": int(meta["n_decoys"].sum()),
+    }
+    for key, value in held.items():
+        if counts.get(key) != value:
+            failures.append(
+                f"manifest.json: counts.{key}={_short(counts.get(key))} but the files give {value}"
+            )
+
+
+def _events(manifest: dict[str, Any], meta: pl.DataFrame | None, failures: list[str]) -> None:
+    events = manifest.get("build_events")
+    if not isinstance(events, list):
+        return
+    redraws = dict(zip(meta["task_id"], meta["task_redraws"], strict=True)) if meta is not None else {}
+    for number, event in enumerate(events):
+        where = f"manifest.json: build_events[{number}]"
+        if not isinstance(event, dict) or event.get("kind") != "crosscheck_disagreement":
+            failures.append(f"{where} is not a cross-check disagreement record")
+            continue
+        task_id: Any = event.get("task_id")
+        attempt: Any = event.get("attempt")
+        if meta is not None and task_id not in redraws:
+            failures.append(f"{where} names {_short(task_id)!r}, which is not a task of the release")
+        elif not _is_int(attempt) or attempt < 0 or (meta is not None and attempt >= redraws[task_id]):
+            failures.append(
+                f"{where}: attempt {_short(attempt)!r} is not a draft before the task's final draw"
+            )
+        texts = [v for v in _strings(event) if unsafe_text(v, 1000)]
+        if texts:
+            failures.append(f"{where} holds text that cannot be shown ({unsafe_text(texts[0], 1000)})")
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a JSON value (keys too), without recursion."""
+    out, stack = [], [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            out.append(node)
+        elif isinstance(node, dict):
+            out.extend(str(k) for k in node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return out
+
+
+def _config(
+    manifest: dict[str, Any], meta: pl.DataFrame | None, failures: list[str], notes: list[str]
+) -> None:
+    config = manifest.get("config")
+    if not isinstance(config, dict):
+        return
+    release = config.get("release")
+    if not isinstance(release, dict):
+        failures.append("manifest.json: config.release is missing")
+        return
+    for key in ("name", "version"):
+        if release.get(key) != manifest.get(key):
+            failures.append(
+                f"manifest.json: config.release.{key}={_short(release.get(key))!r} but the "
+                f"manifest says {_short(manifest.get(key))!r}"
+            )
+    _statuses(release, meta, failures)
+    if "grid" in config:
+        _generated(config, release, meta, failures, notes)
+    elif "source" in config:
+        notes.append(
+            "config: an import (source files are not in the release, so the tasks cannot be "
+            "traced back to them; each is re-proved)"
+        )
+        if meta is not None and (meta["seed"] != 0).any():
+            failures.append("metadata.parquet: an imported task has a seed other than 0")
+    else:
+        failures.append("manifest.json: config describes neither a build (grid) nor an import (source)")
+
+
+def _statuses(release: dict[str, Any], meta: pl.DataFrame | None, failures: list[str]) -> None:
+    """Only certified tasks ship, and each carries the cross-check its config asked for."""
+    if meta is None:
+        return
+    uncertified = meta.filter((pl.col("certificate_status") != "ok") | ~pl.col("unique")).height
+    if uncertified:
+        failures.append(f"metadata.parquet: {uncertified} tasks claim no certificate, which no build ships")
+    crosscheck = release.get("crosscheck")
+    if isinstance(crosscheck, bool):
+        expected = "ok" if crosscheck else "not_run"
+        wrong = meta.filter(pl.col("crosscheck_status") != expected).height
+        if wrong:
+            failures.append(
+                f"metadata.parquet: {wrong} tasks' cross-check is not {expected!r}, as "
+                f"config.release.crosscheck={str(crosscheck).lower()} says"
+            )
+
+
+def _int_list(value: Any) -> list[int] | None:
+    if (
+        not isinstance(value, list)
+        or not value
+        or len(value) > MAX_LIST
+        or not all(_is_int(v) for v in value)
+    ):
+        return None
+    return value
+
+
+def _generated(
+    config: dict[str, Any],
+    release: dict[str, Any],
+    meta: pl.DataFrame | None,
+    failures: list[str],
+    notes: list[str],
+) -> None:
+    """A built release: its recorded grid, domains, H, B, seed and tasks per cell make exactly
+    the tasks it holds."""
+    grid: dict[str, Any] = config["grid"] if isinstance(config["grid"], dict) else {}
+    hidden: Any = _int_list(grid.get("hidden_slots"))
+    budgets: Any = _int_list(grid.get("decoy_budgets"))
+    domains: Any = release.get("domains")
+    per_cell: Any = release.get("tasks_per_cell")
+    seed: Any = release.get("seed")
+    room: Any = grid.get("room_over_budget")
+    shape_ok = (
+        hidden is not None
+        and budgets is not None
+        and all(_is_int(grid.get(k)) and grid[k] >= 1 for k in ("rows", "cols", "candidates_per_slot"))
+        and isinstance(domains, list)
+        and 0 < len(domains) <= 100
+        and all(isinstance(d, str) for d in domains)
+        and _is_int(per_cell)
+        and 1 <= per_cell <= 100_000
+        and _is_int(seed)
+        and (room is None or _is_int(room))
+    )
+    if not shape_ok:
+        failures.append("manifest.json: config.grid / config.release do not describe a build")
+        return
+    expected = len(set(domains)) * len(set(hidden)) * len(set(budgets)) * per_cell
+    if meta is not None and meta.height != expected:
+        failures.append(
+            f"manifest.json: its config makes {expected} tasks "
+            f"({len(set(domains))} domains x {len(set(hidden))} H x {len(set(budgets))} B x "
+            f"{per_cell}), the release holds {meta.height}"
+        )
+    salted = bool(release.get("salted"))
+    if salted:
+        notes.append("task ids: a salted release (its ids come from a secret salt); each task is re-proved")
+    if meta is None:
+        return
+    wrong: list[str] = []
+    keys: set[tuple[Any, ...]] = set()
+    for row in meta.iter_rows(named=True):
+        budget = row["decoy_budget"]
+        candidates = (
+            grid["candidates_per_slot"] if room is None else max(grid["candidates_per_slot"], budget + room)
+        )
+        checks = {
+            "domain": row["domain"] in domains,
+            "rows": row["rows"] == grid["rows"],
+            "cols": row["cols"] == grid["cols"],
+            "hidden_slots": row["hidden_slots"] in hidden,
+            "decoy_budget": budget in budgets,
+            "candidates_per_slot": row["candidates_per_slot"] == candidates,
+            "seed": row["seed"] == seed,
+            "index": _is_int(row["index"]) and 0 <= row["index"] < per_cell,
+        }
+        bad = [name for name, ok in checks.items() if not ok]
+        key = (row["domain"], row["hidden_slots"], budget, row["index"])
+        if key in keys:
+            bad.append("a repeated (domain, H, B, index)")
+        keys.add(key)
+        if not bad and not salted and row["task_id"] != _task_id(row, candidates):
+            bad.append("task_id (not the id its key gives)")
+        if bad:
+            wrong.append(f"{row['task_id']}: {', '.join(bad)}")
+    if wrong:
+        failures.append(
+            f"metadata.parquet: {len(wrong)} tasks are not what the recorded config makes "
+            f"({wrong[0]}{'; ...' if len(wrong) > 1 else ''})"
+        )
+
+
+def _task_id(row: dict[str, Any], candidates: int) -> str:
+    from pipeline.generation.keys import TaskKey
+
+    key = TaskKey(
+        row["domain"],
+        row["rows"],
+        row["cols"],
+        row["hidden_slots"],
+        row["decoy_budget"],
+        candidates,
+        row["seed"],
+        row["index"],
+    )
+    return key.task_id
+
+
+def _schemas(path: Path, listed: dict[str, str], sound: set[str], failures: list[str]) -> None:
+    expected = {f"schemas/{kind}.schema.json" for kind in ("task", "answer")}
+    for extra in sorted(n for n in listed if n.startswith("schemas/") and n not in expected):
+        failures.append(f"{extra}: not a schema of this release format")
+    for relative in sorted(expected):
+        if relative not in listed:
+            failures.append(f"manifest.json: {relative} is not listed")
+        elif (
+            relative in sound
+            and read_bytes(path, relative) != (SCHEMA_DIR / relative.split("/")[1]).read_bytes()
+        ):
+            failures.append(f"{relative}: not the JSON Schema of this release format (replaced or edited)")
+
+
+def _timings(
+    path: Path, listed: dict[str, str], sound: set[str], meta: pl.DataFrame | None, failures: list[str]
+) -> None:
+    """``timings.parquet``: one row per task, every column a possible wall time in ms."""
+    if "timings.parquet" not in listed:
+        failures.append("manifest.json: timings.parquet is not listed")
+        return
+    if "timings.parquet" not in sound:
+        return
+    try:
+        table = read_arrow_table(read_bytes(path, "timings.parquet"), "timings.parquet")
+    except ReleaseError as error:
+        failures.append(str(error))
+        return
+    import pyarrow as pa
+
+    names = table.schema.names
+    if (
+        not names
+        or names[0] != "task_id"
+        or table.schema.field(0).type not in (pa.string(), pa.large_string())
+        or not all(TIMING_COLUMN.match(n) and table.schema.field(n).type == pa.float64() for n in names[1:])
+    ):
+        failures.append("timings.parquet: its columns are not task_id and wall times (*_ms, float)")
+        return
+    ids = table.column("task_id").to_pylist()
+    if meta is not None and sorted(str(i) for i in ids) != sorted(meta["task_id"].to_list()):
+        failures.append(f"timings.parquet: its rows ({len(ids)}) are not the release's tasks, once each")
+    for name in names[1:]:
+        values = [v for v in table.column(name).to_pylist() if v is not None]
+        bad = [v for v in values if not math.isfinite(v) or not 0.0 <= v <= TIMING_MAX_MS]
+        if bad:
+            failures.append(
+                f"timings.parquet: {name} holds {len(bad)} impossible times (e.g. {bad[0]}); "
+                f"a time is between 0 and {TIMING_MAX_MS:.0f} ms"
+            )
+
+
+def _card_and_licence(
+    path: Path,
+    manifest: dict[str, Any],
+    sound: set[str],
+    meta: pl.DataFrame | None,
+    failures: list[str],
+    notes: list[str],
+) -> None:
+    """``LICENSE`` is the licence a build writes (an import's is its source's, which the
+    release cannot prove: named as unverified); ``README.md`` is the card the release's own
+    files give, written again and compared."""
+    from pipeline.storage.agentce import licence_of
+    from pipeline.storage.write import GENERATED_LICENCE
+
+    config: dict[str, Any] = manifest["config"] if isinstance(manifest.get("config"), dict) else {}
+    imported = "source" in config
+    for relative in ("LICENSE", "README.md"):
+        if relative not in manifest["files"]:
+            failures.append(f"manifest.json: {relative} is not listed")
+    if "LICENSE" not in sound:
+        return
+    try:
+        text = read_bytes(path, "LICENSE").decode("utf-8")
+    except UnicodeDecodeError:
+        failures.append("LICENSE: not UTF-8 text")
+        return
+    if imported:
+        licence = licence_of(text)
+        notes.append("LICENSE: the imported data's own licence, copied from its source (not in the release)")
+    else:
+        licence = GENERATED_LICENCE
+        if text != licence.text:
+            failures.append("LICENSE: not the licence a build writes (CC BY 4.0); the text was changed")
+    if "README.md" in sound and meta is not None and isinstance(manifest.get("name"), str):
+        _card(path, manifest, config, sound, meta, licence, failures, notes)
+
+
+def _card(
+    path: Path,
+    manifest: dict[str, Any],
+    config: dict[str, Any],
+    sound: set[str],
+    meta: pl.DataFrame,
+    licence: Any,
+    failures: list[str],
+    notes: list[str],
+) -> None:
+    from pipeline.evaluation.integrity import audit, audit_markdown
+    from pipeline.storage.write import dataset_card
+    from solvers.task_io import answer_from_dict, task_from_dict
+
+    names = [f"{d}/{t}.json" for d, t in zip(meta["domain"], meta["task_id"], strict=True)]
+    if not all(f"tasks/{n}" in sound and f"answers/{n}" in sound for n in names):
+        notes.append("README.md: not compared (task or answer files failed their checks)")
+        return
+    pairs = (  # one at a time: the audit keeps only its decoy cells, whatever the release's size
+        (task_from_dict(read_json(path, f"tasks/{n}")), answer_from_dict(read_json(path, f"answers/{n}")))
+        for n in names
+    )
+    try:
+        report = audit(pairs, 0)  # the classifiers (audit_splits > 0) are not re-run: policies only
+    except Exception:  # a malformed file fails with its own message elsewhere
+        notes.append("README.md: not compared (a task or answer file does not parse)")
+        return
+    release: dict[str, Any] = config["release"] if isinstance(config.get("release"), dict) else {}
+    splits = release.get("audit_splits", 0)
+    splits = splits if _is_int(splits) and 0 <= splits <= 1000 else 0
+    card = dataset_card(
+        str(manifest["name"]),
+        str(manifest.get("version")),
+        meta,
+        audit_markdown(report),
+        bool(release.get("salted")),
+        licence,
+    )
+    shipped = read_bytes(path, "README.md").decode("utf-8", "replace")
+    if splits:
+        notes.append(f"README.md: its classifier audit (release.audit_splits={splits}) is not re-run")
+        marker = "## Integrity audit"
+        card, shipped = card.split(marker)[0], shipped.split(marker)[0]
+    if card != shipped:
+        line = next(
+            (
+                i
+                for i, (a, b) in enumerate(zip(card.splitlines(), shipped.splitlines(), strict=False), 1)
+                if a != b
+            ),
+            min(len(card.splitlines()), len(shipped.splitlines())) + 1,
+        )
+        failures.append(f"README.md: not the card this release's files give (it differs at line {line})")

@@ -1,0 +1,224 @@
+"""`make eval`, `make show` and `make release` against hostile names, rows and a full disk:
+every name a user gives that becomes a path stays inside its root after interpolation (one
+line, exit 2, nothing written anywhere); a full disk is one line and leaves nothing
+half-written; a run resumes after it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from gridbench.errors import UserError
+from tests.helpers_release import compose_config, run_module
+from tests.hostile import file_size_limit, snapshot, tiny_overrides
+
+
+@pytest.fixture
+def tiny(tiny_release) -> Path:
+    return tiny_release
+
+
+def _eval_cfg(release: Path, root: Path, *extra: str):
+    return compose_config(
+        [f"release={release}", f"output_root={root}", "workers=1", *extra], "evaluate", "apps"
+    )
+
+
+ESCAPES = [
+    "run_name=../../..",
+    "run_name=../../../../tmp/h19-escape",
+    "run_name=/tmp/h19-escape",
+    "run_name=${oc.env:H19_RUN}",
+    "run_name=${oc.env:H19_DOTS}",
+    "run_name=a/b",
+    "run_name=.hidden",
+    "run_name=..",
+    f"run_name={'x' * 300}",
+    "run_name='ok\x1b[2J'",
+    "run_name='two\nlines'",
+    "run_name='\u202eevil'",
+]
+
+
+@pytest.mark.parametrize("override", ESCAPES, ids=range(len(ESCAPES)))
+def test_a_run_name_that_leaves_the_output_root_is_refused(override, tiny, tmp_path, monkeypatch):
+    from pipeline.evaluate import evaluate
+
+    monkeypatch.setenv("H19_RUN", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("H19_DOTS", "../../../x")
+    before = snapshot(tmp_path)
+    with pytest.raises(UserError, match="run_name=") as refused:
+        evaluate(_eval_cfg(tiny, tmp_path / "runs", override))
+    assert "\n" not in str(refused.value) and "\x1b" not in str(refused.value)
+    assert snapshot(tmp_path) == before  # not even the output root was made
+
+
+def test_a_run_folder_that_a_link_takes_outside_is_refused(tiny, tmp_path):
+    from pipeline.evaluate import evaluate
+
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "runs" / tiny.name).symlink_to(tmp_path / "outside")
+    with pytest.raises(UserError, match="outside"):
+        evaluate(_eval_cfg(tiny, tmp_path / "runs"))
+    assert not any((tmp_path / "outside").iterdir())
+
+
+def test_the_command_line_says_one_line_and_exits_2(tiny, tmp_path):
+    done = run_module(
+        "pipeline.evaluate",
+        f"release={tiny}",
+        f"output_root={tmp_path}/runs",
+        "run_name=../../../escape",
+        f"hydra.run.dir={tmp_path}/hydra",
+    )
+    assert (
+        done.returncode == 2 and done.stderr.startswith("error: run_name=") and done.stderr.count("\n") == 1
+    )
+    assert not (tmp_path / "runs").exists() and not (tmp_path.parent / "escape").exists()
+
+
+BAD_SETTINGS = [
+    (["env.check_alpha=nan", "env.check_budget=paper"], "env.check_alpha=nan"),
+    (["env.check_alpha=inf", "env.check_budget=paper"], "env.check_alpha=inf"),
+    (["failure_rates=[nan]"], "failure_rates="),
+    (["agent.temperature=nan"], "agent.temperature=nan"),
+    (["agent=llm", "agent.model=m", "agent.timeout=inf"], "agent.timeout=inf"),
+    (["agent.kwargs={depth: 2}"], "the built-in agent 'search' takes none"),
+    (["+agent.kwargs={depth: 2}"], "the built-in agent 'search' takes none"),
+    (["+agent.depth=2"], "agent.depth is not an agent setting"),
+    (
+        ["agent._target_=tests.custom_agents.SyncAgent", "+agent.depth=2"],
+        "agent.depth is not an agent setting",
+    ),
+    (["workers=100000"], "workers=100000"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "message"), BAD_SETTINGS, ids=[" ".join(o[0]) for o in BAD_SETTINGS])
+def test_a_meaningless_setting_is_one_line(overrides, message, tiny, tmp_path):
+    from pipeline.evaluate import evaluate
+
+    with pytest.raises(UserError) as refused:
+        evaluate(_eval_cfg(tiny, tmp_path / "runs", *overrides))
+    assert message in str(refused.value) and "\n" not in str(refused.value)
+    assert not (tmp_path / "runs").exists()
+
+
+def _run(tiny: Path, root: Path):
+    from pipeline.evaluate import evaluate
+
+    assert evaluate(_eval_cfg(tiny, root)) == 0
+    return next((root / tiny.name).iterdir())
+
+
+def _show(run: Path, task: str, capsys) -> tuple[int, str]:
+    from pipeline.show import main
+
+    code = main([f"run={run}", f"task={task}"])
+    return code, capsys.readouterr().err
+
+
+def test_show_never_follows_a_row_out_of_the_run(tiny, tmp_path, capsys):
+    run = _run(tiny, tmp_path / "runs")
+    row = json.loads((run / "episodes.jsonl").read_text().splitlines()[0])
+    secret = tmp_path / "secret.json.gz"
+    secret.write_bytes(b"not for show")
+    for bad_id in ("../../../secret", str(secret), "0123456789abcdeg", "0" * 10_000):
+        lines = (run / "episodes.jsonl").read_text()
+        (run / "episodes.jsonl").write_text(
+            lines + json.dumps({**row, "task_id": "evil", "episode_id": bad_id}) + "\n"
+        )
+        code, err = _show(run, "evil", capsys)
+        assert code == 2 and "names no episode id" in err and err.count("\n") == 1
+        (run / "episodes.jsonl").write_text(lines)
+
+
+def test_show_skips_rows_it_cannot_read_and_escapes_what_it_prints(tiny, tmp_path, capsys):
+    run = _run(tiny, tmp_path / "runs")
+    first = json.loads((run / "episodes.jsonl").read_text().splitlines()[0])
+    junk = [b"\xff\xfe not utf-8\n", b"[" * 100_000 + b"\n", b'{"episode_id": 7}\n', b"x" * 2_000_000 + b"\n"]
+    with open(run / "episodes.jsonl", "ab") as handle:
+        handle.writelines(junk)
+    code = __import__("pipeline.show", fromlist=["main"]).main([f"run={run}", f"task={first['task_id']}"])
+    out, err = capsys.readouterr()
+    assert code == 0 and err == "" and first["task_id"] in out
+    (run / "episodes.jsonl").unlink()
+    os.mkfifo(run / "episodes.jsonl")
+    code, err = _show(run, first["task_id"], capsys)
+    assert code == 2 and "not a regular file" in err
+
+
+def test_show_refuses_unknown_options(capsys):
+    from pipeline.show import main
+
+    assert main(["run=x", "task=y", "tirals=3"]) == 2
+    assert "unknown options ['tirals']" in capsys.readouterr().err
+
+
+# A full disk: the kernel's file-size limit gives the same failing writes (EFBIG) as a full
+# disk (ENOSPC); both are one line, exit 2, and nothing half-written is kept.
+
+
+def test_a_full_disk_during_eval_is_one_line_and_the_run_resumes(tiny, tmp_path, capsys):
+    from pipeline.cli import run_cli
+    from pipeline.evaluate import evaluate
+
+    cfg = _eval_cfg(tiny, tmp_path / "runs")
+    with file_size_limit(3000), pytest.raises(SystemExit) as stop:  # about two rows
+        run_cli(evaluate, cfg)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith("error: no space left to write") and err.count("\n") == 1
+    run = next((tmp_path / "runs" / tiny.name).iterdir())
+    rows = (run / "episodes.jsonl").read_bytes()
+    assert rows.endswith(b"\n") or rows == b""
+    kept = [json.loads(line) for line in rows.splitlines()]  # every line is a whole row
+    assert 0 < len(kept) < 4
+    assert not [p for p in run.rglob("*") if p.name.endswith(".tmp")]
+    assert sorted(p.stem.split(".")[0] for p in (run / "transcripts").iterdir()) == sorted(
+        r["episode_id"] for r in kept
+    )
+    assert evaluate(cfg) == 0  # resumes: every episode once
+    ids = [json.loads(line)["episode_id"] for line in (run / "episodes.jsonl").read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == 4
+
+
+def test_a_full_disk_during_release_keeps_nothing(tiny, tmp_path, capsys):
+    from pipeline.cli import run_cli
+    from pipeline.release import build
+
+    root = tiny.parent  # its cells are stored: this build only writes the release
+    overrides = [o for o in tiny_overrides(root) if not o.startswith("release.name=")]
+    cfg = compose_config([*overrides, "release.name=full"])
+    before = set(os.listdir(root))
+    with file_size_limit(2000), pytest.raises(SystemExit) as stop:
+        run_cli(build, cfg)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "no space left to write" in err and err.count("\n") == 1
+    assert set(os.listdir(root)) == before  # no release, no .partial folder, no lock
+
+
+def test_the_os_errors_a_user_can_fix_are_one_line():
+    import errno
+
+    from pipeline.cli import os_error_line
+
+    for number in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        line = os_error_line(OSError(number, os.strerror(number), "/data/x"))
+        assert line and line.startswith("no space left to write (/data/x)") and "\n" not in line
+    assert "not allowed to write" in os_error_line(OSError(errno.EACCES, "Permission denied", "/x"))
+    assert os_error_line(OSError(errno.EIO, "I/O error")) is None  # a real fault keeps its traceback
+
+
+def test_a_manifest_config_of_the_wrong_shape_does_not_stop_a_run(tiny, tmp_path):
+    from pipeline.evaluate import evaluate
+    from tests.helpers_release import copy_release
+
+    copy = copy_release(tiny, tmp_path / "copy")
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["config"]["generation"] = "not a mapping"
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    assert evaluate(_eval_cfg(copy, tmp_path / "runs")) == 0
