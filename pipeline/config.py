@@ -267,6 +267,7 @@ class ReportConfig:
 
     runs_root: Any = "outputs/runs/gridbench-v1.0.0"  # a folder, or a list of them
     output: str = "outputs/reports/gridbench-v1.0.0"
+    release: str = ""  # the release to validate; "": outputs/releases/<first runs_root's name>
 
 
 def register_configs() -> None:

@@ -1,6 +1,8 @@
 """`python -m pipeline.report` (make report): figures and a summary comparing the runs of a
-release (``runs_root``: one folder or a list, one per release). The work is
-``pipeline/evaluation/report.py``."""
+release (``runs_root``: one folder or a list, one per release), and the release's validation
+figure (does each dial work? ``validation.png`` and ``validation.md``; with ``release=PATH``
+alone, no runs are needed). The work is ``pipeline/evaluation/report.py`` and
+``pipeline/evaluation/validation.py``."""
 
 from __future__ import annotations
 
@@ -11,17 +13,36 @@ from omegaconf import DictConfig
 from gridbench.errors import UserError
 from pipeline.cli import command
 from pipeline.config import register_configs
-from pipeline.evaluation.report import make_report
+from pipeline.evaluation.report import load_runs, make_report
+from pipeline.evaluation.validation import validation_report
 
 register_configs()
 
 
 def report(cfg: DictConfig) -> int:
-    """Write the figures and summary comparing the runs under ``cfg.runs_root``; the exit code."""
-    roots = [cfg.runs_root] if isinstance(cfg.runs_root, str) else list(cfg.runs_root)
+    """Write the figures and summary comparing the runs under ``cfg.runs_root`` and the
+    validation figure of the release; the exit code."""
+    roots = [Path(str(r)) for r in ([cfg.runs_root] if isinstance(cfg.runs_root, str) else cfg.runs_root)]
     if not roots:
         raise UserError("runs_root=[] names no folder; give runs_root=outputs/runs/<release>")
-    return make_report([Path(str(root)) for root in roots], Path(str(cfg.output)))
+    out = Path(str(cfg.output))
+    release = Path(str(cfg.release)) if cfg.release else RELEASES / roots[0].name
+    has_runs = any(any(root.glob("*/results*.parquet")) for root in roots)
+    if not has_runs and not cfg.release:
+        return make_report(roots, out)  # says there is nothing to report and how to make it
+    code = make_report(roots, out) if has_runs else 0
+    if (release / "manifest.json").is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        runs = load_runs(roots) if has_runs else None
+        text = validation_report(release, runs, out)
+        (out / "validation.md").write_text("\n".join(text) + "\n")
+        print(f"validation -> {out / 'validation.md'} and {out / 'validation.png'}")
+    elif cfg.release:
+        raise UserError(f"release={cfg.release} is not a release (no manifest.json)")
+    return code
+
+
+RELEASES = Path("outputs/releases")  # where a run folder's release is looked for by name
 
 
 main = command("report")(report)

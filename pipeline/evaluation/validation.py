@@ -25,22 +25,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
+from pipeline.evaluation.depth import depth_table, wilson  # noqa: E402
 from solvers.ladder import FIXPOINT, ONE_ROUND, PROBING, RUNGS  # noqa: E402
 from solvers.task import Answer, Task  # noqa: E402
 
 Z = 1.959964
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 STYLES = ("-", "--", "-.", ":")
-
-
-def wilson(hits: float, n: int) -> tuple[float, float]:
-    """The 95% Wilson score interval of a proportion."""
-    if n == 0:
-        return float("nan"), float("nan")
-    p = hits / n
-    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
-    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def mean_interval(values: list[float]) -> tuple[float, float, float]:
@@ -169,29 +160,6 @@ def validation_figure(meta: pl.DataFrame, calls: pl.DataFrame, source: str, titl
     return out
 
 
-def depth_table(meta: pl.DataFrame) -> str:
-    """Markdown: per B, the tasks, the depth distribution and the share beyond the fixpoint
-    with its interval."""
-    lines = [
-        "| B | tasks | " + " | ".join(RUNGS) + " | beyond fixpoint | 95% interval |",
-        "|---|---|" + "---|" * len(RUNGS) + "---|---|",
-    ]
-    for budget in sorted(set(meta["decoy_budget"].to_list())):
-        part = meta.filter(pl.col("decoy_budget") == budget)
-        depths = [d for d in part["depth"].to_list() if d is not None]
-        if not depths:
-            continue
-        counts = [sum(d == r for d in depths) for r in range(len(RUNGS))]
-        beyond = sum(d > FIXPOINT for d in depths)
-        low, high = wilson(beyond, len(depths))
-        lines.append(
-            f"| {budget} | {len(depths)} | "
-            + " | ".join(str(c) for c in counts)
-            + f" | {beyond / len(depths):.2f} | [{low:.2f}, {high:.2f}] |"
-        )
-    return "\n".join(lines)
-
-
 __all__ = ["depth_table", "validation_figure", "wilson"]
 
 
@@ -246,7 +214,8 @@ def validation_report(release: Path, runs: pl.DataFrame | None, out: Path) -> li
         "",
         depth_table(meta),
         "",
-        f"Ideal agent ({source}): {calls.height} episodes, success {solved:.3f}, tool calls per H in the figure.",
+        f"Ideal agent ({source}): {calls.height} episodes, success {solved:.3f}; its tool calls per H "
+        "are in the figure.",
         "",
         f"![validation]({path.name})",
     ]

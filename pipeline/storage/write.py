@@ -23,6 +23,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.evaluation.depth import depth_table
 from pipeline.evaluation.integrity import audit, audit_markdown
 from pipeline.generation.records import CertifiedTask
 from pipeline.storage.safe import ReleaseError
@@ -600,12 +601,29 @@ Of the {int((frame["n_decoys"] > 0).sum())} tasks with decoys, propagation alone
 Decoys eliminated by one round: {_share(frame, "decoys_one_round")}; by the fixpoint:
 {_share(frame, "decoys_fixpoint")}. `generation.min_resistant_share` asks for more.
 
+## Reasoning depth
+
+The lowest rung of a ladder of reference reasoners that decides each task (`depth` in
+`metadata.parquet`): `slot` checks only, `one_round` of interval propagation, the
+`fixpoint` of propagation, the fixpoint with `probing` (try each option of a cell, propagate,
+drop it when a cell is left empty), or full `search`. Tasks per rung by B, and the share that
+needs more than the fixpoint (95% Wilson interval); `generation.min_depth` asks for a rung:
+
+{depth_section(frame)}
+
 ## Integrity audit
 
 {integrity}
 Re-prove every task: `python -m pipeline.verify release=<this folder>`.
 """
     )
+
+
+def depth_section(frame: pl.DataFrame) -> str:
+    """The card's depth table, or a line saying the release has no depth recorded."""
+    if "depth" not in frame.columns or frame["depth"].null_count() == frame.height:
+        return "(not recorded: the release was built before the reasoning ladder)"
+    return depth_table(frame)
 
 
 def _share(frame: pl.DataFrame, column: str) -> str:

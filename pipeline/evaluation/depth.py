@@ -1,0 +1,48 @@
+"""Reasoning depth of a release's tasks by decoy budget (``metadata.parquet``'s ``depth``), as
+a Markdown table with Wilson intervals: for the dataset card and the report."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+
+from solvers.ladder import FIXPOINT, RUNGS
+
+Z = 1.959964  # 95%
+
+
+def wilson(hits: float, n: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of a proportion."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = hits / n
+    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
+    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def depth_table(meta: pl.DataFrame) -> str:
+    """Markdown: per B, the tasks, the depth distribution and the share beyond the fixpoint
+    with its interval."""
+    lines = [
+        "| B | tasks | " + " | ".join(RUNGS) + " | beyond fixpoint | 95% interval |",
+        "|---|---|" + "---|" * len(RUNGS) + "---|---|",
+    ]
+    for budget in sorted(set(meta["decoy_budget"].to_list())):
+        part = meta.filter(pl.col("decoy_budget") == budget)
+        depths = [d for d in part["depth"].to_list() if d is not None]
+        if not depths:
+            continue
+        counts = [sum(d == r for d in depths) for r in range(len(RUNGS))]
+        beyond = sum(d > FIXPOINT for d in depths)
+        low, high = wilson(beyond, len(depths))
+        lines.append(
+            f"| {budget} | {len(depths)} | "
+            + " | ".join(str(c) for c in counts)
+            + f" | {beyond / len(depths):.2f} | [{low:.2f}, {high:.2f}] |"
+        )
+    return "\n".join(lines)
+
+
+__all__ = ["depth_table", "wilson"]
