@@ -2,9 +2,12 @@
 (and H), seconds per task, and the share of tasks that need more than propagation to the
 fixpoint (probing or search), with Wilson 95% intervals.
 
-    python bench/bench_depth.py                       # every preset, 1 seed (six domains)
+    python bench/bench_depth.py                       # every preset, 2 seeds (six domains)
     python bench/bench_depth.py --presets 10x10 --seeds 3
-    python bench/bench_depth.py --quick               # 5x7 and 10x10, 1 seed, H >= 5 only
+    python bench/bench_depth.py --quick               # 5x7 and 10x10, 2 seeds
+
+With two seeds or more it also audits each preset's tasks: the rule-free policies, and the
+transfer classifiers trained on seed 0's tasks and tested on the other seeds'.
 
 Generation settings may be given as name=value (``cage_slack_share=0.75 cage_cells=4``).
 Prints numbers; never fails on a figure.
@@ -47,14 +50,16 @@ def wilson(hits: int, n: int) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-def one(job: tuple[TaskKey, GenerationSettings]) -> tuple[TaskKey, float, int]:
+def one(job: tuple[TaskKey, GenerationSettings]) -> tuple[TaskKey, float, int, object]:
     from pipeline.generation.build import generate_task
 
     key, settings = job
     start = time.perf_counter()
     made = generate_task(key, settings)
-    depth = made.answer.measures.depth
-    return key, time.perf_counter() - start, depth.rung if depth else -1
+    seconds = time.perf_counter() - start
+    measures = made.answer.measures
+    depth = getattr(measures, "depth", None)  # None on code before the ladder (a before run)
+    return key, seconds, depth.rung if depth else -1, (made.task, made.answer)
 
 
 def run_preset(name: str, seeds: int, settings: GenerationSettings, workers: int, min_h: int) -> None:
@@ -70,7 +75,7 @@ def run_preset(name: str, seeds: int, settings: GenerationSettings, workers: int
     with ProcessPoolExecutor(workers) as pool:
         results = list(pool.map(one, jobs, chunksize=1))
     wall = time.perf_counter() - start
-    seconds = sorted(s for _, s, _ in results)
+    seconds = sorted(s for _, s, _, _ in results)
     print(
         f"\n== {name}: {len(results)} tasks in {wall:.0f}s wall ({workers} processes); per task median "
         f"{statistics.median(seconds):.2f}s, p90 {seconds[int(0.9 * (len(seconds) - 1))]:.2f}s, "
@@ -80,7 +85,7 @@ def run_preset(name: str, seeds: int, settings: GenerationSettings, workers: int
         f"{'B':>5} {'n':>4} {'beyond fixpoint':>16} {'95% interval':>16}   depth counts   (median s, p90 s)"
     )
     for budget in budgets:
-        part = [(s, r) for key, s, r in results if key.decoy_budget == budget]
+        part = [(s, r) for key, s, r, _ in results if key.decoy_budget == budget]
         beyond = sum(r > FIXPOINT for _, r in part)
         low, high = wilson(beyond, len(part))
         counts = Counter(RUNGS[r] for _, r in part)
@@ -93,19 +98,40 @@ def run_preset(name: str, seeds: int, settings: GenerationSettings, workers: int
     for hidden in [h for h in hiddens if h >= min_h]:
         line = []
         for budget in budgets:
-            part = [r for key, _, r in results if key.decoy_budget == budget and key.hidden_slots == hidden]
+            part = [r for key, _, r, _ in results if key.decoy_budget == budget and key.hidden_slots == hidden]
             line.append(f"{sum(r > FIXPOINT for r in part)}/{len(part)}")
         print(f"  H={hidden:<4} beyond fixpoint by B: " + "  ".join(line))
+    if seeds > 1:
+        audit_lift(name, results)
+
+
+def audit_lift(name: str, results: list) -> None:
+    """The integrity audit of the preset's tasks: rule-free policies on seeds >= 1 and the
+    transfer classifiers trained on seed 0's tasks, tested on the others; the worst lift."""
+    from pipeline.evaluation.integrity import RULE_READING_POLICIES, audit
+
+    trained = [pair for key, _, _, pair in results if key.seed == 0]
+    tested = [pair for key, _, _, pair in results if key.seed > 0]
+    report = audit(tested, splits=0, companion=trained)
+    readers = {n: s for n, s in report["policies"].items() if n not in RULE_READING_POLICIES}
+    readers.update({f"transfer {n}": s for n, s in report.get("transfer", {}).items()})
+    worst = max(readers, key=lambda n: readers[n]["accuracy"] - readers[n]["chance"])
+    score = readers[worst]
+    print(
+        f"  audit ({report['decoy_cells']} decoy cells, chance {report['chance']:.3f}): worst rule-free "
+        f"lift {score['accuracy'] - score['chance']:+.3f} ({worst}, {score['accuracy']:.3f} "
+        f"[{score['low']:.3f}, {score['high']:.3f}]); failures: {report['failures'] or 'none'}"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--presets", default="5x5,5x7,5x10,10x10,15x15,20x20")
-    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("settings", nargs="*", help="generation settings as name=value")
-    args = parser.parse_args()
+    args, _ = parser.parse_known_args()  # make bench passes its ARGS to every script
     values = {}
     for item in args.settings:
         key, _, value = item.partition("=")

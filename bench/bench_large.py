@@ -1,7 +1,7 @@
-"""Large grids and large decoy budgets (issue 12): per-task medians on one core for the four
-sizes of the issue at its budgets (K = 25; 5x7 as in the SPEC, K = B + 2), the construction
-before this change on one large key (no balanced rows: not certifiable), and the issue's
-release commands (start-up included).
+"""Large grids and large decoy budgets (issues 12 and 17): per-task medians on one core for
+four sizes at their largest budgets (K = 25; 5x7 as in the SPEC, K = B + 2), the construction
+without cages on one large key (not certifiable), and the 20x20 release commands (start-up
+included).
 
     make bench                             # part of the benchmark suite
     .venv/bin/python bench/bench_large.py --seeds 3
@@ -57,19 +57,19 @@ def per_task(seeds: int) -> None:
 
 
 def before(budget_seconds: float) -> None:
-    """The construction without balanced rows on 10x10 H=60 B=120 (balance_bits very high)."""
+    """The construction without cages on 10x10 H=60 B=120 (cage_bits very high)."""
     from pipeline.generation.build import generate_task
     from pipeline.generation.keys import GenerationError, GenerationSettings, TaskKey
 
-    settings = GenerationSettings(crosscheck=False, balance_bits=10_000.0, max_attempts=2)
+    settings = GenerationSettings(crosscheck=False, cage_bits=10_000.0, max_attempts=2)
     start = time.perf_counter()
     try:
         generate_task(TaskKey("course", 10, 10, 60, 120, 25, 0, 0), settings)
-        print(f"  without balanced rows, course 10x10 B=120: certified in {time.perf_counter() - start:.1f}s")
+        print(f"  without cages, course 10x10 B=120: certified in {time.perf_counter() - start:.1f}s")
     except GenerationError as error:
         reason = str(error).split("(last reason: ")[-1].split(")")[0]
         print(
-            f"  without balanced rows, course 10x10 B=120: not certifiable after 2 draws "
+            f"  without cages, course 10x10 B=120: not certifiable after 2 draws "
             f"({reason}; {time.perf_counter() - start:.1f}s; budget {budget_seconds:.0f}s)"
         )
 

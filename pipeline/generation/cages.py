@@ -27,17 +27,20 @@ from solvers.task import GlobalRule
 
 
 def draw_cages(draft: Draft, size: int, free_bits: float = 0.0) -> list[tuple[Cell, ...]]:
-    """Cells holding decoys, shuffled; those beyond the first few whose completions number at
-    most about ``2**free_bits`` (they stay free, bound by the grid-wide rules only, as in a
-    small task) are dealt into round(n / size) cages (at least one; sizes differ by at most
-    one), each sorted; cages in order of their first cell."""
+    """Cells holding decoys, fewest decoys first (ties in random order); the first of them,
+    whose completions number at most about ``2**free_bits``, stay free (bound by the grid-wide
+    rules only, as in a small task: as many as fit, so that the free part is as hard as a small
+    task can be made); the rest are dealt at random into round(n / size) cages (at least one;
+    sizes differ by at most one), each sorted; cages in order of their first cell."""
     cells = sorted(cell for cell, ids in draft.decoys.items() if ids)
     draft.rng.shuffle(cells)
+    cells.sort(key=lambda cell: len(draft.decoys[cell]))  # stable: the shuffle breaks ties
     bits = 0.0
     while cells and bits + math.log2(1 + len(draft.decoys[cells[0]])) <= free_bits:
         bits += math.log2(1 + len(draft.decoys[cells.pop(0)]))
     if not cells:
         return []
+    draft.rng.shuffle(cells)
     count = max(1, round(len(cells) / size))
     cages = [sorted(cells[k::count]) for k in range(count)]
     return sorted(tuple(cage) for cage in cages)

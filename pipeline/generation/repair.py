@@ -72,7 +72,11 @@ def make_unique(
 
 def redraw_cells(draft: Draft, cells: list[Cell], settings: GenerationSettings) -> None:
     """Re-draw every candidate of ``cells`` (the truth chosen uniformly again) and then the
-    rules, whose bounds follow the truth grid."""
+    rules, whose bounds follow the truth grid. A caged draft keeps what repair has done so
+    far: each bound moves by as much as the truth's measure moved (its distance from the truth
+    stays), instead of being drawn anew; with many rules, drawing them all again would undo
+    every tightening at each redraw (small drafts keep their bytes: they draw anew)."""
+    before = [truth_measures(draft, rule) for rule in draft.rules] if draft.cages else []
     for cell in cells:
         for item_id in [draft.truth[cell[0]][cell[1]], *draft.decoys.get(cell, [])]:
             draft.drop_item(item_id)
@@ -80,7 +84,13 @@ def redraw_cells(draft: Draft, cells: list[Cell], settings: GenerationSettings) 
         rules = draft.slot_rules[cell]
         draft.truth[cell[0]][cell[1]] = draft.new_item(sample_passing(draft.domain, rules, draft.rng))
         draw_exchangeable(draft, cell, share)
-    draw_global_rules(draft, settings)
+    if not draft.cages:
+        draw_global_rules(draft, settings)
+        return
+    for index, (rule, old) in enumerate(zip(draft.rules, before, strict=True)):
+        new = truth_measures(draft, rule)
+        shift = max(new) - max(old) if rule.is_upper_bound else min(new) - min(old)
+        draft.rules[index] = rule.with_bound(max(0, rule.bound + shift))
 
 
 def _margin_counterexample(model: CpSatModel, margin: int) -> dict[Cell, str] | None:

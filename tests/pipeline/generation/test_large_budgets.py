@@ -54,6 +54,8 @@ def test_cages_deal_every_decoy_cell_but_a_free_few_once_in_even_sizes(cells, si
     assert len(caged) == len(set(caged)) and set(caged) <= set(chosen)
     bits = sum(math.log2(1 + len(draft.decoys[cell])) for cell in free)
     assert bits <= free_bits + 1e-9  # the free cells fit in free_bits ...
+    if free and caged:  # the free cells are those with the fewest decoys
+        assert max(len(draft.decoys[c]) for c in free) <= min(len(draft.decoys[c]) for c in caged)
     total = sum(math.log2(1 + len(draft.decoys[cell])) for cell in chosen)
     assert bool(cages) == (total > free_bits + 1e-9)  # cages only when the cells do not all fit
     if caged:
@@ -81,6 +83,33 @@ def test_cages_leave_the_truth_grid_and_candidates_as_drawn(name):
         assert rule.cells in caged.cages and rule.attribute in numeric
         total = rule_measure(rule, [caged.truth_record(cell) for cell in rule.cells])
         assert rule.bound <= total if rule.kind == RuleKind.SUM_MIN else rule.bound >= total
+
+
+def test_a_caged_redraw_keeps_each_bound_s_distance_from_the_truth():
+    """Repair of a caged draft re-draws whole cells without undoing its tightenings: every
+    bound moves with the truth's measure."""
+    from pipeline.generation.constrain import truth_measures
+    from pipeline.generation.repair import redraw_cells
+
+    draft = draw_draft(TaskKey("travel", 10, 10, 60, 120, 25, 2, 0), GenerationSettings(), 0)
+    assert draft.cages
+
+    def gaps():
+        out = []
+        for rule in draft.rules:
+            measures = truth_measures(draft, rule)
+            out.append(rule.bound - max(measures) if rule.is_upper_bound else min(measures) - rule.bound)
+        return out
+
+    before, truth = gaps(), [row[:] for row in draft.truth]
+    cells = [cell for cage in draft.cages for cell in cage][:3]
+    redraw_cells(draft, cells, GenerationSettings())
+    assert all(draft.truth[r][c] != truth[r][c] for r, c in cells)
+    after = gaps()
+    for rule, gap_after, gap_before in zip(draft.rules, after, before, strict=True):
+        # the same distance, unless a lower bound could not go below zero
+        assert gap_after == gap_before or (not rule.is_upper_bound and rule.bound == 0), rule.name
+        assert gap_after >= 0
 
 
 def test_the_threshold_is_decided_by_the_key():
