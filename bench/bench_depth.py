@@ -98,7 +98,7 @@ def run_preset(name: str, seeds: int, settings: GenerationSettings, workers: int
     for hidden in [h for h in hiddens if h >= min_h]:
         line = []
         for budget in budgets:
-            part = [r for key, _, r, _ in results if key.decoy_budget == budget and key.hidden_slots == hidden]
+            part = [r for key, _, r, _ in results if (key.decoy_budget, key.hidden_slots) == (budget, hidden)]
             line.append(f"{sum(r > FIXPOINT for r in part)}/{len(part)}")
         print(f"  H={hidden:<4} beyond fixpoint by B: " + "  ".join(line))
     if seeds > 1:
