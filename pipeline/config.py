@@ -174,12 +174,14 @@ class AgentConf:
     seed: Optional[int] = None  # noqa: UP045
     max_steps: int = 200
     timeout: float = 120.0
+    episode_timeout: Optional[float] = None  # noqa: UP045
     max_retries: int = 4
     tool_choice: Optional[str] = "auto"  # noqa: UP045
     parallel_tool_calls: Optional[bool] = None  # noqa: UP045
     extra_body: Any = None  # a mapping passed through to the server
     max_reminders: int = 3
     concurrency: int = 32
+    max_reply_bytes: int = 16 * 1024 * 1024
     prompt_dir: Optional[str] = None  # noqa: UP045
 
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
-from env import UNLIMITED, Episode
+from env import UNLIMITED, EnvSettings, Episode
+from solvers.task import Task
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -42,14 +43,15 @@ def load_templates(folder: str | Path | None = None) -> PromptTemplates:
     return PromptTemplates(*texts)
 
 
-def _budget_text(episode: Episode) -> tuple[str, str]:
-    queries = sorted(set(episode.queries_left.values()))
-    if queries == [UNLIMITED]:
+def _budget_text(task: Task, settings: EnvSettings) -> tuple[str, str]:
+    hidden = len(task.slots)
+    queries = sorted({settings.queries_for(len(slot.constraints), hidden) for slot in task.slots})
+    if queries == [UNLIMITED] or not queries:
         query = "attribute queries are unlimited"
     else:
         span = f"{queries[0]} to {queries[-1]}" if len(queries) > 1 else str(queries[0])
         query = f"each hidden cell allows {span} attribute queries (it depends on the cell)"
-    checks = episode.checks_left
+    checks = settings.checks_for(hidden)
     check = (
         "global checks are unlimited" if checks == UNLIMITED else f"the episode allows {checks} global checks"
     )
@@ -58,15 +60,23 @@ def _budget_text(episode: Episode) -> tuple[str, str]:
 
 def render(templates: PromptTemplates, episode: Episode) -> list[dict[str, str]]:
     """The first two messages of an episode."""
-    task, d = episode.task, episode.task.domain
-    query_text, check_text = _budget_text(episode)
-    rate = episode.settings.failure_rate
+    return render_task(templates, episode.task, episode.settings)
+
+
+def render_task(templates: PromptTemplates, task: Task, settings: EnvSettings) -> list[dict[str, str]]:
+    """The first two messages of an episode of ``task`` with ``settings`` (its budgets and
+    failure rate), without building the episode."""
+    d = task.domain
+    query_text, check_text = _budget_text(task, settings)
+    rate = settings.failure_rate
+    hidden = len(task.slots)
     values = {
         "task_id": task.task_id,
         "domain": d,
         "rows": task.rows,
         "cols": task.cols,
-        "hidden": len(task.slots),
+        "hidden": hidden,
+        "hidden_text": f"{hidden} hidden cell{'s' if hidden != 1 else ''}",
         "instruction": task.instruction,
         "grid": json.dumps([list(row) for row in task.grid]),
         "hidden_cells": ", ".join(f"({s.row}, {s.col})" for s in task.slots),
