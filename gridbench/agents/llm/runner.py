@@ -50,6 +50,7 @@ CONTEXT_MARKERS = (
 RETRY_STATUSES = (408, 409, 429)
 MAX_RETRY_AFTER_S = 60.0
 MAX_REPLY_BYTES = 16 * 1024 * 1024
+POOL = 8  # episodes per client (connections per pool)
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,9 @@ class LLMSettings:
                 raise UserError(f"agent.{name}={value!r} is out of range: use {low}..{high}")
 
     def request(self) -> dict[str, Any]:
-        """The optional request parameters that are set."""
-        out: dict[str, Any] = {"model": self.model}
+        """The optional request parameters that are set (with ``extra_body``: every field of
+        the request but the model and the conversation)."""
+        out: dict[str, Any] = dict(self.extra_body)
         for name in ("temperature", "top_p", "max_tokens", "seed", "tool_choice", "parallel_tool_calls"):
             value = getattr(self, name)
             if value is not None:
@@ -183,9 +185,9 @@ class CappedTransport(httpx2.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-def make_client(settings: LLMSettings) -> openai.AsyncOpenAI:
-    """One async client shared by every episode of a run (connection pooling). The SDK's own
-    retries are off: the runner retries, and counts, each request itself."""
+def make_client(settings: LLMSettings, connections: int | None = None) -> openai.AsyncOpenAI:
+    """An async client with a pool of ``connections`` (default: ``concurrency``) connections.
+    The SDK's own retries are off: the runner retries, and counts, each request itself."""
     for name in ("httpx", "httpx2", "httpcore", "httpcore2", "openai"):
         logging.getLogger(name).setLevel(logging.WARNING)  # no line per request in run logs
     http = openai.DefaultAsyncHttpxClient(
@@ -238,7 +240,16 @@ class LLMAgent:
         self, settings: LLMSettings, templates: PromptTemplates, client: openai.AsyncOpenAI | None = None
     ) -> None:
         self.settings, self.templates = settings, templates
-        self.client = client or make_client(settings)
+        # Several clients, each with a small connection pool: a pool scans (and probes) its
+        # idle connections on every request, so one pool of N connections costs O(N) CPU per
+        # request. An episode keeps its client, so its connection is reused turn after turn.
+        self.clients = (
+            [client]
+            if client is not None
+            else [make_client(settings, POOL) for _ in range(max(1, -(-settings.concurrency // POOL)))]
+        )
+        self.client = self.clients[0]
+        self._next = 0
         self.activity = Activity()
         self._jitter = random.Random()
         self._request = settings.request()
@@ -248,12 +259,14 @@ class LLMAgent:
         :class:`AuthenticationStop` (the key is refused: no episode can succeed)."""
         loop = AgentLoop(episode, self.settings.loop(), render(self.templates, episode))
         tools = openai_schemas(episode.task.domain)
+        client = self.clients[self._next % len(self.clients)]
+        self._next += 1
         limit = self.settings.episode_timeout
         deadline = time.monotonic() + limit if limit else None
         self.activity.episodes += 1
         try:
             while not loop.over:
-                reply = await self._ask(loop, tools, deadline)
+                reply = await self._ask(client, loop, tools, deadline)
                 if reply is None:
                     break
                 loop.take(reply)
@@ -262,13 +275,15 @@ class LLMAgent:
             self.activity.episodes -= 1
         return loop.outcome
 
-    async def _ask(self, loop: AgentLoop, tools: list[dict], deadline: float | None) -> Reply | None:
+    async def _ask(
+        self, client: openai.AsyncOpenAI, loop: AgentLoop, tools: list[dict], deadline: float | None
+    ) -> Reply | None:
         """One model reply, with retries; None when the episode ended on a failure instead."""
         outcome = loop.outcome
         attempt = 0
         while True:
             try:
-                return await self._attempt(outcome.messages, tools, deadline)
+                return await self._attempt(client, outcome.messages, tools, deadline)
             except _Failure as failure:
                 out_of_time = deadline is not None and time.monotonic() >= deadline
                 if not failure.retry or attempt >= self.settings.max_retries or out_of_time:
@@ -283,23 +298,25 @@ class LLMAgent:
                 outcome.api_retries += 1
                 self.activity.retries += 1
 
-    async def _attempt(self, messages: list[dict], tools: list[dict], deadline: float | None) -> Reply:
+    async def _attempt(
+        self, client: openai.AsyncOpenAI, messages: list[dict], tools: list[dict], deadline: float | None
+    ) -> Reply:
         """One request, bounded as a whole by ``timeout`` (and the episode's deadline)."""
         budget = self.settings.timeout
         if deadline is not None:
             budget = min(budget, deadline - time.monotonic())
             if budget <= 0:
                 raise _Failure(f"the episode's deadline of {self.settings.episode_timeout:g} s passed", False)
-        # The conversation and the tools go in ``extra_body``: the SDK then sends them as they
-        # are instead of walking them through its TypedDict transform, which costs several
-        # milliseconds of CPU per turn on long episodes (the same JSON reaches the server).
-        body = {**self.settings.extra_body, "messages": messages, "tools": tools}
+        # Everything but the model goes in ``extra_body``: the SDK then sends it as it is
+        # instead of walking it through its TypedDict transform, which costs CPU on every turn
+        # (several milliseconds on long conversations); the same JSON reaches the server.
+        body = {**self._request, "messages": messages, "tools": tools}
         start = time.perf_counter()
         self.activity.requests += 1
         try:
             raw = await asyncio.wait_for(
-                self.client.chat.completions.with_raw_response.create(  # type: ignore[call-overload]
-                    messages=[], **self._request, extra_body=body
+                client.chat.completions.with_raw_response.create(  # type: ignore[call-overload]
+                    model=self.settings.model, messages=[], extra_body=body
                 ),
                 budget,
             )
