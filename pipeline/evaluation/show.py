@@ -9,20 +9,33 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.errors import UserError
-from pipeline.evaluation.runs import read_transcript
+from pipeline.evaluation.runs import RunStore, read_transcript
 
 WIDTH = 100
 
 
 def _rows(run: Path) -> list[dict[str, Any]]:
-    rows = []
-    for path in sorted(run.glob("episodes*.jsonl")) + sorted(run.glob("api_errors*.jsonl")):
-        for line in path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                continue
-    return rows
+    """The rows of every shard of the run: finished episodes, then those that ended in
+    ``api_error`` and were not finished since (rows that cannot be read are skipped)."""
+    finished: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    shards = {_shard(p.name) for p in [*run.glob("episodes*.jsonl"), *run.glob("api_errors*.jsonl")]}
+    for shard in sorted(shards, key=lambda s: s or (-1, 0)):
+        store = RunStore(run, shard)
+        finished += store.finished().values()
+        failed += store.failed().values()
+    done = {row["episode_id"] for row in finished}
+    return finished + [row for row in failed if row["episode_id"] not in done]
+
+
+def _shard(name: str) -> tuple[int, int] | None:
+    """The shard of ``episodes.shard-I-of-N.jsonl`` or ``api_errors...`` (None for no shard)."""
+    parts = name.split(".")
+    if len(parts) == 3 and parts[1].startswith("shard-"):
+        index, _, count = parts[1][len("shard-") :].partition("-of-")
+        if index.isdigit() and count.isdigit():
+            return int(index), int(count)
+    return None
 
 
 def find_episode(run: Path, task: str, rate: float | None, trial: int | None) -> dict[str, Any]:
@@ -44,7 +57,7 @@ def find_episode(run: Path, task: str, rate: float | None, trial: int | None) ->
             f"{len(keys)} episodes of {task} in {run} (failure_rate, trial): {keys}; "
             "pick one with failure_rate= and trial="
         )
-    return rows[-1]
+    return rows[0]
 
 
 def _block(label: str, text: str) -> str:
@@ -89,18 +102,20 @@ def render_calls(calls: list[dict[str, Any]]) -> str:
 
 
 def show(run: Path, task: str, rate: float | None = None, trial: int | None = None) -> str:
-    """The transcript of ``task``'s episode in ``run``, readable, under a header of its results."""
+    """The transcript of ``task``'s episode in ``run``, readable, under a header of its results
+    (with the error of an episode that ended in ``api_error``)."""
     row = find_episode(run, task, rate, trial)
-    path = run / "transcripts" / f"{row['episode_id']}.json.gz"
-    if not path.is_file():
-        raise UserError(
-            f"episode {row['episode_id']} has no transcript ({path}); it was run with traces=false"
-        )
-    transcript = read_transcript(path)["transcript"]
     head = (
         f"task {task}  run {run.name}  failure rate {row['failure_rate']}  trial {row['trial']}"
         f"\nsuccess {row['success']}  fraction correct {row['fraction_correct']:.3f}  end "
-        f"{row.get('end_reason')}  steps {row['steps']}  turns {row.get('turns', '-')}\n"
+        f"{row.get('end_reason')}  steps {row['steps']}  turns {row.get('turns', '-')}"
+        f"  retries {row.get('api_retries', '-')}\n"
     )
-    is_chat = bool(transcript) and "role" in transcript[0]
+    if row.get("end_reason") == "api_error":
+        head += f"api error (not scored; the same command retries it): {row.get('api_error') or 'unknown'}\n"
+    path = run / "transcripts" / f"{row['episode_id']}.json.gz"
+    if not path.is_file():
+        return head + f"\n(no transcript: {path.name} is missing; the episode was run with traces=false)"
+    transcript = read_transcript(path)["transcript"]
+    is_chat = bool(transcript) and isinstance(transcript[0], dict) and "role" in transcript[0]
     return head + "\n" + (render_messages(transcript) if is_chat else render_calls(transcript))

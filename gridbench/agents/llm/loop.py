@@ -136,6 +136,7 @@ class AgentLoop:
         self.episode, self.settings = episode, settings
         self.outcome = Outcome(messages=list(messages))
         self.ended = False
+        self.last_reply: dict[str, Any] = {}  # the assistant message of the last reply taken
 
     @property
     def over(self) -> bool:
@@ -177,7 +178,8 @@ class AgentLoop:
             calls = calls[:limit]
         if structured:
             calls = [c if c.call_id else _with_id(c, outcome.turns, k) for k, c in enumerate(calls)]
-        outcome.messages.append(assistant_message(reply, calls if structured else []))
+        self.last_reply = assistant_message(reply, calls if structured else [])
+        outcome.messages.append(self.last_reply)
         if not calls:
             return self._remind(reply)
         outcome.unanswered = 0

@@ -136,6 +136,18 @@ def test_a_run_with_some_api_errors_exits_3_and_says_how_many(release, server, t
     assert frame.height == 14 and frame["success"].all()
     err = capsys.readouterr().err
     assert "error: 2 of 16 episodes ended in api_error" in err and "make show" in err
+    from pipeline.show import main as show_main
+
+    folder = next((tmp_path / release.name).iterdir())
+    assert show_main([f"run={folder}", f"task={first}", "failure_rate=0.1"]) == 0
+    shown = capsys.readouterr().out
+    assert "end api_error" in shown and "api error (not scored" in shown and "500" in shown
+    assert "[assistant]" in shown or "[call " in shown  # the transcript up to the failure
+    loopback.script = Script()  # the rerun finishes it: show prints the finished episode now
+    run(release, url, tmp_path, "failure_rates=[0.0,0.1]", monkeypatch=monkeypatch)
+    assert show_main([f"run={folder}", f"task={first}", "failure_rate=0.1"]) == 0
+    shown = capsys.readouterr().out
+    assert "end done" in shown and "api error" not in shown
 
 
 def test_a_refused_key_stops_the_run_at_once_with_one_line(release, server, tmp_path, monkeypatch):
