@@ -282,3 +282,20 @@ def test_reminders_end_the_episode_only_when_they_come_in_a_row(release, server,
     assert set(in_a_row["end_reason"]) == {"no_tool_call"}
     # the reply that ends the episode is no reminder: one was sent, the server saw one
     assert (in_a_row["reminders"] == 1).all() and (in_a_row["turns"] == 3).all()
+
+
+def test_another_server_is_another_run_never_a_silent_reuse(release, server, tmp_path, monkeypatch):
+    from gridbench.errors import UserError
+
+    loopback, url = server
+    first = run(release, url, tmp_path, "domains=[toy]", monkeypatch=monkeypatch)
+    other = LoopbackServer(ScriptedPolicy(release), Script(), api_key=KEY)
+    other_url = other.start()
+    try:
+        with pytest.raises(UserError, match="config.base_url: .* -> "):
+            run(release, other_url, tmp_path, "domains=[toy]", monkeypatch=monkeypatch)
+        second = run(release, other_url, tmp_path, "domains=[toy]", "run_name=other", monkeypatch=monkeypatch)
+    finally:
+        other.stop()
+    assert other.requests > 0  # the other server was asked: its results are not the first one's
+    assert set(first["episode_id"]).isdisjoint(set(second.filter(pl.col("run") == "other")["episode_id"]))
