@@ -13,7 +13,8 @@ from omegaconf import DictConfig
 
 from pipeline.cli import command
 from pipeline.config import register_configs
-from pipeline.evaluation.integrity import audit, audit_markdown
+from pipeline.evaluation.integrity import FEATURE_SETS, MODELS, audit, audit_markdown
+from pipeline.parallel import Progress
 from pipeline.storage.read import release_pairs
 
 register_configs()
@@ -24,7 +25,24 @@ def run_audit(cfg: DictConfig) -> int:
     start = time.perf_counter()
     release = Path(str(cfg.release))
     pairs = release_pairs(release)
-    report = audit(pairs, int(cfg.splits), int(cfg.seed))
+    stages = 2 + (len(FEATURE_SETS) * len(MODELS) if int(cfg.splits) > 0 else 0)
+    progress = Progress(stages, f"audit {release.name}", unit="stage", heartbeat=True)
+    stage: list[tuple[str, float]] = []  # the stages so far, with their start times
+
+    def step(name: str) -> None:
+        if stage:
+            progress.update()
+        stage.append((name, time.perf_counter()))
+        print(f"audit {release.name}: {name}", flush=True)
+
+    progress.status = lambda: (
+        f"{stage[-1][0]} for {time.perf_counter() - stage[-1][1]:.0f} s" if stage else ""
+    )
+    try:
+        report = audit(pairs, int(cfg.splits), int(cfg.seed), step)
+        progress.update()  # the last stage is done
+    finally:
+        progress.close()
     out = Path(str(cfg.output)) if cfg.output else Path("outputs/audits") / release.name
     out.mkdir(parents=True, exist_ok=True)
     text = f"# Integrity audit of {release.name}\n\n" + audit_markdown(report)

@@ -224,6 +224,7 @@ class HubConfig:
     release: str = "outputs/releases/gridbench-v1.0.0"
     repo_id: str = ""
     dry_run: bool = False
+    verbose: bool = False  # with dry_run: every file, not one line per folder
     private: bool = False
     answers: bool = True
     token_env: str = "HF_TOKEN"

@@ -438,9 +438,14 @@ def _classifier_score(
 # The whole audit ----------------------------------------------------------------------------
 
 
-def audit(pairs: Iterable[tuple[Task, Answer]], splits: int = 20, seed: int = 0) -> dict[str, Any]:
+def audit(
+    pairs: Iterable[tuple[Task, Answer]], splits: int = 20, seed: int = 0, step: Any = None
+) -> dict[str, Any]:
     """Policies (overall and by H) and, when ``splits`` > 0, every classifier on every
-    feature set, over the decoy cells of ``pairs``."""
+    feature set, over the decoy cells of ``pairs``; ``step(name)``, when given, is told each
+    stage as it starts (a progress display)."""
+    step = step or (lambda name: None)
+    step("reading the decoy cells")
     cells: list[DecoyCell] = []
     hidden: dict[str, int] = {}
     for task, answer in pairs:
@@ -449,6 +454,7 @@ def audit(pairs: Iterable[tuple[Task, Answer]], splits: int = 20, seed: int = 0)
     by_h: dict[int, list[DecoyCell]] = {}
     for cell in cells:
         by_h.setdefault(hidden[cell.task_id], []).append(cell)
+    step(f"policies on {len(cells)} decoy cells")
     report: dict[str, Any] = {
         "decoy_cells": len(cells),
         "tasks": len(hidden),
@@ -462,6 +468,7 @@ def audit(pairs: Iterable[tuple[Task, Answer]], splits: int = 20, seed: int = 0)
     if splits > 0 and len(hidden) >= 4:
         for feature_set in FEATURE_SETS:
             for model in MODELS:
+                step(f"classifier {model} on {feature_set} ({splits} splits)")
                 score = classifier_score(cells, feature_set, model, splits, seed)
                 report["classifiers"][f"{feature_set}/{model}"] = score
     return report

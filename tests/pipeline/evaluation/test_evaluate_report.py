@@ -207,3 +207,13 @@ def test_swapped_answers_and_a_corrupt_results_file_are_clear_errors(release, tm
     (run / "results.parquet").write_bytes(b"PAR1 this is not a parquet file")
     with pytest.raises(UserError, match="results.parquet cannot be read"):
         make_report([tmp_path / "broken"], tmp_path / "report")
+
+
+def test_the_audit_says_what_it_is_doing(release, tmp_path, capsys):
+    from pipeline.audit import run_audit
+
+    cfg = compose_config([f"release={release}", "splits=0", f"output={tmp_path}"], "audit", "apps")
+    assert run_audit(cfg) == 0
+    out = capsys.readouterr().out
+    assert "audit small-v1.0.0: reading the decoy cells" in out and "audit small-v1.0.0: policies on" in out
+    assert "audit small-v1.0.0: 2/2 stages" in out and (tmp_path / "audit.md").is_file()
