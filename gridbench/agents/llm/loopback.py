@@ -17,7 +17,8 @@ hidden cell's truth with ``set_slot`` and calls ``done``, re-issuing a call whos
 broken servers do: ``http_401``, ``drip`` (the reply one byte every ``drip_s`` seconds),
 ``not_json`` (a 200 whose body is HTML), ``bad_usage`` (token counts that are not integers),
 ``deep_args`` (arguments nested 100,000 deep), ``huge`` (a body of ``huge_bytes`` that
-announces no length),
+announces no length), ``gzip_bomb`` (``huge_bytes`` of JSON gzipped to a few kilobytes),
+``gzipped`` (a good reply, gzipped),
 ``slow`` (a correct reply after ``slow_s`` seconds).
 
 The server counts, per task, what it saw and sent (:class:`Seen`): requests, error replies,
@@ -55,7 +56,7 @@ RECOVERABLE = (
     "no_id",
 )
 FATAL = ("http_500_always", "context", "silent")
-HOSTILE = ("http_401", "drip", "not_json", "bad_usage", "deep_args", "huge", "slow")
+HOSTILE = ("http_401", "drip", "not_json", "bad_usage", "deep_args", "huge", "gzip_bomb", "gzipped", "slow")
 
 
 @dataclass
@@ -220,7 +221,7 @@ class LoopbackServer:
                 }
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 status, data, extra, drip = await self._handle(lines[0], headers, body)
-                kind = "text/html" if data.startswith(b"<") else "application/json"
+                kind = "text/html" if data.startswith(b"<") else "application/json"  # (a bomb: JSON too)
                 closing = "connection: close" in extra  # no length: the body ends with the connection
                 length = "" if closing else f"content-length: {len(data)}\r\n"
                 writer.write(f"HTTP/1.1 {status} X\r\ncontent-type: {kind}\r\n{length}{extra}\r\n".encode())
@@ -281,6 +282,10 @@ class LoopbackServer:
             return hostile
         payload = self._reply(task_id, messages, kind, request, len(body))
         self._tally(seen, kind, payload, messages)
+        if kind == "gzipped":  # a well-formed reply, compressed although identity was asked for
+            import gzip
+
+            return 200, gzip.compress(_json(payload)), "content-encoding: gzip\r\n", 0.0
         return 200, _json(payload), "", 0.0
 
     def _hostile(self, kind: str, seen: Seen) -> tuple[int, bytes, str, float] | None:
@@ -291,6 +296,11 @@ class LoopbackServer:
             return 200, b"<html><body>502 Bad Gateway (proxy)</body></html>", "", 0.0
         if kind == "huge":
             return 200, b'{"x": "' + b"y" * self.script.huge_bytes + b'"}', "connection: close\r\n", 0.0
+        if kind == "gzip_bomb":
+            import gzip
+
+            bomb = gzip.compress(b'{"x": "' + b"0" * self.script.huge_bytes + b'"}', compresslevel=9)
+            return 200, bomb, "content-encoding: gzip\r\n", 0.0
         return None
 
     def _tally(self, seen: Seen, kind: str, payload: dict[str, Any], messages: list[dict[str, Any]]) -> None:

@@ -26,6 +26,7 @@ import logging
 import os
 import random
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,8 +157,37 @@ class _CappedStream(httpx2.AsyncByteStream):
         await self.stream.aclose()
 
 
+class _Inflated(httpx2.AsyncByteStream):
+    """A gzip or deflate body, decompressed here with its size bounded (a 16 MB bomb would
+    otherwise inflate to gigabytes in the client's own decoder)."""
+
+    def __init__(self, stream: Any, limit: int) -> None:
+        self.stream, self.limit = stream, limit
+        self.decoder = zlib.decompressobj(47)  # a gzip or a zlib header, detected
+
+    async def __aiter__(self) -> Any:
+        total = 0
+        async for chunk in self.stream:
+            data = chunk
+            while data:
+                try:
+                    out = self.decoder.decompress(data, self.limit + 1 - total)
+                except zlib.error as error:
+                    raise ReplyTooLarge(f"the reply's compressed body is damaged ({error})") from None
+                total += len(out)
+                if total > self.limit:
+                    raise ReplyTooLarge(f"the reply is larger than {self.limit} bytes once decompressed")
+                if out:
+                    yield out
+                data = self.decoder.unconsumed_tail
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
 class CappedTransport(httpx2.AsyncBaseTransport):
-    """The default transport, with every reply body cut off (an error) past ``limit`` bytes."""
+    """The default transport, with every reply body cut off (an error) past ``limit`` bytes,
+    before and after decompression."""
 
     def __init__(self, limit: int, concurrency: int) -> None:
         size = max(concurrency, 1) + 4
@@ -173,11 +203,21 @@ class CappedTransport(httpx2.AsyncBaseTransport):
         if length.isdigit() and int(length) > self.limit:
             await response.aclose()
             raise ReplyTooLarge(f"the reply is larger than {self.limit} bytes (it announces {length})")
+        stream: httpx2.AsyncByteStream = _CappedStream(response.stream, self.limit)
+        headers = response.headers
+        encoding = headers.get("content-encoding", "identity").strip().lower()
+        if encoding in ("gzip", "x-gzip", "deflate"):
+            stream = _Inflated(stream, self.limit)
+            headers = httpx2.Headers(
+                [(k, v) for k, v in headers.multi_items() if k.lower() != "content-encoding"]
+            )
+        elif encoding not in ("identity", ""):
+            await response.aclose()
+            raise ReplyTooLarge(
+                f"the reply's content-encoding {encoding[:40]!r} is not supported (asked for identity)"
+            )
         return httpx2.Response(
-            response.status_code,
-            headers=response.headers,
-            stream=_CappedStream(response.stream, self.limit),
-            extensions=response.extensions,
+            response.status_code, headers=headers, stream=stream, extensions=response.extensions
         )
 
     async def aclose(self) -> None:

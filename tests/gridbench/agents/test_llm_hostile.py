@@ -76,6 +76,7 @@ def run(release: Path, url: str, out: Path, *extra: str, code: int = 3) -> tuple
         ("drip", "request timeout of 1.5 s passed"),
         ("not_json", "reply is not JSON"),
         ("huge", "larger than"),
+        ("gzip_bomb", "larger than 1048576 bytes once decompressed"),
     ],
 )
 def test_a_reply_that_cannot_be_used_is_an_api_error_in_bounded_time(kind, needle, release, server, tmp_path):
@@ -98,7 +99,7 @@ def test_a_dripping_server_is_retried_and_each_retry_counted(release, server, tm
 
 def test_bad_usage_and_deep_arguments_are_counted_and_the_task_still_solved(release, server, tmp_path):
     loopback, url = server
-    loopback.script = Script(at={("*", 1): "bad_usage", ("*", 2): "deep_args"})
+    loopback.script = Script(at={("*", 1): "bad_usage", ("*", 2): "deep_args", ("*", 3): "gzipped"})
     frame, failed = run(release, url, tmp_path, code=0)
     assert not failed and frame.height == 4 and frame["success"].all()
     assert (frame["usage_errors"] == 1).all() and (frame["malformed_tool_calls"] == 1).all()
