@@ -324,7 +324,8 @@ def encode_transcript(row: dict[str, Any], transcript: Any) -> bytes:
     worker processes compress in parallel and send bytes, not a pickled message list)."""
     record = {"episode_id": row["episode_id"], "task_id": row["task_id"], "transcript": transcript}
     text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
-    return gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
+    # a lone surrogate (a server may send "\ud800") has no UTF-8: it is written as "?"
+    return gzip.compress(text.encode("utf-8", "replace"), compresslevel=6, mtime=0)
 
 
 def read_transcript(path: Path) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from env import Episode
-from gridbench.agents.llm.toolcalls import ToolCall, structured_calls, text_calls
+from gridbench.agents.llm.toolcalls import MAX_TEXT, ToolCall, structured_calls, text_calls
 
 END_REASONS = ("done", "max_steps", "no_tool_call", "context_length", "api_error")
 REMINDER = (
@@ -265,17 +265,18 @@ def parse_reply(data: Any, latency_ms: float = 0.0) -> Reply | str:
 
 
 def _text(value: Any) -> str:
-    """Message content as text: a string, or the text parts of a list of content parts."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
+    """Message content as text: a string, or the text parts of a list of content parts; cut
+    at :data:`MAX_TEXT` characters (the conversation is sent back every turn)."""
     if isinstance(value, list):
-        return "".join(
+        value = "".join(
             part.get("text", "") if isinstance(part, dict) and isinstance(part.get("text"), str) else ""
             for part in value
         )
-    return ""
+    if not isinstance(value, str):
+        return ""
+    if len(value) > MAX_TEXT:
+        return f"{value[:MAX_TEXT]}\n[... {len(value) - MAX_TEXT} more characters cut]"
+    return value
 
 
 def _usage(reply: Reply, usage: Any) -> None:

@@ -18,7 +18,7 @@ broken servers do: ``http_401``, ``drip`` (the reply one byte every ``drip_s`` s
 ``not_json`` (a 200 whose body is HTML), ``bad_usage`` (token counts that are not integers),
 ``deep_args`` (arguments nested 100,000 deep), ``huge`` (a body of ``huge_bytes`` that
 announces no length), ``gzip_bomb`` (``huge_bytes`` of JSON gzipped to a few kilobytes),
-``gzipped`` (a good reply, gzipped),
+``gzipped`` (a good reply, gzipped), ``surrogate`` (text with a lone surrogate),
 ``slow`` (a correct reply after ``slow_s`` seconds).
 
 The server counts, per task, what it saw and sent (:class:`Seen`): requests, error replies,
@@ -56,7 +56,18 @@ RECOVERABLE = (
     "no_id",
 )
 FATAL = ("http_500_always", "context", "silent")
-HOSTILE = ("http_401", "drip", "not_json", "bad_usage", "deep_args", "huge", "gzip_bomb", "gzipped", "slow")
+HOSTILE = (
+    "http_401",
+    "drip",
+    "not_json",
+    "bad_usage",
+    "deep_args",
+    "huge",
+    "gzip_bomb",
+    "gzipped",
+    "surrogate",
+    "slow",
+)
 
 
 @dataclass
@@ -358,6 +369,8 @@ class LoopbackServer:
                 message["tool_calls"][0]["function"]["arguments"] = "[" * 100_000 + "]" * 100_000
         if kind == "reasoning":
             message["reasoning_content"] = "The truth of this cell is forced by the windows."
+        if kind == "surrogate":  # a lone surrogate: valid JSON, no UTF-8
+            message["content"] = "odd text \ud800 from a broken tokenizer"
         prompt = size // 4  # about four bytes a token
         usage = {
             "prompt_tokens": prompt,

@@ -242,6 +242,36 @@ def make_client(settings: LLMSettings, connections: int | None = None) -> openai
     )
 
 
+def without_lone_surrogates(value: Any) -> Any:
+    """``value`` (parsed JSON) with every lone surrogate in its strings replaced by ``?``:
+    such a string cannot be sent back to the server (or written) as UTF-8."""
+
+    def clean(text: str) -> str:
+        try:
+            text.encode("utf-8")
+            return text
+        except UnicodeEncodeError:
+            return text.encode("utf-8", "replace").decode("utf-8")
+
+    if isinstance(value, str):
+        return clean(value)
+    root: list[Any] = [value]
+    stack: list[Any] = [root]
+    while stack:  # iterative: the reply may be nested as deep as the parser allowed
+        node = stack.pop()
+        keys = list(node) if isinstance(node, dict) else range(len(node))
+        for key in keys:
+            item = node[key]
+            if isinstance(item, str):
+                node[key] = clean(item)
+            elif isinstance(item, dict | list):
+                stack.append(item)
+        if isinstance(node, dict):
+            for key in [k for k in node if isinstance(k, str) and clean(k) != k]:
+                node[clean(key)] = node.pop(key)
+    return root[0]
+
+
 def _is_context_error(error: openai.APIStatusError) -> bool:
     text = f"{getattr(error, 'code', '')} {error.message} {getattr(error, 'body', '')}".lower()
     return error.status_code in (400, 413, 422) and any(m in text for m in CONTEXT_MARKERS)
@@ -376,6 +406,8 @@ class LLMAgent:
             raise _Failure(_short(error), not too_large) from None
         except openai.OpenAIError as error:
             raise _Failure(_short(error), False) from None
+        except Exception as error:  # anything else on the way (a body the SDK cannot encode, ...)
+            raise _Failure(f"the request failed: {_short(error)}", False) from None
         finally:
             self.activity.requests -= 1
         latency = (time.perf_counter() - start) * 1000.0
@@ -383,6 +415,8 @@ class LLMAgent:
             parsed = json.loads(data)
         except (ValueError, RecursionError):
             raise _Failure(f"the server's reply is not JSON (starts {data[:60]!r})", False) from None
+        if b"\\ud" in data or b"\\uD" in data:  # an escaped surrogate: a lone one has no UTF-8
+            parsed = without_lone_surrogates(parsed)
         reply = parse_reply(parsed, latency)
         if isinstance(reply, str):
             raise _Failure(f"the server's reply cannot be used: {reply}", False)

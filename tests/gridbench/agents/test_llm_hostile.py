@@ -99,8 +99,14 @@ def test_a_dripping_server_is_retried_and_each_retry_counted(release, server, tm
 
 def test_bad_usage_and_deep_arguments_are_counted_and_the_task_still_solved(release, server, tmp_path):
     loopback, url = server
-    loopback.script = Script(at={("*", 1): "bad_usage", ("*", 2): "deep_args", ("*", 3): "gzipped"})
+    loopback.script = Script(
+        at={("*", 1): "bad_usage", ("*", 2): "deep_args", ("*", 3): "gzipped", ("*", 4): "surrogate"}
+    )
     frame, failed = run(release, url, tmp_path, code=0)
+    from pipeline.show import main as show_main
+
+    folder = next((tmp_path / release.name).iterdir())
+    assert show_main([f"run={folder}", f"task={toy(release)}", "failure_rate=0.1"]) == 0  # readable back
     assert not failed and frame.height == 4 and frame["success"].all()
     assert (frame["usage_errors"] == 1).all() and (frame["malformed_tool_calls"] == 1).all()
     assert (frame["prompt_tokens"] > 0).all()  # the other replies' usage is still counted
