@@ -26,7 +26,7 @@ def run_audit(cfg: DictConfig) -> int:
     release = Path(str(cfg.release))
     pairs = release_pairs(release)
     stages = 2 + (len(FEATURE_SETS) * len(MODELS) if int(cfg.splits) > 0 else 0)
-    progress = Progress(stages, f"audit {release.name}", unit="stage", heartbeat=True)
+    progress = Progress(stages, f"audit {release.name}", unit="stage")
     stage: list[tuple[str, float]] = []  # the stages so far, with their start times
 
     def step(name: str) -> None:

@@ -171,7 +171,12 @@ class Progress:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._beat: threading.Thread | None = None
-        if heartbeat and total:
+        if heartbeat:
+            self.start_heartbeat()
+
+    def start_heartbeat(self) -> None:
+        """Start the line (or bar refresh) every ``LOG_EVERY_S`` seconds, once ``status`` is set."""
+        if self._beat is None and self.total:
             self._beat = threading.Thread(target=self._heartbeat, name="progress-heartbeat", daemon=True)
             self._beat.start()
 

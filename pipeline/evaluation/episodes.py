@@ -238,6 +238,7 @@ async def play_async(
     activity = getattr(agent, "activity", None)
     if activity is not None:
         progress.status = lambda: _activity_text(activity)
+    progress.start_heartbeat()
     first_batch = min(concurrency, len(jobs))
     ended: list[str] = []  # end reasons of the first batch, in completion order
 
@@ -347,10 +348,11 @@ def run_evaluation(request: EvalRequest) -> int:
     finished = store.finished() if request.resume else {}
     _name_skipped(store)
     todo = [job for job in jobs if job.episode_id not in finished]
-    progress = Progress(len(todo), f"eval {request.run}", heartbeat=True)
-    if not spec.is_async:
+    progress = Progress(len(todo), f"eval {request.run}")
+    if not spec.is_async:  # the LLM runner's status is set, and its heartbeat started, with its agent
         busy = min(request.workers, len(todo))
         progress.status = lambda: f"{min(busy, progress.total - progress.done)} in flight"
+        progress.start_heartbeat()
     start = time.perf_counter()
     try:
         if spec.is_async:
