@@ -257,12 +257,7 @@ async def play_async(
             if len(ended) < first_batch:
                 ended.append(row["end_reason"])
                 if len(ended) == first_batch and set(ended) == {"api_error"}:
-                    raise RunStopped(
-                        f"the first {first_batch} episodes all ended in api_error (the last: "
-                        f"{str(row.get('api_error'))[:200]}); the run stops. Check agent.base_url="
-                        f"{spec.config.get('base_url')}, agent.model={spec.config.get('model')} and the "
-                        "server; `make show` prints an episode's error"
-                    )
+                    raise RunStopped(_first_batch_failed(first_batch, row, spec))
 
     tasks = [asyncio.ensure_future(one(job)) for job in jobs]
     try:
@@ -274,6 +269,16 @@ async def play_async(
         if isinstance(error, RunStopped):
             raise
         raise RunStopped(str(error)) from None
+
+
+def _first_batch_failed(count: int, row: dict[str, Any], spec: AgentSpec) -> str:
+    """Why a run stops when its first batch of episodes all ended in ``api_error``."""
+    which = "the first episode" if count == 1 else f"all {count} episodes of the first batch"
+    return (
+        f"{which} ended in api_error (the last: {str(row.get('api_error'))[:200]}); the run stops. "
+        f"Check agent.base_url={spec.config.get('base_url')}, agent.model={spec.config.get('model')} "
+        "and the server; `make show` prints an episode's error"
+    )
 
 
 def _activity_text(activity: Any) -> str:

@@ -16,6 +16,7 @@ from mcp import Client, StdioServerParameters
 import gridbench
 from env import openai_schemas
 from env.tools import RESULT_SCHEMA
+from gridbench.errors import UserError
 from tests import ROOT
 from tests.adapters.helpers import solving_moves
 from tests.helpers_release import build_small
@@ -116,6 +117,9 @@ def test_over_http_every_session_plays_its_own_episode_of_the_task_it_names(rele
         async with Client(url) as c:  # a new session of the same task: a fresh episode
             reply = await c.call_tool("get_current_grid_state", {})
             assert not reply.is_error and len(reply.structured_content["data"]["empty_cells"]) == 4
+        async with Client(f"{url}?task=nope") as d:  # an unknown task: an MCP error naming it
+            with pytest.raises(Exception, match="'nope' is not among the tasks"):
+                await d.list_tools()
         return a_score, b_score, {}
 
     try:
@@ -126,38 +130,30 @@ def test_over_http_every_session_plays_its_own_episode_of_the_task_it_names(rele
         server.wait(timeout=10)
 
 
-def test_an_unknown_task_in_the_url_is_an_mcp_error_naming_it(release):
-    server, port, _ = _serve_http(release)  # no default task: every session names its own
+def test_a_session_that_names_no_task_or_an_unknown_one_is_told_how_to_pick(release):
+    from types import SimpleNamespace
 
-    async def main() -> list[str]:
-        errors = []
-        for query in ("", "?task=nope"):
-            async with Client(f"http://127.0.0.1:{port}/mcp{query}") as client:
-                try:
-                    await client.list_tools()
-                except Exception as error:  # the SDK raises MCPError
-                    errors.append(str(error))
-        return errors
+    from gridbench.mcp.server import Episodes, parse_args
 
-    try:
-        no_task, unknown = anyio.run(main)
-        assert "names no task" in no_task and "?task=TASK_ID" in no_task
-        assert "'nope' is not among the tasks" in unknown
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    episodes = Episodes(parse_args([f"release={release}", "transport=http"]))  # no default task
+
+    def ctx(query: dict) -> SimpleNamespace:  # what the SDK hands a handler: the HTTP request
+        return SimpleNamespace(request=SimpleNamespace(headers={"mcp-session-id": "s1"}, query_params=query))
+
+    with pytest.raises(UserError, match=r"names no task: connect to /mcp\?task=TASK_ID"):
+        episodes.of(ctx({}))
+    with pytest.raises(UserError, match="'nope' is not among the tasks"):
+        episodes.of(ctx({"task": "nope"}))
+    record = gridbench.load_release(release)[0]
+    assert episodes.of(ctx({"task": record.task_id})).task_id == record.task_id
 
 
-def test_help_prints_the_usage_and_exits_0():
-    out = subprocess.run(
-        [sys.executable, "-m", "gridbench.mcp", "--help"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 0 and out.stdout.startswith("usage: python -m gridbench.mcp") and not out.stderr
-    assert "?task=TASK_ID" in out.stdout
+def test_help_prints_the_usage_and_exits_0(capsys):
+    from gridbench.mcp.server import main
+
+    assert main(["--help"]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith("usage: python -m gridbench.mcp") and not out.err and "?task=TASK_ID" in out.out
 
 
 @pytest.mark.parametrize(

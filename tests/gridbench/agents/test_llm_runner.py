@@ -112,7 +112,7 @@ def test_an_api_that_keeps_failing_stops_the_run_and_is_retried_on_resume(
 
     loopback, url = server
     loopback.script = Script(at={("*", 1): "http_500_always"})
-    with pytest.raises(RunStopped, match="the first 8 episodes all ended in api_error"):
+    with pytest.raises(RunStopped, match="all 8 episodes of the first batch ended in api_error"):
         run(release, url, tmp_path, monkeypatch=monkeypatch)
     folder = next((tmp_path / release.name).iterdir())
     errors = (folder / "api_errors.jsonl").read_text().splitlines()

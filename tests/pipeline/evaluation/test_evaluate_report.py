@@ -73,8 +73,8 @@ def test_report_groups_by_run_and_works_on_empty_partial_and_stale_runs(release,
     from pipeline.evaluation.runs import RunStore
 
     runs = tmp_path / "runs"
-    one = _evaluate(release, runs, "greedy_local", "domains=[toy]")
-    _evaluate(release, runs, "greedy_local", "domains=[course]", "run_name=greedy-again")
+    one = _evaluate(release, runs, "greedy_local", "domains=[toy]", "workers=1")
+    _evaluate(release, runs, "greedy_local", "domains=[course]", "run_name=greedy-again", "workers=1")
     two = runs / release.name / "greedy-again"
     empty = runs / release.name / "nothing-yet"
     RunStore(empty).write_results()  # a run whose episodes all failed: every column, no row
