@@ -360,13 +360,7 @@ def run_evaluation(request: EvalRequest) -> int:
         progress.start_heartbeat()
     start = time.perf_counter()
     try:
-        if spec.is_async:
-            asyncio.run(play_async(todo, spec, env, store, request.traces, progress))
-        else:
-            work = [(job, spec, env, request.traces) for job in todo]
-            for row, trace in parallel_imap(play_sync, work, request.workers, "", ordered=False, show=False):
-                store.save(row, trace)
-                progress.update(row)
+        _play(request, todo, store, progress)
     except KeyboardInterrupt:
         progress.close()
         store.write_results()
@@ -384,16 +378,34 @@ def run_evaluation(request: EvalRequest) -> int:
     ids = {job.episode_id for job in jobs}
     selected = frame.filter(pl.col("episode_id").is_in(list(ids)))
     _summary(request, store, selected, len(todo), len(jobs), time.perf_counter() - start)
-    failed = sorted(store.unanswered() & ids)
-    if failed:
-        print(
-            f"error: {len(failed)} of {len(jobs)} episodes ended in api_error and are not scored "
-            f'(their errors: {store.api_errors}; `make show ARGS="run={store.folder} task=ID"` prints '
-            "one); run the same command again to retry them",
-            file=sys.stderr,
-        )
-        return API_ERRORS_EXIT
-    return 0
+    return _api_errors(store, ids)
+
+
+def _play(request: EvalRequest, todo: list[Job], store: RunStore, progress: Progress) -> None:
+    """Play the episodes: the async agent's coroutines, or the baselines' process pool."""
+    spec, env = request.spec, request.env
+    if spec.is_async:
+        asyncio.run(play_async(todo, spec, env, store, request.traces, progress))
+        return
+    work = [(job, spec, env, request.traces) for job in todo]
+    for row, trace in parallel_imap(play_sync, work, request.workers, "", ordered=False, show=False):
+        store.save(row, trace)
+        progress.update(row)
+
+
+def _api_errors(store: RunStore, ids: set[str]) -> int:
+    """0, or :data:`API_ERRORS_EXIT` after one line saying how many selected episodes ended in
+    ``api_error`` and are not scored."""
+    failed = store.unanswered() & ids
+    if not failed:
+        return 0
+    print(
+        f"error: {len(failed)} of {len(ids)} episodes ended in api_error and are not scored "
+        f'(their errors: {store.api_errors}; `make show ARGS="run={store.folder} task=ID"` prints '
+        "one); run the same command again to retry them",
+        file=sys.stderr,
+    )
+    return API_ERRORS_EXIT
 
 
 def duplicate_request_warning(spec: AgentSpec) -> str:
