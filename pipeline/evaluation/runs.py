@@ -206,6 +206,12 @@ class RunStore:
                     "give run_name=NAME (or output_root=) for a separate run, or delete the folder"
                 )
             return
+        if any(path.is_file() and path.stat().st_size for path in self.folder.glob("*.jsonl")):
+            raise UserError(
+                f"{self.folder} holds episodes of an older gridbench (no run.json): their episode ids "
+                "are made another way and cannot be matched; give run_name=NAME for a new run, or "
+                "move the folder away"
+            )
         record = {"identity": identity, "sha256": digest}
         temporary = self.identity.with_name(f".run.json.{os.getpid()}.tmp")
         temporary.write_text(json.dumps(record, indent=1, sort_keys=True, default=str) + "\n")
