@@ -103,15 +103,14 @@ def heatmap(frame: pl.DataFrame, run: str, release: str, out: Path) -> Path:
     rates = sorted(set(part["failure_rate"].to_list()))
     width = max(len(set(part["decoy_budget"].to_list())), 2)
     height = max(len(set(part["hidden_slots"].to_list())), 2)
-    figure, axes = plt.subplots(
-        1, len(rates), figsize=(0.95 * width * len(rates) + 1.8, 0.8 * height + 1.6), squeeze=False
-    )
+    size = (max(7.0, 0.95 * width * len(rates) + 1.8), 0.8 * height + 1.8)
+    figure, axes = plt.subplots(1, len(rates), figsize=size, squeeze=False, layout="constrained")
     image = None
     for axis, rate in zip(axes[0], rates, strict=True):
         panel = part.filter(pl.col("failure_rate") == rate)
         image = _grid_panel(axis, panel, "hidden_slots", "decoy_budget", ("decoy budget B", "hidden slots H"))
         axis.set_title(f"tool failure rate {rate:g} ({panel.height} episodes)", fontsize=10)
-    figure.colorbar(image, ax=axes[0].tolist(), shrink=0.85, label="success")  # type: ignore[arg-type]
+    figure.colorbar(image, ax=axes[0].tolist(), shrink=0.85, label="success", pad=0.02)  # type: ignore[arg-type]
     figure.suptitle(
         f"{run} on {release}: success over H x B\n(cell: success, 95% Wilson interval, n episodes)",
         fontsize=11,
