@@ -160,13 +160,17 @@ def test_results_are_current_after_ctrl_c(release, tmp_path, capsys):
 def test_a_run_folder_refuses_a_command_of_another_configuration(release, tmp_path):
     from gridbench.errors import UserError
 
-    _evaluate(release, tmp_path, "greedy_local", "domains=[toy]")
+    toy = ("domains=[toy]", "workers=1")
+    _evaluate(release, tmp_path, "greedy_local", *toy)
     with pytest.raises(
         UserError, match=r"holds a run with another configuration \(env.max_steps: 1000000 -> 50\)"
     ):
-        _evaluate(release, tmp_path, "greedy_local", "domains=[toy]", "env.max_steps=50")
-    _evaluate(release, tmp_path, "greedy_local", "domains=[toy]", "env.max_steps=50", "run_name=short")
+        _evaluate(release, tmp_path, "greedy_local", *toy, "env.max_steps=50")
+    _evaluate(release, tmp_path, "greedy_local", *toy, "env.max_steps=50", "run_name=short")
     assert (tmp_path / release.name / "short" / "run.json").is_file()
+    (tmp_path / release.name / "short" / "run.json").unlink()  # a folder written before run.json existed
+    with pytest.raises(UserError, match="episodes of an older gridbench"):
+        _evaluate(release, tmp_path, "greedy_local", *toy, "env.max_steps=50", "run_name=short")
 
 
 def test_unknown_agents_and_empty_filters_are_clear_errors(release, tmp_path):
