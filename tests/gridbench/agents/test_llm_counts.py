@@ -1,7 +1,12 @@
 """The runner's counts equal what the server saw, at concurrency 1 and 64: a loopback server
-that misbehaves at random (429, 500, time-outs, text calls, malformed calls, cut and empty
-replies, prose) counts per task what it received and sent; the results rows of every
-episode of that task must add up to the same numbers."""
+that misbehaves at random (429, 500, text calls, malformed calls, cut and empty replies,
+prose, several calls in one reply, reasoning) counts per task what it received and sent; the
+results rows of every episode of that task must add up to the same numbers.
+
+Time-outs are left out here: whether a reply came "in time" depends on how busy this machine
+is, so the server could not say whether the client got it. The timeout fault has its own
+test (test_llm_runner: each recoverable fault), and every request the server saw is a turn
+or a retry of the runner's at any concurrency (the last assertion)."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from pipeline.evaluate import evaluate
 from tests.helpers_release import build_small, compose_config
 
 KEY = "sk-loopback-counts"
+KINDS = tuple(kind for kind in RECOVERABLE if kind != "timeout")
 
 
 @pytest.fixture(scope="module")
@@ -25,9 +31,7 @@ def release(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("concurrency", [1, 64])
 def test_counts_equal_what_the_server_saw(concurrency, release, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    server = LoopbackServer(
-        ScriptedPolicy(release), Script(rate=0.5, seed=11, kinds=RECOVERABLE, timeout_s=3.5), api_key=KEY
-    )
+    server = LoopbackServer(ScriptedPolicy(release), Script(rate=0.5, seed=11, kinds=KINDS), api_key=KEY)
     url = server.start()
     try:
         cfg = compose_config(
@@ -37,7 +41,7 @@ def test_counts_equal_what_the_server_saw(concurrency, release, tmp_path, monkey
                 "agent.model=scripted",
                 f"agent.base_url={url}",
                 f"output_root={tmp_path}",
-                "agent.timeout=2.5",
+                "agent.timeout=60",
                 "agent.max_retries=3",
                 f"agent.concurrency={concurrency}",
                 "failure_rates=[0.0,0.1,0.3]",

@@ -89,7 +89,7 @@ def test_a_reply_that_cannot_be_used_is_an_api_error_in_bounded_time(kind, needl
     assert all(row["end_reason"] == "api_error" and needle in row["api_error"] for row in failed), failed
 
 
-@pytest.mark.slow  # a drip is an api_error in bounded time (quick above); retries are counted in test_llm_counts
+@pytest.mark.slow  # a drip is an api_error in bounded time: quick above; retries: test_llm_counts
 def test_a_dripping_server_is_retried_and_each_retry_counted(release, server, tmp_path):
     loopback, url = server
     loopback.script = Script(at={(toy(release), 2): "drip"}, drip_s=0.2)

@@ -88,6 +88,9 @@ def test_each_recoverable_fault_is_handled_counted_and_the_task_still_solved(
     column = COUNTER[kind]
     if column:
         assert (frame[column] >= 1).all(), (kind, frame[column].to_list())
+    if kind == "timeout":  # the abandoned request of every task was retried, and counted
+        retries = frame["api_retries"].sum()
+        assert retries >= 8 and loopback.requests == frame["turns"].sum() + retries
     if kind == "multi":
         assert (frame["turns"] < frame["steps"]).any()  # several calls in one reply
     if kind == "reasoning":
