@@ -24,6 +24,11 @@ NUMERIC_OPS = NUMERIC_QUERY_OPS
 CATEGORY_OPS = CATEGORY_QUERY_OPS
 
 
+def _cells(count: int, kind: str = "hidden") -> str:
+    """``"1 hidden cell"``, ``"3 hidden cells"``."""
+    return f"{count} {kind} cell{'' if count == 1 else 's'}"
+
+
 def _result(status: str, message: str, data: Any = None) -> dict[str, Any]:
     return {"status": status, "message": message, "data": data}
 
@@ -244,7 +249,7 @@ class Episode:
         empty = [list(c) for c in sorted(self.slots) if self.grid[c[0]][c[1]] is None]
         return _result(
             "ok",
-            f"{len(empty)} hidden cells still empty",
+            f"{_cells(len(empty))} still empty",
             {"grid": [list(row) for row in self.grid], "empty_cells": empty},
         )
 
@@ -266,7 +271,7 @@ class Episode:
     def _done(self) -> dict[str, Any]:
         self.finished = True
         empty = sum(self.grid[r][c] is None for r, c in self.slots)
-        return _result("ok", f"episode finished with {empty} empty hidden cells", {"empty": empty})
+        return _result("ok", f"episode finished with {_cells(empty, 'empty hidden')}", {"empty": empty})
 
     # Domain tools -----------------------------------------------------------------------
 

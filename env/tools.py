@@ -137,13 +137,45 @@ def _maybe_json(value: Any) -> Any:
     return value
 
 
+# Every tool result: {"status", "message", "data"} (MCP's ``outputSchema``).
+RESULT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "status": {
+            "type": "string",
+            "enum": ["ok", "error", "failed", "budget_exhausted"],
+            "description": "ok; error: the call was invalid, nothing changed or was used; failed: an "
+            "injected tool failure, nothing changed, call again; budget_exhausted",
+        },
+        "message": {"type": "string", "description": "what happened, or what was wrong and what is allowed"},
+        "data": {"type": ["object", "null"], "description": "the tool's answer (null when there is none)"},
+    },
+    "required": ["status", "message", "data"],
+    "additionalProperties": False,
+}
+
+
 @dataclass(frozen=True)
 class Tool:
-    """One tool an agent can call: its name, the description models read, and its parameters."""
+    """One tool an agent can call: its name, the description models read, its parameters,
+    and what it does to the episode (``effect``): ``read`` (nothing), ``spend`` (uses a
+    budget, changes no cell), ``write`` (changes a cell; the same call again changes nothing
+    more) or ``end`` (ends the episode)."""
 
     name: str
     description: str
     params: tuple[Param, ...] = ()
+    effect: str = "read"
+
+    def annotations(self) -> dict[str, Any]:
+        """MCP tool annotations (hints for clients: what the tool changes)."""
+        return {
+            "title": self.name.replace("_", " "),
+            "readOnlyHint": self.effect == "read",
+            "destructiveHint": self.effect in ("write", "end"),
+            "idempotentHint": self.effect in ("read", "write", "end"),
+            "openWorldHint": False,
+        }
 
     def openai_schema(self) -> dict[str, Any]:
         """The tool as an OpenAI function-calling schema."""
@@ -201,6 +233,7 @@ def tools_for(domain: str) -> dict[str, Tool]:
             "Put a candidate id into an empty (hidden) cell, or clear it with id "
             "null. Only a candidate of that cell is accepted.",
             (ROW, COL, Param("id", "id_or_null", "a candidate id of the cell, or null to clear")),
+            "write",
         ),
         Tool(
             "get_current_grid_state",
@@ -213,7 +246,7 @@ def tools_for(domain: str) -> dict[str, Tool]:
             (ROW, COL),
         ),
         Tool("get_global_check_budget", "How many global constraint checks are left."),
-        Tool("done", "Finish the episode. Call it when the grid is complete."),
+        Tool("done", "Finish the episode. Call it when the grid is complete.", (), "end"),
         Tool(
             f"query_{d}_candidate_from_attribute",
             "Find the candidates of a hidden cell whose attribute matches a condition; returns "
@@ -228,6 +261,7 @@ def tools_for(domain: str) -> dict[str, Tool]:
                 ),
                 Param("value", "value", "a number, a category, or a list of categories"),
             ),
+            "spend",
         ),
         Tool(
             f"get_{d}_item_info",
@@ -252,6 +286,8 @@ def tools_for(domain: str) -> dict[str, Tool]:
             "Check every global constraint on the grid as it "
             "is now: satisfied, violated, or pending (lower bounds wait for a complete grid). "
             "Uses one global check.",
+            (),
+            "spend",
         ),
     ]
     return {tool.name: tool for tool in tools}

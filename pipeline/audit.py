@@ -20,8 +20,8 @@ from gridbench.errors import UserError
 from pipeline.cli import command
 from pipeline.config import register_configs
 from pipeline.evaluation.companion import companion_pairs
-from pipeline.evaluation.integrity import audit, audit_markdown
-from pipeline.parallel import check_workers
+from pipeline.evaluation.integrity import FEATURE_SETS, MODELS, audit, audit_markdown
+from pipeline.parallel import Progress, check_workers
 from pipeline.storage.read import release_pairs, shown
 from pipeline.storage.safe import inside
 
@@ -43,12 +43,27 @@ def run_audit(cfg: DictConfig) -> int:
     release = Path(str(cfg.release))
     out = audit_folder(release, str(cfg.output))
     pairs = release_pairs(release)
-    companion = None
-    if cfg.transfer:
-        say(f"audit: companion build of {len(pairs)} tasks (seed + {int(cfg.transfer_seed_offset)})")
-        companion = companion_pairs(release, offset, workers)
-    say(f"audit: policies and classifiers on {len(pairs)} tasks")
-    report = audit(pairs, int(cfg.splits), int(cfg.seed), companion, progress=say)
+    if cfg.transfer:  # built before the progress display: it shows its own
+        print(f"audit {release.name}: companion build of {len(pairs)} tasks (seed + {offset})", flush=True)
+    companion = companion_pairs(release, offset, workers) if cfg.transfer else None
+    stages = 2 + (len(FEATURE_SETS) * len(MODELS) if int(cfg.splits) > 0 else 0) + bool(companion)
+    progress = Progress(stages, f"audit {release.name}", unit="stage")
+    stage: list[tuple[str, float]] = []  # the stages so far, with their start times
+
+    def step(name: str) -> None:
+        if stage:
+            progress.update()
+        stage.append((name, time.perf_counter()))
+        print(f"audit {release.name}: {name}", flush=True)
+
+    progress.status = lambda: (
+        f"{stage[-1][0]} for {time.perf_counter() - stage[-1][1]:.0f} s" if stage else ""
+    )
+    try:
+        report = audit(pairs, int(cfg.splits), int(cfg.seed), step, companion)
+        progress.update()  # the last stage is done
+    finally:
+        progress.close()
     out.mkdir(parents=True, exist_ok=True)
     text = f"# Integrity audit of {release.name}\n\n" + audit_markdown(report)
     (out / "audit.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
@@ -73,11 +88,6 @@ def audit_folder(release: Path, output: str) -> Path:
     if not FOLDER.match(name) or ".." in name:
         raise UserError(f"release={shown(release)}: its folder name cannot name an audit; give output=DIR")
     return inside(AUDITS, AUDITS / name, "the audit folder")
-
-
-def say(message: str) -> None:
-    """One progress line, at once (a long audit is never silent)."""
-    print(message, flush=True)
 
 
 main = command("audit")(run_audit)

@@ -176,12 +176,14 @@ class AgentConf:
     seed: Optional[int] = None  # noqa: UP045
     max_steps: int = 200
     timeout: float = 120.0
+    episode_timeout: Optional[float] = None  # noqa: UP045
     max_retries: int = 4
     tool_choice: Optional[str] = "auto"  # noqa: UP045
     parallel_tool_calls: Optional[bool] = None  # noqa: UP045
     extra_body: Any = None  # a mapping passed through to the server
     max_reminders: int = 3
     concurrency: int = 32
+    max_reply_bytes: int = 16 * 1024 * 1024
     prompt_dir: Optional[str] = None  # noqa: UP045
 
 
@@ -227,6 +229,7 @@ class HubConfig:
     release: str = "outputs/releases/gridbench-v1.0.0"
     repo_id: str = ""
     dry_run: bool = False
+    verbose: bool = False  # with dry_run: every file, not one line per folder
     private: bool = False
     answers: bool = True
     token_env: str = "HF_TOKEN"

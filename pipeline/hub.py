@@ -94,6 +94,27 @@ def card_without_answers(card: str) -> str:
     return head + sep + note + body if sep else text
 
 
+def dry_run_lines(release: Path, files: list[str], answers: bool, verbose: bool) -> list[str]:
+    """What a dry run prints: every file with ``verbose``, else one line per folder (its
+    number of files and bytes) and one per file at the top."""
+
+    def note(name: str) -> str:
+        return " (its answers configuration removed)" if name == "README.md" and not answers else ""
+
+    if verbose:
+        return [f"  {name}  {(release / name).stat().st_size} bytes{note(name)}" for name in files]
+    folders: dict[str, list[int]] = {}
+    lines = []
+    for name in files:
+        if "/" in name:
+            top = name.split("/", 1)[0] + "/"
+            folders.setdefault(top, []).append((release / name).stat().st_size)
+        else:
+            lines.append(f"  {name}  {(release / name).stat().st_size} bytes{note(name)}")
+    lines += [f"  {top}  {len(sizes)} files, {sum(sizes)} bytes" for top, sizes in sorted(folders.items())]
+    return [*sorted(lines), "  (verbose=true lists every file)"]
+
+
 def run_hub(cfg: DictConfig) -> int:
     """Upload (or, with ``dry_run``, list) a release to the Hub; the exit code."""
     release, repo_id = Path(str(cfg.release)), str(cfg.repo_id or "")
@@ -113,9 +134,7 @@ def run_hub(cfg: DictConfig) -> int:
     if not cfg.answers and card:
         card = card_without_answers(card)
     if cfg.dry_run:
-        for name in files:
-            edited = " (its answers configuration removed)" if name == "README.md" and not cfg.answers else ""
-            print(f"  {name}  {(release / name).stat().st_size} bytes{edited}")
+        print("\n".join(dry_run_lines(release, files, bool(cfg.answers), bool(cfg.get("verbose")))))
         return 0
     token = os.environ.get(str(cfg.token_env), "")
     if not token:

@@ -16,6 +16,7 @@ import math
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -197,31 +198,81 @@ def _worker_setup() -> None:
 
 class Progress:
     """A bar on a terminal; on a log file (not a TTY) a line every ``LOG_EVERY_S`` seconds and
-    at the end, with the running success rate when the rows carry one."""
+    at the end, with the running success rate when the rows carry one (over the scored
+    episodes: an ``api_error`` one is counted apart). With ``heartbeat`` a line (or a refresh
+    of the bar) comes every ``LOG_EVERY_S`` seconds even when nothing finishes, with
+    ``status()`` -- what is in flight -- when it is set."""
 
-    def __init__(self, total: int, label: str, unit: str = "episode") -> None:
+    def __init__(self, total: int, label: str, unit: str = "episode", heartbeat: bool = False) -> None:
         self.total, self.label, self.unit = total, label, unit
-        self.done = self.successes = 0
+        self.done = self.successes = self.api_errors = 0
+        self.status: Callable[[], str] | None = None
         self.start = self.last = time.perf_counter()
         self.bar = tqdm(total=total, desc=label, unit=unit) if sys.stdout.isatty() else None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._beat: threading.Thread | None = None
+        if heartbeat:
+            self.start_heartbeat()
+
+    def start_heartbeat(self) -> None:
+        """Start the line (or bar refresh) every ``LOG_EVERY_S`` seconds, once ``status`` is set."""
+        if self._beat is None and self.total:
+            self._beat = threading.Thread(target=self._heartbeat, name="progress-heartbeat", daemon=True)
+            self._beat.start()
 
     def update(self, row: dict[str, Any] | None = None) -> None:
         """Count one finished job (a success when ``row`` says so) and refresh the display."""
         self.done += 1
-        self.successes += bool(row and row.get("success"))
+        if row and row.get("end_reason") == "api_error":
+            self.api_errors += 1
+        else:
+            self.successes += bool(row and row.get("success"))
         if self.bar is not None:
             self.bar.update()
         elif time.perf_counter() - self.last >= LOG_EVERY_S:
             self._line()
 
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(LOG_EVERY_S):
+            if self.bar is not None:
+                if self.status is not None:
+                    self.bar.set_postfix_str(self._status(), refresh=True)
+            elif time.perf_counter() - self.last >= LOG_EVERY_S * 0.95:
+                self._line()
+
+    def _status(self) -> str:
+        try:
+            return self.status() if self.status is not None else ""
+        except Exception:  # a status is a courtesy: it never stops the run
+            return ""
+
     def _line(self) -> None:
-        self.last = time.perf_counter()
-        rate = self.done / max(self.last - self.start, 1e-9)
-        success = f", success {self.successes / max(self.done, 1):.3f}" if self.unit == "episode" else ""
-        print(f"{self.label}: {self.done}/{self.total} {self.unit}s, {rate:.2f}/s{success}", flush=True)
+        with self._lock:
+            self.last = time.perf_counter()
+            elapsed = self.last - self.start
+            rate = self.done / max(elapsed, 1e-9)
+            parts = [
+                f"{self.label}: {self.done}/{self.total} {self.unit}s",
+                f"{rate:.2f}/s",
+                f"{elapsed:.0f} s",
+            ]
+            if self.unit == "episode":
+                scored = self.done - self.api_errors
+                if scored:
+                    parts.append(f"success {self.successes / scored:.3f}")
+                if self.api_errors:
+                    parts.append(f"{self.api_errors} api_error")
+            status = self._status()
+            if status:
+                parts.append(status)
+            print(", ".join(parts), flush=True)
 
     def close(self) -> None:
-        """Close the bar, or log the final line."""
+        """Stop the heartbeat; close the bar, or log the final line."""
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join(timeout=5)
         if self.bar is not None:
             self.bar.close()
         elif self.total:

@@ -27,13 +27,13 @@ def report(cfg: DictConfig) -> int:
         raise UserError("runs_root=[] names no folder; give runs_root=outputs/runs/<release>")
     out = Path(str(cfg.output))
     release = Path(str(cfg.release)) if cfg.release else RELEASES / roots[0].name
-    has_runs = any(any(root.glob("*/results*.parquet")) for root in roots)
+    has_runs = any(any(root.glob(f"*/{name}*")) for root in roots for name in ("results", "episodes"))
     if not has_runs and not cfg.release:
         return make_report(roots, out)  # says there is nothing to report and how to make it
     code = make_report(roots, out) if has_runs else 0
     if (release / "manifest.json").is_file():
         out.mkdir(parents=True, exist_ok=True)
-        runs = load_runs(roots) if has_runs else None
+        runs = load_runs(roots)[0] if has_runs else None
         text = validation_report(release, runs, out)
         (out / "validation.md").write_text("\n".join(text) + "\n")
         print(f"validation -> {out / 'validation.md'} and {out / 'validation.png'}")

@@ -22,3 +22,15 @@ class AsyncDone:
 
     async def play(self, episode) -> None:
         episode.call("done", {})
+
+
+class InterruptThird:
+    """Asynchronous: finishes two episodes, then the user presses Ctrl-C."""
+
+    played = 0
+
+    async def play(self, episode) -> None:
+        InterruptThird.played += 1
+        if InterruptThird.played == 3:
+            raise KeyboardInterrupt
+        episode.call("done", {})

@@ -82,6 +82,21 @@ class GridEnv(gym.Env[str, Any]):
         self.action_space = AnyText(ACTION_LIMIT)
         self.session: Session | None = None
         self.ended: str | None = None  # "terminated" or "truncated" once the episode has ended
+        self._spec: Any = None
+
+    @property  # type: ignore[override]
+    def spec(self) -> Any:
+        """The environment's ``EnvSpec``, with ``max_episode_steps`` the episode's step limit
+        (the environment truncates there itself, so ``gymnasium.make`` adds no TimeLimit)."""
+        if self._spec is None or self._spec.max_episode_steps == self.settings.max_steps:
+            return self._spec
+        from dataclasses import replace
+
+        return replace(self._spec, max_episode_steps=self.settings.max_steps)
+
+    @spec.setter
+    def spec(self, value: Any) -> None:
+        self._spec = value
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

@@ -69,6 +69,7 @@ def agent_spec(config: dict[str, Any]) -> AgentSpec:
     if name == "llm":
         if not config.get("model"):
             raise UserError("agent=llm needs agent.model=<model name>")
+        llm_settings(config).validate()
         return AgentSpec(name, _label(f"llm-{config['model']}"), True, config)
     if name not in BASELINES:
         raise UserError(
@@ -96,9 +97,17 @@ def make_agent(spec: AgentSpec) -> Any:
 
         return instantiate({"_target_": spec.config["_target_"], **(spec.config.get("kwargs") or {})})
     if spec.name == "llm":
-        from gridbench.agents.llm import LLMAgent, LLMSettings, load_templates
+        from gridbench.agents.llm import LLMAgent, load_templates
 
-        known = {f.name for f in fields(LLMSettings)}
-        settings = LLMSettings(**{k: v for k, v in spec.config.items() if k in known})
-        return LLMAgent(settings, load_templates(spec.config.get("prompt_dir")))
+        return LLMAgent(llm_settings(spec.config), load_templates(spec.config.get("prompt_dir")))
     return BASELINES[spec.name]()
+
+
+def llm_settings(config: dict[str, Any]) -> Any:
+    """The :class:`LLMSettings` of an ``agent=llm`` configuration (its other keys ignored)."""
+    from gridbench.agents.llm import LLMSettings
+
+    known = {f.name for f in fields(LLMSettings)}
+    values = {k: v for k, v in config.items() if k in known}
+    values["extra_body"] = dict(values.get("extra_body") or {})
+    return LLMSettings(**values)

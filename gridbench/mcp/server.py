@@ -1,21 +1,28 @@
-"""An MCP server of one episode: the episode's tools, with the same names and JSON schemas,
-answered by :meth:`Session.call`; the task prompt and the score as resources.
+"""An MCP server of gridbench episodes: one episode per MCP session, its tools (the same names
+and JSON schemas, with annotations and an ``outputSchema``) answered by :meth:`Session.call`,
+the task prompt as the MCP prompt ``task``, the prompt and the score as resources.
 
-    python -m gridbench.mcp release=PATH task=TASK_ID [failure_rate=0.1] [transport=http port=8765]
+    python -m gridbench.mcp release=PATH task=TASK_ID [failure_rate=0.1]          # stdio
+    python -m gridbench.mcp release=PATH transport=http port=8765 [task=DEFAULT]   # HTTP
 
-One server process plays one episode (over HTTP every client shares it): start one per
-episode. The SDK does not check arguments against the tool schemas, so every call with a tool
-name and an object of arguments, valid or not, reaches the episode and is answered and counted
-as everywhere else; a result with status ``error`` (an invalid call) is an MCP tool error
-(``isError``). A request that is not even that (arguments that are not an object, a name that
-is not a string, text that is not JSON) is refused by the SDK as a protocol error before it
-reaches the episode.
+Over stdio the process is the session: one episode. Over streamable HTTP every client session
+gets its own episode; a session picks its task with the URL it connects to
+(``http://127.0.0.1:8765/mcp?task=TASK_ID&seed=N``), or plays ``task=``. Sessions are the
+protocol's own (the ``initialize`` handshake and its ``Mcp-Session-Id``): the server
+refuses the ``server/discover`` probe of the sessionless 2026-07-28 protocol, so a client
+in ``auto`` mode falls back to the handshake.
+
+The SDK does not check arguments against the tool schemas, so every call with a tool name and
+an object of arguments, valid or not, reaches the episode and is answered and counted as
+everywhere else; a result with status ``error`` (an invalid call) is an MCP tool error
+(``isError``). A request that is not even that is refused by the SDK as a protocol error.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +30,18 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from env import EnvSettings
+from env.tools import RESULT_SCHEMA, tools_for
 from gridbench.adapters.core import Session, env_settings, result_text, select
 from gridbench.errors import UserError
 
 SCORE_URI = "gridbench://score"
 PROMPT_URI = "gridbench://prompt"
 TASK_URI = "gridbench://task"
+PROMPT_NAME = "task"
+MAX_EPISODES = 10_000  # sessions kept (the SDK's own limit of open sessions); the oldest go first
 
 OPTIONS: dict[str, Any] = {
     "release": None,
@@ -44,9 +56,23 @@ OPTIONS: dict[str, Any] = {
     "port": 8765,
 }
 USAGE = (
-    "usage: python -m gridbench.mcp release=PATH task=TASK_ID [failure_rate=F] [query_budget=B] "
+    "usage: python -m gridbench.mcp release=PATH [task=TASK_ID] [failure_rate=F] [query_budget=B] "
     "[check_budget=B] [max_steps=N] [seed=N] [transport=stdio|http] [host=H] [port=P]"
 )
+HELP = f"""{USAGE}
+
+Serve gridbench episodes over MCP (Model Context Protocol).
+  release=PATH       a release folder (written by `make release`)
+  task=TASK_ID       the task to play; required over stdio; over HTTP the default of a session
+                     that names none (a session names its own with /mcp?task=TASK_ID&seed=N)
+  failure_rate=F     injected tool failures, in [0, 1) (default 0)
+  query_budget=B     unlimited | paper | N per hidden cell;  check_budget=B: unlimited | paper | N
+  max_steps=N        tool calls per episode (default 200);  seed=N: the episode's seed (default 0)
+  transport=stdio    stdio (default; one episode) or http (streamable HTTP, one episode per
+                     session) at http://HOST:PORT/mcp (default host 127.0.0.1, port 8765)
+Tools: the episode's tools (annotated, with an outputSchema); prompt: task; resources:
+gridbench://prompt, gridbench://score, gridbench://task.
+"""
 
 
 def parse_args(argv: list[str]) -> dict[str, Any]:
@@ -57,9 +83,12 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
         if not sep or key not in OPTIONS:
             raise UserError(f"unknown argument {arg[:80]!r}; {USAGE}")
         options[key] = value
-    for key in ("release", "task"):
-        if not options[key]:
-            raise UserError(f"{key}= is required; {USAGE}")
+    if not options["release"]:
+        raise UserError(f"release= is required; {USAGE}")
+    if options["transport"] not in ("stdio", "http"):
+        raise UserError(f"transport={options['transport']!r}: use stdio or http")
+    if options["transport"] == "stdio" and not options["task"]:
+        raise UserError(f"task= is required over stdio (over HTTP a session may name its own); {USAGE}")
     for key in ("max_steps", "seed", "port"):
         try:
             options[key] = int(options[key])
@@ -69,8 +98,6 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
         options["failure_rate"] = float(options["failure_rate"])
     except ValueError:
         raise UserError(f"failure_rate={options['failure_rate']!r} must be a number in [0, 1)") from None
-    if options["transport"] not in ("stdio", "http"):
-        raise UserError(f"transport={options['transport']!r}: use stdio or http")
     if not 1 <= options["port"] <= 65535:
         raise UserError(f"port={options['port']}: need a port in 1..65535")
     return options
@@ -91,126 +118,258 @@ def check_bind(host: str, port: int) -> None:
         ) from None
 
 
-def open_session(options: dict[str, Any]) -> Session:
-    """The session of the task ``options['task']`` of ``options['release']``."""
-    (record,) = select(Path(options["release"]), task_ids=[options["task"]])
-    settings = env_settings(
-        failure_rate=options["failure_rate"],
-        query_budget=options["query_budget"],
-        check_budget=options["check_budget"],
-        max_steps=options["max_steps"],
-    )
-    return Session(record.task, record.answer, settings, seed=options["seed"])
+class Episodes:
+    """The episodes of a server: one per MCP session, made on the session's first request
+    from the task it names (``?task=`` on its URL) or the server's ``task``."""
 
-
-def build_server(session: Session) -> Server[Any]:
-    """A low-level MCP server over ``session``."""
-    tools = [
-        types.Tool(
-            name=schema["function"]["name"],
-            description=schema["function"]["description"],
-            input_schema=schema["function"]["parameters"],
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.release = Path(options["release"])
+        self.records = {record.task_id: record for record in select(self.release)}
+        self.default = options["task"]
+        if self.default is not None:
+            self.record(self.default)  # an unknown task stops the server before it starts
+        self.settings: EnvSettings = env_settings(
+            failure_rate=options["failure_rate"],
+            query_budget=options["query_budget"],
+            check_budget=options["check_budget"],
+            max_steps=options["max_steps"],
         )
-        for schema in session.tools
+        self.seed = options["seed"]
+        self.per_session = options["transport"] == "http"  # stdio: the process is the session
+        self.sessions: OrderedDict[str, Session] = OrderedDict()
+        self.single: Session | None = None
+
+    def record(self, task_id: str) -> Any:
+        """The release record of ``task_id``; a :class:`UserError` listing a few ids if unknown."""
+        if task_id not in self.records:
+            some = ", ".join(sorted(self.records)[:3])
+            raise UserError(
+                f"task {task_id[:80]!r} is not among the tasks of {self.release.name} (e.g. {some})"
+            )
+        return self.records[task_id]
+
+    def of(self, ctx: ServerRequestContext) -> Session:
+        """The episode of the request's session (made on its first request)."""
+        if not self.per_session:
+            if self.single is None:
+                record = self.record(self.default)
+                self.single = Session(record.task, record.answer, self.settings, seed=self.seed)
+            return self.single
+        headers = getattr(ctx.request, "headers", None) or {}
+        key = headers.get("mcp-session-id")
+        if not key:
+            raise UserError("this request belongs to no MCP session (no Mcp-Session-Id header)")
+        session = self.sessions.get(key)
+        if session is None:
+            task_id, seed = self._choice(ctx)
+            record = self.record(task_id)
+            session = Session(record.task, record.answer, self.settings, seed=seed)
+            self.sessions[key] = session
+            while len(self.sessions) > MAX_EPISODES:
+                self.sessions.popitem(last=False)
+        return session
+
+    def _choice(self, ctx: ServerRequestContext) -> tuple[str, int]:
+        query = getattr(ctx.request, "query_params", None) or {}
+        task_id = query.get("task") or self.default
+        if not task_id:
+            raise UserError(
+                "this session names no task: connect to /mcp?task=TASK_ID (or start the server with task=)"
+            )
+        seed = query.get("seed", self.seed)
+        try:
+            return str(task_id), int(seed)
+        except (TypeError, ValueError):
+            raise UserError(f"seed={str(seed)[:20]!r} in the URL must be an integer") from None
+
+
+def _episode(episodes: Episodes, ctx: ServerRequestContext) -> Session:
+    """The session's episode, or an MCP error saying how to pick one."""
+    if episodes.per_session and ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+        raise MCPError(
+            code=types.INVALID_REQUEST,
+            message="this server keeps one episode per session: connect with the initialize handshake "
+            "(the MCP client's mode='legacy' or 'auto')",
+        )
+    try:
+        return episodes.of(ctx)
+    except UserError as error:
+        raise MCPError(code=types.INVALID_PARAMS, message=str(error)) from None
+
+
+def mcp_tools(domain: str) -> list[types.Tool]:
+    """The episode's tools for MCP: name, description, input and output schemas, annotations."""
+    out = []
+    for tool in tools_for(domain).values():
+        schema = tool.openai_schema()["function"]
+        out.append(
+            types.Tool(
+                name=tool.name,
+                description=schema["description"],
+                input_schema=schema["parameters"],
+                output_schema=RESULT_SCHEMA,
+                annotations=types.ToolAnnotations.model_validate(tool.annotations()),
+            )
+        )
+    return out
+
+
+def _resources() -> list[types.Resource]:
+    return [
+        types.Resource(
+            name="score",
+            uri=SCORE_URI,
+            mime_type="application/json",
+            description="success, fraction_correct and wrong_cells of this session's grid now",
+        ),
+        types.Resource(
+            name="prompt",
+            uri=PROMPT_URI,
+            mime_type="text/plain",
+            description="this session's task: the system and user prompt of the LLM runner",
+        ),
+        types.Resource(
+            name="task", uri=TASK_URI, mime_type="application/json", description="the task id and domain"
+        ),
     ]
-    schemas = {tool.name: tool.input_schema for tool in tools}
+
+
+def build_server(episodes: Episodes) -> Server[Any]:
+    """A low-level MCP server over ``episodes`` (one per session)."""
 
     async def list_tools(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        return types.ListToolsResult(tools=mcp_tools(_episode(episodes, ctx).task.domain))
 
     async def call_tool(
         ctx: ServerRequestContext, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        result = session.call(params.name, params.arguments)
+        result = _episode(episodes, ctx).call(params.name, params.arguments)
         return types.CallToolResult(
             content=[types.TextContent(text=result_text(result))],
             structured_content=result,
             is_error=result["status"] == "error",
         )
 
-    def resource_text(uri: str) -> str:
-        if uri == SCORE_URI:
-            return json.dumps(session.score(), default=str)
-        if uri == PROMPT_URI:
-            return "\n\n".join(message["content"] for message in session.messages())
-        if uri == TASK_URI:
-            return json.dumps({"task_id": session.task_id, "domain": session.task.domain})
-        raise MCPError(code=types.INVALID_PARAMS, message=f"unknown resource {uri[:80]}")
+    def prompt_text(session: Session) -> str:
+        return "\n\n".join(message["content"] for message in session.messages())
+
+    async def list_prompts(
+        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(
+            prompts=[types.Prompt(name=PROMPT_NAME, description="the task of this session's episode")]
+        )
+
+    async def get_prompt(
+        ctx: ServerRequestContext, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        if params.name != PROMPT_NAME:
+            raise MCPError(
+                code=types.INVALID_PARAMS, message=f"unknown prompt {params.name[:80]!r}; prompts: task"
+            )
+        session = _episode(episodes, ctx)
+        return types.GetPromptResult(
+            description=f"task {session.task_id} ({session.task.domain})",
+            messages=[types.PromptMessage(role="user", content=types.TextContent(text=prompt_text(session)))],
+        )
 
     async def list_resources(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        return types.ListResourcesResult(
-            resources=[
-                types.Resource(
-                    name="score",
-                    uri=SCORE_URI,
-                    mime_type="application/json",
-                    description="success, fraction_correct and wrong_cells of the grid now",
-                ),
-                types.Resource(
-                    name="prompt",
-                    uri=PROMPT_URI,
-                    mime_type="text/plain",
-                    description="the task: the system and user prompt of the LLM runner",
-                ),
-                types.Resource(
-                    name="task",
-                    uri=TASK_URI,
-                    mime_type="application/json",
-                    description="the task id and domain",
-                ),
-            ]
-        )
+        return types.ListResourcesResult(resources=_resources())
 
     async def read_resource(
         ctx: ServerRequestContext, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        uri = str(params.uri)
-        text = resource_text(uri)
+        uri, session = str(params.uri), _episode(episodes, ctx)
+        if uri == SCORE_URI:
+            text = json.dumps(session.score(), default=str)
+        elif uri == PROMPT_URI:
+            text = prompt_text(session)
+        elif uri == TASK_URI:
+            text = json.dumps({"task_id": session.task_id, "domain": session.task.domain})
+        else:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown resource {uri[:80]}")
         mime = "text/plain" if uri == PROMPT_URI else "application/json"
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)]
         )
 
-    return Server(
+    server: Server[Any] = Server(
         "gridbench",
         version="1",
-        instructions=session.messages()[0]["content"],
+        instructions=(
+            "Each session plays one gridbench episode: fill the hidden cells of a grid with the tools. "
+            "The prompt `task` (or the resource gridbench://prompt) is the task; gridbench://score "
+            "scores the grid as it is."
+        ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
         on_list_resources=list_resources,
         on_read_resource=read_resource,
-        get_tool_input_schema=schemas.get,
     )
+
+    async def discover(ctx: ServerRequestContext, params: types.RequestParams | None) -> types.DiscoverResult:
+        # the sessionless 2026-07-28 protocol has no session to hold an episode: refuse its
+        # probe, and clients in 'auto' mode fall back to the initialize handshake
+        raise MCPError(
+            code=types.METHOD_NOT_FOUND,
+            message="this server keeps one episode per session: use the initialize handshake",
+        )
+
+    if episodes.per_session:
+        server.add_request_handler("server/discover", types.RequestParams, discover)
+    return server
 
 
 def serve(options: dict[str, Any]) -> None:
-    """Serve the episode over stdio or streamable HTTP (``http://HOST:PORT/mcp``)."""
-    server = build_server(open_session(options))
+    """Serve over stdio (one episode) or streamable HTTP (``http://HOST:PORT/mcp``, one
+    episode per session), after one start-up line on stderr."""
+    episodes = Episodes(options)
+    server = build_server(episodes)
     if options["transport"] == "stdio":
         import anyio
         from mcp.server.stdio import stdio_server
+
+        print(
+            f"gridbench MCP server on stdio: task {options['task']} of {episodes.release.name}",
+            file=sys.stderr,
+            flush=True,
+        )
 
         async def run() -> None:
             async with stdio_server() as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
 
         anyio.run(run)
-    else:
-        import uvicorn
+        return
+    import uvicorn
 
-        check_bind(options["host"], options["port"])
-        app = server.streamable_http_app(host=options["host"])
-        uvicorn.run(app, host=options["host"], port=options["port"], log_level="warning", access_log=False)
+    check_bind(options["host"], options["port"])
+    app = server.streamable_http_app(host=options["host"])
+    url = f"http://{options['host']}:{options['port']}/mcp"
+    default = f" (default {options['task']})" if options["task"] else ""
+    print(
+        f"gridbench MCP server at {url}: {len(episodes.records)} tasks of {episodes.release.name}, one "
+        f"episode per session; a session picks its task with {url}?task=TASK_ID{default}; Ctrl-C stops",
+        file=sys.stderr,
+        flush=True,
+    )
+    uvicorn.run(app, host=options["host"], port=options["port"], log_level="warning", access_log=False)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: one ``error:`` line and exit 2 for a wrong argument or release."""
+    """Entry point: ``--help``; one ``error:`` line and exit 2 for a wrong argument or release."""
+    args = sys.argv[1:] if argv is None else argv
+    if any(arg in ("-h", "--help", "help") for arg in args):
+        print(HELP)
+        return 0
     try:
-        serve(parse_args(sys.argv[1:] if argv is None else argv))
+        serve(parse_args(args))
     except (UserError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -3,10 +3,18 @@ baselines, ``concurrency`` coroutines for the LLM runner) and the row it leaves.
 
 One row per episode in `<output_root>/<release>/<run>/results.parquet` (the run is the agent,
 or `llm-<model>`, plus its budgets when they are not unlimited), the transcript of every
-episode in `transcripts/` (see pipeline/runs.py). Resumable: episodes with a row are skipped;
-an LLM episode whose requests kept failing (`end_reason=api_error`) is retried. Baselines run
-in a process pool; the LLM runner keeps `agent.concurrency` episodes in flight in one process.
-The agent sees the task file only; the answer file is read by the scorer.
+episode in `transcripts/` (see pipeline/evaluation/runs.py). Resumable: episodes with a row
+are skipped; an LLM episode whose requests kept failing (`end_reason=api_error`) is retried.
+Baselines run in a process pool; the LLM runner keeps `agent.concurrency` episodes in flight
+in one process. The agent sees the task file only; the answer file is read by the scorer.
+
+An episode's id is a hash of everything that changes its result: the release and task, the
+failure rate and trial, the environment settings and the agent's identity (its
+configuration, the server's ``base_url``, the prompt templates' SHA-256). A run folder records
+that identity (``run.json``) and refuses a command with another one. Failures are loud: a
+refused key (401 / 403) or a first batch of episodes that all end in ``api_error`` stops the
+run with one line; a run that leaves episodes in ``api_error`` exits 3 and says how many.
+``results.parquet`` is rewritten however the run ends.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import hashlib
 import json
 import random
 import re
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -36,8 +45,22 @@ from pipeline.storage.write import METADATA_SCHEMA
 from solvers.task import Answer, Task
 from solvers.task_io import answer_from_dict, task_from_dict
 
-NOT_IN_EPISODE_ID = ("concurrency", "timeout", "max_retries", "api_key_env", "base_url")
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@=,+-]{0,127}$")
+# How a run talks to its server, not what it asks: left out of an episode's identity.
+NOT_IN_EPISODE_ID = (
+    "concurrency",
+    "timeout",
+    "episode_timeout",
+    "max_retries",
+    "api_key_env",
+    "max_reply_bytes",
+    "prompt_dir",
+)
+API_ERRORS_EXIT = 3
+
+
+class RunStopped(UserError):
+    """The run stopped early: every episode would fail the same way."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +88,7 @@ class EvalRequest:
         ``output_root`` once resolved (``run_name=../../..``, an absolute path, a name that an
         interpolation made so, or a link out of the root are refused with one line)."""
         release = self.release.name or self.release.resolve().name
-        run = self.run_name or run_label(self.spec.label, self.env)
+        run = self.run
         for key, name in (("run_name", run), ("release (its folder name)", release)):
             if not RUN_NAME.match(name) or ".." in name:
                 raise UserError(
@@ -75,6 +98,11 @@ class EvalRequest:
         folder = self.output_root / release / run
         inside(self.output_root, folder, f"run folder {shown(folder)}")
         return folder
+
+    @property
+    def run(self) -> str:
+        """The run's name: ``run_name``, or the agent with its budgets."""
+        return self.run_name or run_label(self.spec.label, self.env)
 
 
 @dataclass(frozen=True)
@@ -87,6 +115,7 @@ class Job:
     trial: int
     episode_id: str
     min_resistant_share: float = 0.0  # of the release (its manifest), for reports across releases
+    run: str = ""
 
 
 def run_label(label: str, env: EnvSettings) -> str:
@@ -98,14 +127,33 @@ def run_label(label: str, env: EnvSettings) -> str:
     return f"{label}@q={query},c={check}"
 
 
-def episode_id(
-    release: str, task_rel: str, spec: AgentSpec, rate: float, trial: int, env: EnvSettings
-) -> str:
-    """A stable 16-hex-digit id of one episode: release, task, agent, failure rate, trial and env settings."""
+def prompt_sha256(spec: AgentSpec) -> str:
+    """The SHA-256 of the prompt templates an LLM agent uses ("" for other agents)."""
+    if spec.name != "llm":
+        return ""
+    from gridbench.agents.llm import load_templates
+
+    try:
+        return load_templates(spec.config.get("prompt_dir")).sha256
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(f"agent.prompt_dir: {error}") from None
+
+
+def identity(release: str, spec: AgentSpec, env: EnvSettings) -> dict[str, Any]:
+    """Everything that changes the result of a run's episodes besides the task, the failure
+    rate and the trial: the agent (its configuration; for an LLM the model, the server and
+    the prompt) and the environment settings."""
     agent = {k: v for k, v in sorted(spec.config.items()) if k not in NOT_IN_EPISODE_ID}
-    text = json.dumps(
-        [release, task_rel, spec.label, agent, rate, trial, asdict(env)], sort_keys=True, default=str
-    )
+    if spec.name == "llm":
+        agent["base_url"] = str(agent.get("base_url") or "").rstrip("/") or None
+        agent["prompt_sha256"] = prompt_sha256(spec)
+    return {"release": release, "agent": spec.label, "config": agent, "env": asdict(env)}
+
+
+def episode_id(task_rel: str, rate: float, trial: int, run_identity: dict[str, Any]) -> str:
+    """A stable 16-hex-digit id of one episode: its task, failure rate and trial, and the
+    run's identity (:func:`identity`)."""
+    text = json.dumps([task_rel, rate, trial, run_identity], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -158,6 +206,7 @@ def episode_row(
         "domain": task.domain,
         "hidden_slots": task.hidden_slots,
         "decoy_budget": task.decoy_budget,
+        "run": job.run,
         "agent": run_label(spec.label, env),
         "policy": spec.name,
         "model": str(spec.config.get("model") or spec.label),
@@ -204,10 +253,19 @@ def play_sync(args: tuple[Job, AgentSpec, EnvSettings, bool]) -> tuple[dict[str,
 async def play_async(
     jobs: list[Job], spec: AgentSpec, env: EnvSettings, store: RunStore, record: bool, progress: Progress
 ) -> None:
-    """The LLM runner (or an async custom agent): ``concurrency`` episodes in flight."""
+    """The LLM runner (or an async custom agent): ``concurrency`` episodes in flight. A key
+    the server refuses, or a first batch of episodes that all end in ``api_error``, stops the
+    run (:class:`RunStopped`): the episodes in flight are abandoned, to be played again."""
     agent = make_agent(spec)
-    gate = asyncio.Semaphore(max(1, int(spec.config.get("concurrency") or 32)))
+    concurrency = max(1, int(spec.config.get("concurrency") or 32))
+    gate = asyncio.Semaphore(concurrency)
     prompt = getattr(getattr(agent, "templates", None), "sha256", "")
+    activity = getattr(agent, "activity", None)
+    if activity is not None:
+        progress.status = lambda: _activity_text(activity)
+    progress.start_heartbeat()
+    first_batch = min(concurrency, len(jobs))
+    ended: list[str] = []  # end reasons of the first batch, in completion order
 
     async def one(job: Job) -> None:
         async with gate:
@@ -221,8 +279,40 @@ async def play_async(
             transcript = outcome.messages if outcome is not None else episode.trace
             store.save(row, transcript if record else None)
             progress.update(row)
+            if len(ended) < first_batch:
+                ended.append(row["end_reason"])
+                if len(ended) == first_batch and set(ended) == {"api_error"}:
+                    raise RunStopped(_first_batch_failed(first_batch, row, spec))
 
-    await asyncio.gather(*(one(job) for job in jobs))
+    tasks = [asyncio.ensure_future(one(job)) for job in jobs]
+    try:
+        await asyncio.gather(*tasks)
+    except (RunStopped, UserError) as error:
+        for pending in tasks:
+            pending.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if isinstance(error, RunStopped):
+            raise
+        raise RunStopped(str(error)) from None
+
+
+def _first_batch_failed(count: int, row: dict[str, Any], spec: AgentSpec) -> str:
+    """Why a run stops when its first batch of episodes all ended in ``api_error``."""
+    which = "the first episode" if count == 1 else f"all {count} episodes of the first batch"
+    return (
+        f"{which} ended in api_error (the last: {str(row.get('api_error'))[:200]}); the run stops. "
+        f"Check agent.base_url={spec.config.get('base_url')}, agent.model={spec.config.get('model')} "
+        "and the server; `make show` prints an episode's error"
+    )
+
+
+def _activity_text(activity: Any) -> str:
+    """What an LLM agent is doing, for the progress line."""
+    idle = time.monotonic() - activity.last_reply
+    return (
+        f"{activity.episodes} in flight, {activity.requests} requests open, {activity.turns} turns, "
+        f"{activity.retries} retries, last reply {idle:.0f} s ago"
+    )
 
 
 def select_tasks(request: EvalRequest) -> list[str]:
@@ -257,14 +347,16 @@ def plan(request: EvalRequest) -> list[Job]:
     value = generation.get("min_resistant_share") if isinstance(generation, dict) else None
     # what the manifest says, when it is a share (a damaged manifest does not stop a run)
     share = float(value) if isinstance(value, int | float) and 0.0 <= value <= 1.0 else 0.0
+    run_identity = identity(release.name, spec, env)
     jobs = [
         Job(
             str(release),
             rel,
             float(rate),
             trial,
-            episode_id(release.name, rel, spec, float(rate), trial, env),
+            episode_id(rel, float(rate), trial, run_identity),
             share,
+            request.run,
         )
         for rel in select_tasks(request)
         for rate in request.failure_rates
@@ -276,49 +368,116 @@ def plan(request: EvalRequest) -> list[Job]:
 
 
 def run_evaluation(request: EvalRequest) -> int:
-    """Play every episode of the request that is not done yet; 130 when interrupted."""
+    """Play every episode of the request that is not done yet. The exit code: 0, 3 when some
+    episodes ended in ``api_error`` (a rerun retries them), 130 when interrupted; a stopped
+    run raises :class:`RunStopped` (one line, exit 2). ``results.parquet`` is current after
+    every one of them."""
     spec, env = request.spec, request.env
     store = RunStore(request.folder, request.shard)
     jobs = plan(request)
+    store.claim(identity(request.release.name, spec, env))
+    warning = duplicate_request_warning(spec)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
     finished = store.finished() if request.resume else {}
+    _name_skipped(store)
     todo = [job for job in jobs if job.episode_id not in finished]
-    progress = Progress(len(todo), f"eval {spec.label}")
+    progress = Progress(len(todo), f"eval {request.run}")
+    if not spec.is_async:  # the LLM runner's status is set, and its heartbeat started, with its agent
+        busy = min(request.workers, len(todo))
+        progress.status = lambda: f"{min(busy, progress.total - progress.done)} in flight"
+        progress.start_heartbeat()
     start = time.perf_counter()
     try:
-        if spec.is_async:
-            asyncio.run(play_async(todo, spec, env, store, request.traces, progress))
-        else:
-            work = [(job, spec, env, request.traces) for job in todo]
-            for row, trace in parallel_imap(play_sync, work, request.workers, "", ordered=False, show=False):
-                store.save(row, trace)
-                progress.update(row)
+        _play(request, todo, store, progress)
     except KeyboardInterrupt:
         progress.close()
+        store.write_results()
         print(
             f"interrupted: {progress.done} episodes of this run saved in {store.folder}; run the "
             "same command again to resume"
         )
         return 130
+    except BaseException:
+        progress.close()
+        store.write_results()
+        raise
     progress.close()
     frame = store.write_results()
-    _summary(spec, request.release, store, frame, len(todo), len(jobs), time.perf_counter() - start)
-    return 0
+    ids = {job.episode_id for job in jobs}
+    selected = frame.filter(pl.col("episode_id").is_in(list(ids)))
+    _summary(request, store, selected, len(todo), len(jobs), time.perf_counter() - start)
+    return _api_errors(store, ids)
+
+
+def _play(request: EvalRequest, todo: list[Job], store: RunStore, progress: Progress) -> None:
+    """Play the episodes: the async agent's coroutines, or the baselines' process pool."""
+    spec, env = request.spec, request.env
+    if spec.is_async:
+        asyncio.run(play_async(todo, spec, env, store, request.traces, progress))
+        return
+    work = [(job, spec, env, request.traces) for job in todo]
+    for row, trace in parallel_imap(play_sync, work, request.workers, "", ordered=False, show=False):
+        store.save(row, trace)
+        progress.update(row)
+
+
+def _api_errors(store: RunStore, ids: set[str]) -> int:
+    """0, or :data:`API_ERRORS_EXIT` after one line saying how many selected episodes ended in
+    ``api_error`` and are not scored."""
+    failed = store.unanswered() & ids
+    if not failed:
+        return 0
+    print(
+        f"error: {len(failed)} of {len(ids)} episodes ended in api_error and are not scored "
+        f'(their errors: {store.api_errors}; `make show ARGS="run={store.folder} task=ID"` prints '
+        "one); run the same command again to retry them",
+        file=sys.stderr,
+    )
+    return API_ERRORS_EXIT
+
+
+def duplicate_request_warning(spec: AgentSpec) -> str:
+    """A warning when the LLM runner would retry requests against a local server: such
+    servers (llama.cpp, Ollama, LM Studio) go on with a request the client gave up on, so a
+    retry after a time-out queues a duplicate ("" when there is nothing to warn about)."""
+    if spec.name != "llm" or not int(spec.config.get("max_retries") or 0):
+        return ""
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(str(spec.config.get("base_url") or "")).hostname or "").lower()
+    local = host in ("localhost", "0.0.0.0", "::1") or host.endswith(".local")
+    local = local or host.startswith(("127.", "10.", "192.168.")) or host.startswith("172.")
+    if not local:
+        return ""
+    return (
+        f"agent.max_retries={spec.config.get('max_retries')} against a local server ({host}): a server "
+        "that goes on with a request the client gave up on (llama.cpp, Ollama, LM Studio) gets a "
+        "duplicate queued behind it at every retry after a time-out; for a slow local server use "
+        "agent=llm_local (concurrency 1, a 900 s timeout, no retries)"
+    )
+
+
+def _name_skipped(store: RunStore) -> None:
+    """Say which stored rows could not be read back (their episodes are played again)."""
+    for line in store.skipped[:5]:
+        print(f"warning: {store.folder.name}/{line}; skipped, its episode is played again", file=sys.stderr)
+    if len(store.skipped) > 5:
+        print(f"warning: {len(store.skipped) - 5} more rows skipped", file=sys.stderr)
 
 
 def _summary(
-    spec: AgentSpec, release: Path, store: RunStore, frame: pl.DataFrame, new: int, total: int, seconds: float
+    request: EvalRequest, store: RunStore, frame: pl.DataFrame, new: int, total: int, seconds: float
 ) -> None:
+    """The end-of-run lines: this command's episodes only (the selected ones of the folder)."""
     print(
-        f"{spec.label} on {release.name}: {new} episodes run, {total - new} already done, "
+        f"{request.run} on {request.release.name}: {new} episodes run, {total - new} already done, "
         f"{seconds:.1f}s -> {store.results}"
     )
     if frame.height:
         summary = frame.group_by("failure_rate").agg(pl.col("success").mean(), pl.len())
         for row in summary.sort("failure_rate").iter_rows(named=True):
-            print(f"  failure rate {row['failure_rate']}: success {row['success']:.3f} over {row['len']}")
-    unanswered = store.unanswered()
-    if unanswered:
-        print(
-            f"  {len(unanswered)} episode(s) ended in api_error (see {store.api_errors.name}); "
-            "they are not scored and a rerun retries them"
-        )
+            print(
+                f"  failure rate {row['failure_rate']}: success {row['success']:.3f} over {row['len']} "
+                f"of the {total // max(len(request.failure_rates), 1)} selected episodes"
+            )

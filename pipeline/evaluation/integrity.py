@@ -511,23 +511,25 @@ def audit(
     pairs: Iterable[tuple[Task, Answer]],
     splits: int = 20,
     seed: int = 0,
+    step: Callable[[str], None] | None = None,
     companion: Iterable[tuple[Task, Answer]] | None = None,
-    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Policies (overall and by H) and, when ``splits`` > 0, every classifier on every
     feature set, over the decoy cells of ``pairs``; with a ``companion`` build (another seed),
     the rule-free classifiers trained on it and tested on ``pairs``. ``failures`` lists every
-    rule-free reader above chance + TOLERANCE."""
+    rule-free reader above chance + TOLERANCE. ``step(name)``, when given, is told each stage
+    as it starts (a progress display)."""
+    step = step or (lambda name: None)
+    step("reading the decoy cells")
     cells: list[DecoyCell] = []
     hidden: dict[str, int] = {}
-    for n, (task, answer) in enumerate(pairs, 1):
+    for task, answer in pairs:
         cells += decoy_cells(task, answer)
         hidden[task.task_id] = task.hidden_slots
-        if progress and n % 50 == 0:
-            progress(f"audit: features of {n} tasks")
     by_h: dict[int, list[DecoyCell]] = {}
     for cell in cells:
         by_h.setdefault(hidden[cell.task_id], []).append(cell)
+    step(f"policies on {len(cells)} decoy cells")
     report: dict[str, Any] = {
         "decoy_cells": len(cells),
         "tasks": len(hidden),
@@ -541,11 +543,11 @@ def audit(
     if splits > 0 and len(hidden) >= 4:
         for feature_set in FEATURE_SETS:
             for model in MODELS:
+                step(f"classifier {model} on {feature_set} ({splits} splits)")
                 score = classifier_score(cells, feature_set, model, splits, seed)
                 report["classifiers"][f"{feature_set}/{model}"] = score
-                if progress:
-                    progress(f"audit: classifier {feature_set}/{model} done")
     if companion is not None and cells:
+        step("transfer classifiers (trained on the companion build)")
         train = [cell for task, answer in companion for cell in decoy_cells(task, answer)]
         report["transfer"] = {
             f"{feature_set}/{model}": transfer_score(train, cells, feature_set, model, seed)

@@ -1,50 +1,68 @@
 """Comparing the runs (models, baselines) of a release: figures and `summary.md`.
 
-Figures (PNG, one title each naming model, release and failure rate):
-- `heatmap_<run>.png`: success over H x B, one panel per failure rate side by side (the
-  paper's Figure 9);
-- `domains_p<rate>.png`: success per domain x run (Figure 2);
-- `success_vs_B_p<rate>.png`: success against the decoy budget, one line per run.
-`summary.md`: a table per failure rate with success and its 95% Wilson interval, steps,
-tokens and wall time per run (Table 2), the checks that the axes work, and -- when runs of
-releases built with different `min_resistant_share` are given -- success by that share.
-`runs_root` may list several folders (one per release); shards of a run are merged.
+A run is a folder (``<runs_root>/<run>/``): two runs of the same model against different
+servers, or with different ``run_name``, stay two runs. The shards of a run are merged, and
+a folder whose ``episodes.jsonl`` is newer than its ``results.parquet`` (a run killed
+outright) has its results rewritten first. Empty and partial runs are reported as they
+are: a run's episodes that ended in ``api_error`` are counted apart, never scored.
+
+Figures: see :mod:`pipeline.evaluation.figures`. `summary.md`: per failure rate a table of
+runs with success and its 95% Wilson interval, steps, tokens and wall time (Table 2; no
+row pools different runs), the checks that the axes work when the runs hold the baselines
+they need, and -- given runs of releases built with different `min_resistant_share` --
+success by that share.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 
-import matplotlib
+import polars as pl
 
 from gridbench.errors import UserError
+from pipeline.evaluation.figures import domain_heatmap, heatmap, success_vs_budget, wilson
+from pipeline.evaluation.runs import RunStore, results_frame
 from pipeline.storage.parquet import read_arrow_table
 from pipeline.storage.safe import ReleaseError, read_bytes
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import polars as pl  # noqa: E402
-
-Z = 1.959964  # 95%
+__all__ = ["load_runs", "make_report", "run_table", "wilson"]
 
 
-def load_runs(roots: list[Path]) -> pl.DataFrame:
-    """Every `<run>/results*.parquet` under the roots; shards merged, duplicates dropped."""
+def _current(path: Path) -> None:
+    """Rewrite ``results*.parquet`` from its ``episodes*.jsonl`` when the rows are newer (a
+    run killed before it could write its results)."""
+    suffix = path.name[len("results") : -len(".parquet")]
+    episodes = path.with_name(f"episodes{suffix}.jsonl")
+    if episodes.is_file() and (not path.is_file() or episodes.stat().st_mtime > path.stat().st_mtime):
+        shard = None
+        if suffix.startswith(".shard-"):
+            index, _, count = suffix[len(".shard-") :].partition("-of-")
+            shard = (int(index), int(count))
+        RunStore(path.parent, shard).write_results()
+
+
+def load_runs(roots: list[Path]) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Every run under the roots (one row per scored episode, with its ``run``), and per run
+    the episodes that ended in ``api_error`` and are not scored."""
+    for root in roots:
+        for episodes in root.glob("*/episodes*.jsonl"):
+            _current(
+                episodes.with_name("results" + episodes.name[len("episodes") : -len(".jsonl")] + ".parquet")
+            )
     files = sorted(f for root in roots for f in root.glob("*/results*.parquet"))
     if not files:
         raise FileNotFoundError(
             f"no <run>/results.parquet under {', '.join(map(str, roots))}; run `make eval` first"
         )
-    frames = []
+    frames, unscored = [], {}
     for path in files:
         try:  # read as untrusted input: a regular file, bounded by what it decodes to
             table = read_arrow_table(read_bytes(path.parent, path.name), str(path))
-            frame = pl.from_arrow(table)
-            if not isinstance(frame, pl.DataFrame):
+            read = pl.from_arrow(table)
+            if not isinstance(read, pl.DataFrame):
                 raise TypeError("not a table")
-            frames.append(frame)
+            frame = read
         except ReleaseError as error:
             why = str(error).split(": ", 1)[-1]
             raise UserError(f"{path} cannot be read ({why}); delete it and rerun `make eval`") from None
@@ -53,193 +71,102 @@ def load_runs(roots: list[Path]) -> pl.DataFrame:
                 f"{path} cannot be read ({type(error).__name__}); delete it and "
                 "rerun `make eval` (finished episodes are kept in episodes.jsonl)"
             ) from None
-    frame = pl.concat([f for f in frames if f.height], how="diagonal_relaxed")
-    if "release" not in frame.columns:
-        frame = frame.with_columns(pl.lit(roots[0].name).alias("release"))
-    frame = frame.unique(["release", "episode_id"], keep="last", maintain_order=True)
-    frame = frame.with_columns(pl.col("agent").alias("run_in_release"))
+        release = path.parent.parent.name
+        frame = frame.with_columns(pl.lit(path.parent.name).alias("run"), pl.lit(release).alias("release"))
+        frames.append(frame)
+        failed = RunStore(path.parent).unanswered()
+        unscored[f"{path.parent.name} @ {release}"] = len(failed)
+    frame = pl.concat(
+        [results_frame([]).with_columns(pl.lit("").alias("run")), *frames], how="diagonal_relaxed"
+    )
+    frame = frame.unique(["release", "run", "episode_id"], keep="last", maintain_order=True)
+    frame = frame.with_columns(pl.col("run").alias("run_in_release"))
     if frame["release"].n_unique() > 1:  # runs of several releases: name each by its release
-        frame = frame.with_columns((pl.col("agent") + " @ " + pl.col("release")).alias("agent"))
-    return frame
-
-
-def wilson(successes: float, n: int) -> tuple[float, float]:
-    """The 95% Wilson score interval of a proportion."""
-    if n == 0:
-        return float("nan"), float("nan")
-    p = successes / n
-    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
-    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def _grid(part: pl.DataFrame, rows: str, cols: str) -> tuple[list, list, list[list[float]]]:
-    means = part.group_by([rows, cols]).agg(pl.col("success").cast(pl.Float64).mean())
-    row_keys = sorted(set(part[rows].to_list()))
-    col_keys = sorted(set(part[cols].to_list()))
-    value = {(r[rows], r[cols]): r["success"] for r in means.iter_rows(named=True)}
-    return row_keys, col_keys, [[value.get((r, c), float("nan")) for c in col_keys] for r in row_keys]
-
-
-def _panel(axis, rows: list, cols: list, grid: list[list[float]], xlabel: str, ylabel: str):  # type: ignore[no-untyped-def]
-    image = axis.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto", origin="lower")
-    axis.set_xticks(range(len(cols)), [str(c) for c in cols], fontsize=9)
-    axis.set_yticks(range(len(rows)), [str(r) for r in rows], fontsize=9)
-    axis.set_xlabel(xlabel, fontsize=10)
-    axis.set_ylabel(ylabel, fontsize=10)
-    size = 9 if len(cols) <= 7 else 8 if len(cols) <= 10 else 6
-    for i, row in enumerate(grid):
-        for j, value in enumerate(row):
-            if value == value:  # not NaN
-                axis.text(
-                    j,
-                    i,
-                    f"{value:.0%}",
-                    ha="center",
-                    va="center",
-                    fontsize=size,
-                    color="white" if value < 0.55 else "black",
-                )
-    return image
-
-
-def heatmap(frame: pl.DataFrame, run: str, release: str, out: Path) -> Path:
-    """Success over H x B for one run, one panel per failure rate."""
-    part = frame.filter(pl.col("agent") == run)
-    rates = sorted(set(part["failure_rate"].to_list()))
-    figure, axes = plt.subplots(1, len(rates), figsize=(4.6 * len(rates) + 0.8, 4.2), squeeze=False)
-    image = None
-    for axis, rate in zip(axes[0], rates, strict=True):
-        rows, cols, grid = _grid(part.filter(pl.col("failure_rate") == rate), "hidden_slots", "decoy_budget")
-        image = _panel(axis, rows, cols, grid, "decoy budget B", "hidden slots H")
-        axis.set_title(f"tool failure rate {rate:g}", fontsize=11)
-    figure.colorbar(image, ax=axes[0].tolist(), shrink=0.85, label="success")  # type: ignore[arg-type]
-    figure.suptitle(f"{run} on {release}: success over H x B", fontsize=12)
-    path = out / f"heatmap_{_file(run)}.png"
-    figure.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(figure)
-    return path
-
-
-def domain_heatmap(frame: pl.DataFrame, rate: float, release: str, out: Path) -> Path:
-    """Success per run and domain at failure rate ``rate``, saved as a PNG in ``out``; its path."""
-    part = frame.filter(pl.col("failure_rate") == rate)
-    runs, domains, grid = _grid(part, "agent", "domain")
-    figure, axis = plt.subplots(figsize=(1.3 * len(domains) + 3.5, 0.55 * len(runs) + 1.8))
-    image = _panel(axis, runs, domains, grid, "domain", "")
-    figure.colorbar(image, ax=axis, shrink=0.85, label="success")
-    axis.set_title(f"{release}: success per domain, tool failure rate {rate:g}", fontsize=11)
-    path = out / f"domains_p{rate:g}.png"
-    figure.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(figure)
-    return path
-
-
-def success_vs_budget(frame: pl.DataFrame, rate: float, release: str, out: Path) -> Path:
-    """Success of every run against decoy budget B at failure rate ``rate``, saved as a PNG; its path."""
-    part = frame.filter(pl.col("failure_rate") == rate)
-    figure, axis = plt.subplots(figsize=(7, 4.2))
-    for run in sorted(set(part["agent"].to_list())):
-        line = (
-            part.filter(pl.col("agent") == run)
-            .group_by("decoy_budget")
-            .agg(pl.col("success").cast(pl.Float64).mean())
-            .sort("decoy_budget")
-        )
-        axis.plot(line["decoy_budget"], line["success"], marker="o", label=run)
-    axis.set_ylim(-0.03, 1.03)
-    axis.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
-    axis.set_xlabel("decoy budget B")
-    axis.set_ylabel("success")
-    axis.grid(alpha=0.3)
-    axis.legend(fontsize=8, loc="best")
-    axis.set_title(f"{release}: success against B, tool failure rate {rate:g}", fontsize=11)
-    path = out / f"success_vs_B_p{rate:g}.png"
-    figure.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(figure)
-    return path
-
-
-def _file(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-._" else "_" for ch in name)
+        frame = frame.with_columns((pl.col("run") + " @ " + pl.col("release")).alias("run"))
+    return frame, unscored
 
 
 def run_table(frame: pl.DataFrame, rate: float) -> str:
-    """Table 2: per run, success with its Wilson interval, steps, tokens, wall time."""
+    """Table 2: per run, success with its Wilson interval, steps, tokens, wall time. One row
+    per run: runs of different agents or task sets are never pooled."""
     part = frame.filter(pl.col("failure_rate") == rate)
     lines = [
         "| run | episodes | success | 95% interval | steps | prompt tokens | completion tokens | wall s |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    overall = []
-    for run in sorted(set(part["agent"].to_list())):
-        rows = part.filter(pl.col("agent") == run)
-        overall.append(_table_row(run, rows))
-    lines += overall
-    lines.append(_table_row("**all runs**", part, tokens=part["agent"].n_unique() == 1))
+    for run in sorted(set(part["run"].to_list())):
+        lines.append(_table_row(run, part.filter(pl.col("run") == run)))
     return "\n".join(lines)
 
 
-def _table_row(name: str, rows: pl.DataFrame, tokens: bool = True) -> str:
+def _table_row(name: str, rows: pl.DataFrame) -> str:
     n, wins = rows.height, float(rows["success"].cast(pl.Float64).sum())
     low, high = wilson(wins, n)
 
-    def mean(column: str) -> float:
+    def mean(column: str) -> str:
         value = rows[column].cast(pl.Float64).mean() if column in rows.columns else None
-        return float(value) if isinstance(value, int | float) else 0.0
+        return f"{value:.0f}" if isinstance(value, int | float) else "-"
 
-    used = f"{mean('prompt_tokens'):.0f} | {mean('completion_tokens'):.0f}" if tokens else "- | -"
+    wall = rows["wall_ms"].cast(pl.Float64).mean()
+    seconds = f"{wall / 1000:.2f}" if isinstance(wall, int | float) else "-"
     return (
         f"| {name} | {n} | {wins / max(n, 1):.3f} | [{low:.3f}, {high:.3f}] | "
-        f"{mean('steps'):.0f} | {used} | {mean('wall_ms') / 1000:.2f} |"
+        f"{mean('steps')} | {mean('prompt_tokens')} | {mean('completion_tokens')} | {seconds} |"
     )
 
 
 def evidence(frame: pl.DataFrame) -> list[str]:
-    """The checks that B controls difficulty and H controls length, per failure rate."""
+    """The checks that B controls difficulty and H controls length, per failure rate and run
+    of the baselines that show it (``greedy_local``, ``search``, the shortcuts)."""
     lines = []
     for rate in sorted(set(frame["failure_rate"].to_list())):
         part = frame.filter(pl.col("failure_rate") == rate)
-        lines.append(f"\n### Tool failure rate {rate}\n")
-        greedy = part.filter(pl.col("agent") == "greedy_local")
-        if greedy.height:
-            by_b = greedy.group_by("decoy_budget").agg(pl.col("success").mean()).sort("decoy_budget")
-            rho = greedy.select(
-                pl.corr("decoy_budget", pl.col("success").cast(pl.Float64), method="spearman")
-            ).item()
-            lines.append(
-                "- greedy_local success by B: "
-                + ", ".join(f"B={b}: {s:.2f}" for b, s in by_b.iter_rows())
-                + f" -> Spearman rho(B, success) = {rho:.2f}; falls with B: **{rho < 0}**"
-            )
-        search = part.filter(pl.col("agent") == "search")
-        if search.height:
-            by_h = search.group_by("hidden_slots").agg(pl.col("steps").mean()).sort("hidden_slots")
-            steps = by_h["steps"].to_list()
-            grows = all(a < b for a, b in zip(steps, steps[1:], strict=False))
-            lines.append(
-                "- search steps by H: "
-                + ", ".join(f"H={h}: {s:.0f}" for h, s in by_h.iter_rows())
-                + f" -> grow with H: **{grows}**"
-            )
-            rate_solved = search["success"].cast(pl.Float64).sum() / search.height
-            lines.append(
-                f"- search success (unlimited budgets): {rate_solved:.3f} over {search.height} episodes"
-            )
-        for agent in sorted(a for a in set(part["agent"].to_list()) if a.startswith("shortcut")):
-            rows = part.filter(pl.col("agent") == agent)
-            cells = int(rows["decoy_cells"].sum())
-            if cells:
-                hit = float(rows["decoy_cells_correct"].sum()) / float(cells)
-                chance = float(rows["decoy_cells_chance"].sum()) / float(cells)
-                lines.append(
-                    f"- {agent}: truth picked on {hit:.3f} of {cells} decoy cells (chance {chance:.3f})"
+        found = []
+        for run in sorted(set(part.filter(pl.col("policy") == "greedy_local")["run"].to_list())):
+            found.append(_greedy_line(run, part.filter(pl.col("run") == run)))
+        for run in sorted(set(part.filter(pl.col("policy") == "search")["run"].to_list())):
+            found += _search_lines(run, part.filter(pl.col("run") == run))
+        shortcuts = part.filter(pl.col("policy").str.starts_with("shortcut"))
+        for run in sorted(set(shortcuts["run"].to_list())):
+            rows = shortcuts.filter(pl.col("run") == run)
+            decoys = int(rows["decoy_cells"].sum())
+            if decoys:
+                hit = float(rows["decoy_cells_correct"].sum()) / float(decoys)
+                chance = float(rows["decoy_cells_chance"].sum()) / float(decoys)
+                found.append(
+                    f"- {run}: truth picked on {hit:.3f} of {decoys} decoy cells (chance {chance:.3f})"
                 )
+        if found:
+            lines += [f"\n### Tool failure rate {rate:g}\n", *found]
     return lines
 
 
+def _greedy_line(run: str, rows: pl.DataFrame) -> str:
+    by_b = rows.group_by("decoy_budget").agg(pl.col("success").cast(pl.Float64).mean()).sort("decoy_budget")
+    if by_b.height < 2:
+        return f"- {run}: one B only ({by_b['decoy_budget'][0]}); success falls with B cannot be checked"
+    rho = rows.select(pl.corr("decoy_budget", pl.col("success").cast(pl.Float64), method="spearman")).item()
+    listed = ", ".join(f"B={b}: {s:.2f}" for b, s in by_b.iter_rows())
+    falls = rho is not None and rho == rho and rho < 0
+    return (
+        f"- {run} success by B: {listed} -> Spearman rho(B, success) = {rho:.2f}; falls with B: **{falls}**"
+    )
+
+
+def _search_lines(run: str, rows: pl.DataFrame) -> list[str]:
+    by_h = rows.group_by("hidden_slots").agg(pl.col("steps").mean()).sort("hidden_slots")
+    steps = by_h["steps"].to_list()
+    grows = len(steps) > 1 and all(a < b for a, b in zip(steps, steps[1:], strict=False))
+    listed = ", ".join(f"H={h}: {s:.0f}" for h, s in by_h.iter_rows())
+    solved = float(rows["success"].cast(pl.Float64).sum()) / rows.height
+    return [
+        f"- {run} steps by H: {listed} -> grow with H: **{grows}**",
+        f"- {run} success: {solved:.3f} over {rows.height} episodes",
+    ]
+
+
 def by_resistance(frame: pl.DataFrame) -> list[str]:
-    """Success per policy and `min_resistant_share` of the release (several releases given)."""
+    """Success per run and `min_resistant_share` of the release (several releases given)."""
     if "min_resistant_share" not in frame.columns or frame["min_resistant_share"].n_unique() < 2:
         return []
     keys = ["run_in_release", "failure_rate", "min_resistant_share"]
@@ -266,25 +193,45 @@ def by_resistance(frame: pl.DataFrame) -> list[str]:
 def make_report(roots: list[Path], out: Path) -> int:
     """Figures and summary.md of every run under ``roots`` into ``out``."""
     start = time.perf_counter()
-    frame = load_runs(roots)
+    frame, unscored = load_runs(roots)
     out.mkdir(parents=True, exist_ok=True)
-    release = ", ".join(sorted(set(frame["release"].to_list())))
+    release = ", ".join(sorted(set(frame["release"].to_list()))) or ", ".join(r.name for r in roots)
     rates = sorted(set(frame["failure_rate"].to_list()))
-    images = [heatmap(frame, run, release, out) for run in sorted(set(frame["agent"].to_list()))]
+    runs = sorted(set(frame["run"].to_list()))
+    images = [heatmap(frame, run, release, out) for run in runs]
     images += [domain_heatmap(frame, rate, release, out) for rate in rates]
     images += [success_vs_budget(frame, rate, release, out) for rate in rates]
     text = [
         "# Evaluation report",
         "",
-        f"Release: {release}; runs: {frame['agent'].n_unique()} ({frame.height} episodes).",
+        f"Release: {release}; runs: {len(unscored)}; scored episodes: {frame.height}.",
         "",
     ]
+    waiting = {run: n for run, n in sorted(unscored.items()) if n}
+    if waiting:
+        text += [
+            "Not scored yet (ended in `api_error`; the same `make eval` command retries them): "
+            + ", ".join(f"{run}: {n}" for run, n in waiting.items()),
+            "",
+        ]
+    scored = set(frame["run_in_release"].to_list())
+    empty = sorted(run for run in unscored if run.split(" @ ")[0] not in scored)
+    if empty:
+        text += [f"Runs without a scored episode: {', '.join(empty)}.", ""]
+    if not frame.height:
+        text += ["No scored episode yet: nothing to compare.", ""]
     for rate in rates:
         text += [f"## Runs at tool failure rate {rate:g}", "", run_table(frame, rate), ""]
-    text += ["## Do the axes work?", *evidence(frame), *by_resistance(frame), "", "## Figures", ""]
-    text += [f"![{p.stem}]({p.name})" for p in images]
+    checks = evidence(frame)
+    if checks:
+        text += ["## Do the axes work?", *checks, ""]
+    text += by_resistance(frame)
+    if images:
+        text += ["", "## Figures", "", *(f"![{p.stem}]({p.name})" for p in images)]
     (out / "summary.md").write_text("\n".join(text) + "\n")
     print(f"report -> {out / 'summary.md'} ({len(images)} figures, {time.perf_counter() - start:.1f}s)")
     for rate in rates:
         print(f"\nfailure rate {rate:g}\n{run_table(frame, rate)}")
+    if not frame.height:
+        print("no scored episode yet" + (f"; not scored: {waiting}" if waiting else ""))
     return 0

@@ -6,17 +6,25 @@
         results[.shard-I-of-N].parquet  the rows, sorted, rewritten at the end of each run
         transcripts/<episode_id>.json.gz  every message or tool call of one episode
 
+        run.json                          what the run is (agent, model, server, prompt, settings)
+
 A transcript is written to a temporary name and renamed before its row is appended, so a
 kill at any point loses at most the episodes in flight and never duplicates one: a resumed
 run skips the episodes that have a row and rewrites the transcripts of those that do not.
+A row that cannot be read back (cut by a kill, edited, wrong types, an id that is not one,
+invalid UTF-8) is skipped and named, never fatal: its episode is played again, and every
+good row is kept. ``results.parquet`` always has every column of :data:`RESULT_SCHEMA`,
+even with no row.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +32,8 @@ import polars as pl
 
 from gridbench.errors import UserError
 
+MAX_ROW_BYTES = 4 * 1024 * 1024
+EPISODE_ID = re.compile(r"^[0-9a-f]{16}$")
 CALL_KINDS = (
     "set_slot",
     "get_current_grid_state",
@@ -37,6 +47,112 @@ CALL_KINDS = (
     "check_slot_constraints",
     "check_global_constraints",
 )
+
+
+# Every column of a results row, with its type. Rows written before a column existed read
+# back with it null; columns an agent adds beyond these are kept after them.
+_BASE = {
+    "episode_id": pl.String,
+    "release": pl.String,
+    "run": pl.String,
+    "task_id": pl.String,
+    "domain": pl.String,
+    "hidden_slots": pl.Int64,
+    "decoy_budget": pl.Int64,
+    "agent": pl.String,
+    "policy": pl.String,
+    "model": pl.String,
+    "query_budget": pl.String,
+    "check_budget": pl.String,
+    "failure_rate": pl.Float64,
+    "trial": pl.Int64,
+    "min_resistant_share": pl.Float64,
+    "success": pl.Boolean,
+    "fraction_correct": pl.Float64,
+    "steps": pl.Int64,
+    "invalid_calls": pl.Int64,
+    "failed_calls": pl.Int64,
+    "queries_used": pl.Int64,
+    "checks_used": pl.Int64,
+    "finished": pl.Boolean,
+    "decoy_cells": pl.Int64,
+    "decoy_cells_correct": pl.Int64,
+    "decoy_cells_chance": pl.Float64,
+    "end_reason": pl.String,
+}
+_LLM = {
+    "turns": pl.Int64,
+    "text_tool_calls": pl.Int64,
+    "malformed_tool_calls": pl.Int64,
+    "reminders": pl.Int64,
+    "length_cuts": pl.Int64,
+    "api_retries": pl.Int64,
+    "prompt_tokens": pl.Int64,
+    "completion_tokens": pl.Int64,
+    "reasoning_tokens": pl.Int64,
+    "usage_errors": pl.Int64,
+    "latency_ms_sum": pl.Float64,
+    "latency_ms_median": pl.Float64,
+    "api_error": pl.String,
+    "prompt_sha256": pl.String,
+}
+RESULT_SCHEMA: dict[str, Any] = {
+    **_BASE,
+    **{f"calls_{kind}": pl.Int64 for kind in CALL_KINDS},
+    "calls_json": pl.String,
+    **_LLM,
+    "wall_ms": pl.Float64,
+}
+# Written by every version of the runner: a row without one of these is not a row.
+REQUIRED = tuple(k for k in RESULT_SCHEMA if k not in _LLM and k not in ("run", "min_resistant_share"))
+
+
+def row_problem(row: Any) -> str:
+    """Why ``row`` (a parsed line of ``episodes.jsonl``) cannot be a results row ("" if it can)."""
+    if not isinstance(row, dict):
+        return f"a JSON {type(row).__name__}, not an object"
+    episode = row.get("episode_id")
+    if not isinstance(episode, str) or not EPISODE_ID.match(episode):
+        return "episode_id is not 16 hex digits"
+    for name in REQUIRED:
+        if name not in row:
+            return f"no {name}"
+    for name, kind in RESULT_SCHEMA.items():
+        value = row.get(name)
+        if value is not None and not _fits(value, kind):
+            return f"{name} is {type(value).__name__} {str(value)[:40]!r}, not {kind}"
+    return ""
+
+
+def _fits(value: Any, kind: Any) -> bool:
+    if kind == pl.Boolean:
+        return isinstance(value, bool)
+    if kind == pl.Int64:
+        return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
+    if kind == pl.Float64:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, str)
+
+
+def results_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """The rows as a table with every column of :data:`RESULT_SCHEMA` (null where a row has
+    none), extra columns after them, sorted; an empty table keeps the columns."""
+    extra = sorted({key for row in rows for key in row} - set(RESULT_SCHEMA))
+    columns = [*RESULT_SCHEMA, *extra]
+    frame = pl.DataFrame([_column(name, [row.get(name) for row in rows]) for name in columns])
+    if frame.height:
+        frame = frame.sort(["domain", "hidden_slots", "decoy_budget", "failure_rate", "trial", "task_id"])
+    return frame
+
+
+def _column(name: str, values: list[Any]) -> pl.Series:
+    kind = RESULT_SCHEMA.get(name)
+    if kind is not None:
+        return pl.Series(name, values, dtype=kind, strict=False)
+    try:  # a column a custom agent adds: its own type, or its JSON text when mixed
+        return pl.Series(name, values)
+    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
+        return pl.Series(name, [None if v is None else json.dumps(v, default=str) for v in values])
 
 
 def call_columns(calls: dict[str, int], domain: str) -> dict[str, int]:
@@ -72,39 +188,73 @@ class RunStore:
         self.api_errors = folder / f"api_errors{suffix}.jsonl"
         self.results = folder / f"results{suffix}.parquet"
         self.transcripts = folder / "transcripts"
+        self.identity = folder / "run.json"
+        self.skipped: list[str] = []  # rows that could not be read back, named
+
+    def claim(self, identity: dict[str, Any]) -> None:
+        """Make the folder this run's: record ``identity`` (what changes an episode's result),
+        or refuse, naming what differs, when the folder holds a run with another one."""
         self.transcripts.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+        if self.identity.is_file():
+            try:
+                held = json.loads(self.identity.read_text(encoding="utf-8"))["identity"]
+            except (OSError, ValueError, KeyError, TypeError, RecursionError):
+                raise UserError(f"{self.identity} is damaged; delete it or give another run_name=") from None
+            if held != json.loads(json.dumps(identity, default=str)):
+                raise UserError(
+                    f"{self.folder} holds a run with another configuration ({_difference(held, identity)}); "
+                    "give run_name=NAME (or output_root=) for a separate run, or delete the folder"
+                )
+            return
+        if any(path.is_file() and path.stat().st_size for path in self.folder.glob("*.jsonl")):
+            raise UserError(
+                f"{self.folder} holds episodes of an older gridbench (no run.json): their episode ids "
+                "are made another way and cannot be matched; give run_name=NAME for a new run, or "
+                "move the folder away"
+            )
+        record = {"identity": identity, "sha256": digest}
+        temporary = self.identity.with_name(f".run.json.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(record, indent=1, sort_keys=True, default=str) + "\n")
+        temporary.replace(self.identity)
+
+    def _read(self, path: Path) -> list[dict[str, Any]]:
+        """The good rows of a JSON-lines file; every other line is named in ``skipped`` (a
+        last line cut by a kill, without its newline, is expected and not named)."""
+        if not path.is_file():
+            return []
+        rows = []
+        for number, raw, complete in _lines(path):
+            if not raw.strip():
+                continue
+            problem, row = _parse_line(raw)
+            if problem:
+                if complete or problem != "not JSON":
+                    self.skipped.append(f"{path.name} line {number}: {problem}")
+                continue
+            rows.append(row)
+        return rows
 
     def finished(self) -> dict[str, dict[str, Any]]:
-        """Rows already written (a line cut by a kill is ignored and its episode redone)."""
-        rows: dict[str, dict[str, Any]] = {}
-        if self.episodes.exists():
-            for line in self.episodes.read_text().splitlines():
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(row, dict) and "episode_id" in row:
-                    rows[row["episode_id"]] = row
-        return rows
+        """Rows already written, by episode id (a row that cannot be read is skipped and its
+        episode played again)."""
+        self.skipped = []
+        return {row["episode_id"]: row for row in self._read(self.episodes)}
+
+    def failed(self) -> dict[str, dict[str, Any]]:
+        """The last ``api_error`` row of every episode that ended so (finished since or not)."""
+        return {row["episode_id"]: row for row in self._read(self.api_errors)}
 
     def unanswered(self) -> set[str]:
         """Episodes whose requests kept failing and that no later run has finished."""
-        ids = set()
-        if self.api_errors.exists():
-            for line in self.api_errors.read_text().splitlines():
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(row, dict) and "episode_id" in row:
-                    ids.add(str(row["episode_id"]))
-        return ids - set(self.finished())
+        return set(self.failed()) - set(self.finished())
 
     def save(self, row: dict[str, Any], transcript: Any) -> None:
         """Transcript first (atomically; a message list, or the bytes of
         :func:`encode_transcript`), then the row: the row is the commit."""
         path = self.transcripts / f"{row['episode_id']}.json.gz"
         if transcript is not None:
+            self.transcripts.mkdir(parents=True, exist_ok=True)
             temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
             data = transcript if isinstance(transcript, bytes) else encode_transcript(row, transcript)
             try:
@@ -123,11 +273,9 @@ class RunStore:
 
     def write_results(self) -> pl.DataFrame:
         """Write every finished row, sorted, to the results Parquet file (atomically); the frame."""
-        rows = list(self.finished().values())
-        frame = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
-        if frame.height:
-            frame = frame.sort(["domain", "hidden_slots", "decoy_budget", "failure_rate", "trial", "task_id"])
-        temporary = self.results.with_name(f".{self.results.name}.tmp")
+        frame = results_frame(list(self.finished().values()))
+        self.folder.mkdir(parents=True, exist_ok=True)
+        temporary = self.results.with_name(f".{self.results.name}.{os.getpid()}.tmp")
         try:  # bytes first: a full disk is then an OSError (polars reports its own kind)
             buffer = io.BytesIO()
             frame.write_parquet(buffer)
@@ -157,12 +305,66 @@ def append_line(path: Path, line: str) -> None:
         os.close(descriptor)
 
 
+def _lines(path: Path) -> Any:
+    """(number, bytes, ends with a newline) of each line, each read in at most
+    :data:`MAX_ROW_BYTES` + 1 bytes of memory (the rest of a longer line is skipped)."""
+    with open(path, "rb") as handle:
+        number = 0
+        while True:
+            raw = handle.readline(MAX_ROW_BYTES + 1)
+            if not raw:
+                return
+            number += 1
+            complete = raw.endswith(b"\n")
+            while not complete and len(raw) > MAX_ROW_BYTES:  # an endless line: skip its rest
+                rest = handle.readline(MAX_ROW_BYTES + 1)
+                if not rest:
+                    break
+                complete = rest.endswith(b"\n")
+            yield number, raw.rstrip(b"\n"), complete
+
+
+def _parse_line(raw: bytes) -> tuple[str, Any]:
+    if len(raw) > MAX_ROW_BYTES:
+        return f"longer than {MAX_ROW_BYTES} bytes", None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not UTF-8", None
+    try:
+        row = json.loads(text)
+    except (ValueError, RecursionError):
+        return "not JSON", None
+    return row_problem(row), row
+
+
+def _difference(held: Any, wanted: dict[str, Any]) -> str:
+    """The first keys whose values differ between two identities, as ``key: old -> new``."""
+    wanted = json.loads(json.dumps(wanted, default=str))
+    if not isinstance(held, dict):
+        return "unreadable identity"
+    flat_held, flat_wanted = _flatten(held), _flatten(wanted)
+    keys = sorted(k for k in set(flat_held) | set(flat_wanted) if flat_held.get(k) != flat_wanted.get(k))
+    return ", ".join(f"{k}: {flat_held.get(k)!r} -> {flat_wanted.get(k)!r}" for k in keys[:3])[:400]
+
+
+def _flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if isinstance(item, dict) and item:
+            out.update(_flatten(item, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = item
+    return out
+
+
 def encode_transcript(row: dict[str, Any], transcript: Any) -> bytes:
     """The gzipped JSON file of one episode's transcript (done where the episode ran, so that
     worker processes compress in parallel and send bytes, not a pickled message list)."""
     record = {"episode_id": row["episode_id"], "task_id": row["task_id"], "transcript": transcript}
     text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
-    return gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
+    # a lone surrogate (a server may send "\ud800") has no UTF-8: it is written as "?"
+    return gzip.compress(text.encode("utf-8", "replace"), compresslevel=6, mtime=0)
 
 
 def read_transcript(path: Path) -> dict[str, Any]:

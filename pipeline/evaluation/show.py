@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.errors import UserError
+from pipeline.evaluation.runs import RunStore
 from pipeline.storage.read import shown
-from pipeline.storage.safe import BIDI, ReleaseError, load_json, read_gzip_json, read_lines
+from pipeline.storage.safe import BIDI, ReleaseError, read_gzip_json
 
 WIDTH = 100
 
@@ -20,21 +21,27 @@ EPISODE_ID = re.compile(r"^[0-9a-f]{16}$")  # what episode_id() makes: a transcr
 
 
 def _rows(run: Path) -> list[dict[str, Any]]:
-    """The rows of a run's ``episodes*.jsonl`` and ``api_errors*.jsonl``, read as untrusted
-    files (regular, line by line, bounded); a line that is not a row is skipped."""
-    rows = []
-    names = sorted(p.name for p in run.glob("episodes*.jsonl")) + sorted(
-        p.name for p in run.glob("api_errors*.jsonl")
-    )
-    for name in names:
-        for line in read_lines(run, name):
-            try:
-                row = load_json(line, name, 16)
-            except ReleaseError:
-                continue
-            if isinstance(row, dict) and isinstance(row.get("episode_id"), str):
-                rows.append(row)
-    return rows
+    """The rows of every shard of the run: finished episodes, then those that ended in
+    ``api_error`` and were not finished since (rows that cannot be read are skipped)."""
+    finished: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    shards = {_shard(p.name) for p in [*run.glob("episodes*.jsonl"), *run.glob("api_errors*.jsonl")]}
+    for shard in sorted(shards, key=lambda s: s or (-1, 0)):
+        store = RunStore(run, shard)
+        finished += store.finished().values()
+        failed += store.failed().values()
+    done = {row["episode_id"] for row in finished}
+    return finished + [row for row in failed if row["episode_id"] not in done]
+
+
+def _shard(name: str) -> tuple[int, int] | None:
+    """The shard of ``episodes.shard-I-of-N.jsonl`` or ``api_errors...`` (None for no shard)."""
+    parts = name.split(".")
+    if len(parts) == 3 and parts[1].startswith("shard-"):
+        index, _, count = parts[1][len("shard-") :].partition("-of-")
+        if index.isdigit() and count.isdigit():
+            return int(index), int(count)
+    return None
 
 
 def _number(value: Any) -> float | None:
@@ -64,7 +71,7 @@ def find_episode(run: Path, task: str, rate: float | None, trial: int | None) ->
             f"{len(keys)} episodes of {shown(task, 80)} in {shown(run)} (failure_rate, trial): {keys[:10]}; "
             "pick one with failure_rate= and trial="
         )
-    return rows[-1]
+    return rows[0]
 
 
 def has_folder(path: Path) -> bool:
@@ -137,18 +144,28 @@ def render_calls(calls: list[dict[str, Any]]) -> str:
 
 
 def show(run: Path, task: str, rate: float | None = None, trial: int | None = None) -> str:
-    """The transcript of ``task``'s episode in ``run``, readable, under a header of its results.
-    The transcript is found by the row's episode id (16 hex digits, so its path stays in
-    ``run/transcripts``) and read bounded: a gzip bomb is refused, never expanded."""
+    """The transcript of ``task``'s episode in ``run``, readable, under a header of its results
+    (with the error of an episode that ended in ``api_error``). The transcript is found by the
+    row's episode id (16 hex digits, so its path stays in ``run/transcripts``) and read
+    bounded: a gzip bomb is refused, never expanded."""
     row = find_episode(run, task, rate, trial)
     episode = row["episode_id"]
     if not EPISODE_ID.match(episode):
         raise UserError(f"{shown(run)}: the row of {shown(task, 80)} names no episode id of this code")
+    fraction = _number(row.get("fraction_correct"))
+    head = printable(
+        f"task {task}  run {run.name}  failure rate {row.get('failure_rate')}  trial {row.get('trial')}"
+        f"\nsuccess {row.get('success')}  fraction correct "
+        f"{'-' if fraction is None else format(fraction, '.3f')}  end "
+        f"{row.get('end_reason')}  steps {row.get('steps')}  turns {row.get('turns', '-')}"
+        f"  retries {row.get('api_retries', '-')}\n"
+    )
+    if row.get("end_reason") == "api_error":
+        error = printable(str(row.get("api_error") or "unknown"))[:2000]
+        head += f"api error (not scored; the same command retries it): {error}\n"
     relative = f"transcripts/{episode}.json.gz"
     if not (run / relative).is_file():
-        raise UserError(
-            f"episode {episode} has no transcript ({shown(run / relative)}); it was run with traces=false"
-        )
+        return head + f"\n(no transcript: {relative} is missing; the episode was run with traces=false)"
     try:
         record = read_gzip_json(run, relative)
     except ReleaseError as error:
@@ -156,12 +173,5 @@ def show(run: Path, task: str, rate: float | None = None, trial: int | None = No
     transcript = record.get("transcript") if isinstance(record, dict) else None
     if not isinstance(transcript, list):
         raise UserError(f"{shown(run)}/{relative}: not a transcript this code wrote")
-    fraction = _number(row.get("fraction_correct"))
-    head = printable(
-        f"task {task}  run {run.name}  failure rate {row.get('failure_rate')}  trial {row.get('trial')}"
-        f"\nsuccess {row.get('success')}  fraction correct "
-        f"{'-' if fraction is None else format(fraction, '.3f')}  end "
-        f"{row.get('end_reason')}  steps {row.get('steps')}  turns {row.get('turns', '-')}\n"
-    )
     is_chat = bool(transcript) and isinstance(transcript[0], dict) and "role" in transcript[0]
     return head + "\n" + (render_messages(transcript) if is_chat else render_calls(transcript))

@@ -166,7 +166,14 @@ def verify_shard(args: tuple[str, str, dict[str, str], Any, str | None]) -> dict
     """Re-prove every task of one shard: its tables' schemas, and each task with CP-SAT (and
     the MILP when ``milp`` names one). Returns the shard's name, rows per domain, task ids,
     tasks proved and failures (a malformed row is a failure of that row, not of the run)."""
-    from pipeline.storage.tables import ANSWER, decode_answer, decode_task, schema_of, task_type
+    from pipeline.storage.tables import (
+        ANSWER,
+        decode_answer,
+        decode_task,
+        read_task_rows,
+        schema_of,
+        task_prompt,
+    )
     from pipeline.storage.verify import prove_data
     from solvers.task import TaskFormatError
 
@@ -187,9 +194,7 @@ def verify_shard(args: tuple[str, str, dict[str, str], Any, str | None]) -> dict
         domain = file[len("tasks-") : -len(".parquet")]
         relative = f"shards/{name}/{file}"
         try:
-            rows = read_arrow_table(
-                read_bytes(base, relative), relative, schema_of(task_type(domain))
-            ).to_pylist()
+            rows = read_task_rows(read_bytes(base, relative), relative, domain)
         except (ReleaseError, ValueError) as error:
             failures.append(str(error)[:300])
             continue
@@ -203,6 +208,10 @@ def verify_shard(args: tuple[str, str, dict[str, str], Any, str | None]) -> dict
                     failures.append(f"{relative}: row {number} ({task_id[:40]}) repeats or has no answer")
                     continue
                 seen.add(task_id)
+                if "prompt" in row and row["prompt"] != task_prompt(task):
+                    failures.append(
+                        f"{relative}: row {number} ({task_id}): its prompt is not the one its task renders"
+                    )
                 _, _, reasons = prove_data(
                     task, answers[task_id], f"tasks/{domain}/{task_id}.json", solver, milp
                 )

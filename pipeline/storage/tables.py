@@ -15,6 +15,12 @@ The JSON shapes that a table cannot hold as they are get a fixed encoding, undon
 - a key that the JSON leaves out when it has no value (``equals``, ``at_least``,
   ``counterexample``, an imported task's ``origin`` and ``source_instruction``) is null;
 - an empty record (``"crosscheck": {}`` when no MILP ran) is a null struct.
+
+A task table has one column more than its file: ``prompt``, the conversation an LLM agent
+starts from (system and user message, as :mod:`gridbench.agents.llm.prompt` renders them
+for the episode's default settings: unlimited budgets, no injected failures), ready for a
+chat template or TRL. It is derived from the task, so :func:`decode_task` leaves it out and
+``verify`` checks it against a fresh rendering.
 """
 
 from __future__ import annotations
@@ -50,11 +56,13 @@ class ListOf:
 
 @dataclass(frozen=True)
 class Field:
-    """A key of an object: ``optional`` keys are left out of the JSON when null."""
+    """A key of an object: ``optional`` keys are left out of the JSON when null; a
+    ``derived`` column is not in the JSON at all (computed from it, skipped when decoding)."""
 
     name: str
     type: Any
     optional: bool = False
+    derived: bool = False
 
 
 @dataclass(frozen=True)
@@ -143,7 +151,7 @@ def decode(value: Any, kind: Any) -> Any:
         out = {}
         for f in kind.fields:
             item = value.get(f.name)
-            if item is None and f.optional:
+            if f.derived or (item is None and f.optional):
                 continue
             out[f.name] = decode(item, f.type)
         return out
@@ -160,6 +168,7 @@ def decode(value: Any, kind: Any) -> Any:
 
 # The declarations -----------------------------------------------------------------------
 
+PROMPT = ListOf(Record((Field("role", STR), Field("content", STR))))
 SLOT_RULE = Record((Field("attribute", STR), Field("op", STR), Field("value", NumberOrStrings())))
 GLOBAL_RULE = Record(
     (
@@ -214,8 +223,25 @@ def task_type(domain: str) -> Record:
             Field("instruction", STR),
             Field("origin", STR, optional=True),
             Field("source_instruction", STR, optional=True),
+            Field("prompt", PROMPT, derived=True),
         )
     )
+
+
+def task_prompt(task: dict[str, Any]) -> list[dict[str, str]] | None:
+    """The ``prompt`` column of a task: the system and user message of an episode with the
+    default settings (unlimited budgets, no injected failures); None for a task that is not
+    one (the table still holds it; verify refuses it for its own reasons)."""
+    from env import EnvSettings
+    from gridbench.agents.llm.prompt import load_templates, render_task
+    from solvers.task import TaskFormatError
+    from solvers.task_io import task_from_dict
+
+    try:
+        parsed = task_from_dict(task)
+    except (TaskFormatError, KeyError, TypeError, ValueError):
+        return None
+    return render_task(load_templates(), parsed, EnvSettings())
 
 
 CERTIFICATE = Record(
@@ -308,9 +334,25 @@ ANSWER = Record(
 )
 
 
-def schema_of(kind: Record) -> pa.Schema:
-    """The Arrow schema of a table whose rows are ``kind``."""
-    return pa.schema([pa.field(f.name, arrow_type(f.type)) for f in kind.fields])
+def schema_of(kind: Record, derived: bool = True) -> pa.Schema:
+    """The Arrow schema of a table whose rows are ``kind`` (without its derived columns: the
+    schema of a table made before they existed)."""
+    return pa.schema([pa.field(f.name, arrow_type(f.type)) for f in kind.fields if derived or not f.derived])
+
+
+def read_task_rows(data: bytes, relative: str, domain: str) -> list[dict[str, Any]]:
+    """The rows of a task table, checked against its declared schema; a table made before
+    the ``prompt`` column existed is read too (its rows have no prompt)."""
+    from pipeline.storage.safe import ReleaseError, read_table_rows
+
+    kind = task_type(domain)
+    try:
+        return read_table_rows(data, relative, schema_of(kind))
+    except ReleaseError as error:
+        try:
+            return read_table_rows(data, relative, schema_of(kind, derived=False))
+        except ReleaseError:
+            raise error from None
 
 
 INT64_MAX = 2**63 - 1
@@ -333,6 +375,9 @@ def table_bytes(rows: list[dict[str, Any]], kind: Record, where: str) -> bytes:
     if kind is ANSWER:
         rows = [_fit_answer(row) for row in rows]
     encoded = [encode(row, kind, f"{where} {row.get('task_id', '?')}") for row in rows]
+    if any(f.derived and f.name == "prompt" for f in kind.fields):
+        for row, out in zip(rows, encoded, strict=True):
+            out["prompt"] = task_prompt(row)
     table = pa.Table.from_pylist(encoded, schema=schema_of(kind))
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd", write_statistics=False)

@@ -117,7 +117,15 @@ def _check_tables(
 ) -> None:
     """``data/``: one table per domain holding exactly that domain's task files, and one
     holding every answer file, each row decoding to its file."""
-    from pipeline.storage.tables import ANSWER, decode_answer, decode_task, schema_of, task_type
+    from pipeline.storage.tables import (
+        ANSWER,
+        decode_answer,
+        decode_task,
+        read_task_rows,
+        schema_of,
+        task_prompt,
+        task_type,
+    )
 
     by_domain: dict[str, dict[str, str]] = defaultdict(dict)
     for name in tasks:
@@ -148,7 +156,11 @@ def _check_tables(
             failures.append(f"{table}: a table of a domain this code does not know")
             continue
         try:
-            rows = read_table_rows(read_bytes(path, table), table, schema_of(kind))
+            raw = read_bytes(path, table)
+            if kind is ANSWER:
+                rows = read_table_rows(raw, table, schema_of(kind))
+            else:
+                rows = read_task_rows(raw, table, table.split("/")[-1][: -len(".parquet")])
         except ReleaseError as error:
             failures.append(str(error))
             continue
@@ -163,12 +175,18 @@ def _check_tables(
                 continue
             seen.add(task_id)
             try:
-                same = decode(row) == read_json(path, files[task_id])
+                data = read_json(path, files[task_id])
+                same = decode(row) == data
+                prompt = kind is ANSWER or "prompt" not in row or row["prompt"] == task_prompt(data)
             except Exception as error:  # a damaged row or file: say which
                 failures.append(f"{table}: row {number} ({task_id}) unreadable ({type(error).__name__})")
                 continue
             if not same:
                 failures.append(f"{table}: row {number} ({task_id}) differs from {files[task_id]}")
+            elif not prompt:
+                failures.append(
+                    f"{table}: row {number} ({task_id}): its prompt is not the one its task renders"
+                )
         if len(seen) != len(files):
             failures.append(f"{table}: {len(files) - len(seen)} of its {len(files)} files have no row")
 

@@ -548,7 +548,8 @@ by HiGHS or CBC (`crosscheck`).
 - `tasks/<domain>/<task_id>.json`: what the agent sees (no answer)
 - `answers/<domain>/<task_id>.json`: truth grid, candidate roles, certificates, measures
 - `data/tasks/<domain>.parquet` and `data/answers.parquet`: the same files as tables, one row
-  per task (the configurations above)
+  per task (the configurations above); a task row also has `prompt`, the system and user
+  message an LLM agent starts from (unlimited budgets, no injected failures)
 - `metadata.parquet`: one row per task; `timings.parquet`: build wall times (not reproducible)
 - `manifest.json`: configuration, software versions, counts, build events, SHA-256 of every file
 - `schemas/`: JSON Schemas of the task and answer files; `LICENSE`: the data licence

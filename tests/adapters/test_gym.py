@@ -156,3 +156,18 @@ def test_task_ids_of_generated_tasks_are_refused_without_generating_them():
     with pytest.raises(UserError, match="use index"):
         env.reset(options={"task_id": "toy-123"})
     assert not tasks._cache
+
+
+def test_the_spec_states_the_step_limit(release):
+    import gymnasium
+
+    import gridbench.gym  # noqa: F401
+
+    env = gymnasium.make("gridbench/Grid-v0", release=str(release))
+    assert env.spec.max_episode_steps == 200
+    short = gymnasium.make("gridbench/Grid-v0", release=str(release), max_steps=5)
+    assert short.spec.max_episode_steps == 5
+    short.reset(seed=0)
+    for _ in range(5):
+        *_, truncated, _ = short.step({"name": "get_current_grid_state", "arguments": {}})
+    assert truncated  # the stated limit is the one the environment keeps

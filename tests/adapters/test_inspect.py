@@ -26,13 +26,14 @@ def release(tmp_path_factory) -> Path:
 
 
 def run(release: Path, moves: dict, log_dir: Path, **task_args):
+    eval_args = task_args.pop("eval_args", {})
     logs = inspect_eval(
         "gridbench/gridbench",
         model=get_model("mockllm/model", custom_outputs=inspect_policy(moves)),
         task_args={"release": str(release), **task_args},
         log_dir=str(log_dir),
         display="none",
-        **task_args.pop("eval_args", {}),
+        **eval_args,
     )
     assert logs[0].status == "success", logs[0].error
     return read_eval_log(logs[0].location)
@@ -99,11 +100,25 @@ def test_tools_are_the_episode_tools_with_the_same_schemas(release):
         ({"hidden_slots": "four"}, "hidden_slots"),
         ({"failure_rate": 1.5}, "failure_rate"),
         ({"query_budget": "lots"}, "query_budget"),
+        ({"max_turns": "many"}, "max_turns"),
+        ({"max_reminders": -1}, "max_reminders"),
+        ({"failure_rat": 0.1}, "-T failure_rat: unknown task argument"),
     ],
 )
 def test_bad_task_arguments_stop_before_any_model_call(release, args, needle):
-    with pytest.raises(UserError, match=needle):
+    with pytest.raises(UserError, match=needle) as caught:
         gridbench_task(**{"release": str(release), **args})
+    assert caught.value.message.startswith("error: ") and "\n" not in caught.value.message
+
+
+def test_the_release_defaults_to_the_default_release(release, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match="gridbench-v1.0.0: not a release.*make release"):
+        gridbench_task()
+    target = tmp_path / "outputs" / "releases"
+    target.mkdir(parents=True)
+    (target / "gridbench-v1.0.0").symlink_to(release)
+    assert len(gridbench_task().dataset) == 8
 
 
 @pytest.mark.slow
@@ -137,14 +152,17 @@ def test_the_inspect_cli_finds_the_task_through_the_entry_point(tmp_path):
     assert "No inspect tasks were found" not in out.stdout + out.stderr
 
 
-def test_calls_inspect_answers_itself_count_as_steps_and_end_the_episode_at_the_limit(release, tmp_path):
+def test_calls_that_break_the_schema_reach_the_episode_and_end_it_at_the_step_limit(release, tmp_path):
     record = gridbench.load_release(release)[0]
     bad = [("set_slot", {"row": "abc", "col": 0, "id": None}), ("no_such_tool", {})] * 150
     log = run(release, {record.task_id: bad}, tmp_path, task_ids=record.task_id, max_steps=10)
     (sample,) = log.samples
     score = sample.scores["grid_score"].metadata
     assert score["truncated"] and score["steps"] == 11 and score["invalid_calls"] == 11
-    assert score["schema_errors"] == 11 and sample.scores["grid_score"].value == "I"
+    assert score["malformed_tool_calls"] == 5 and score["end_reason"] == "max_steps"  # the unknown tools
+    tool_texts = [m.text for m in sample.messages if m.role == "tool"]
+    assert "'row' must be an integer" in tool_texts[0] and "unknown tool" in tool_texts[1]
+    assert sample.scores["grid_score"].value == "I"
 
 
 def test_partial_must_be_a_boolean(release):

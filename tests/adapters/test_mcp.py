@@ -15,6 +15,8 @@ from mcp import Client, StdioServerParameters
 
 import gridbench
 from env import openai_schemas
+from env.tools import RESULT_SCHEMA
+from gridbench.errors import UserError
 from tests import ROOT
 from tests.adapters.helpers import solving_moves
 from tests.helpers_release import build_small
@@ -31,6 +33,16 @@ async def play(client: Client, record) -> dict:
     assert [(t.name, t.description, t.input_schema) for t in tools] == [
         (s["name"], s["description"], s["parameters"]) for s in ours
     ]
+    hints = {t.name: t.annotations for t in tools}
+    assert hints["get_current_grid_state"].read_only_hint and not hints["set_slot"].read_only_hint
+    assert hints["set_slot"].destructive_hint and hints["done"].destructive_hint
+    query = f"query_{record.domain}_candidate_from_attribute"
+    assert not hints[query].read_only_hint and not hints[query].destructive_hint  # it spends a budget
+    assert all(t.output_schema == RESULT_SCHEMA and t.annotations.open_world_hint is False for t in tools)
+    prompts = (await client.list_prompts()).prompts
+    assert [p.name for p in prompts] == ["task"]
+    prompt = await client.get_prompt("task")
+    assert record.task_id in prompt.messages[0].content.text and "set_slot" in prompt.messages[0].content.text
     bad = await client.call_tool("set_slot", {"row": "x"})  # breaks the schema: the episode answers
     assert bad.is_error and "missing argument" in json.loads(bad.content[0].text)["message"]
     unknown = await client.call_tool("no_such_tool", {})
@@ -55,8 +67,7 @@ def test_a_task_is_played_to_success_over_stdio(release):
     assert score["success"] and score["invalid_calls"] == 2 and score["finished"]
 
 
-def test_a_task_is_played_to_success_over_streamable_http(release):
-    record = gridbench.load_release(release).filter(domains=["course"], hidden_slots=[4])[0]
+def _serve_http(release: Path, *args: str):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -66,41 +77,93 @@ def test_a_task_is_played_to_success_over_streamable_http(release):
             "-m",
             "gridbench.mcp",
             f"release={release}",
-            f"task={record.task_id}",
             "transport=http",
             f"port={port}",
+            *args,
         ],
         cwd=ROOT,
         stderr=subprocess.PIPE,
+        text=True,
     )
+    line = server.stderr.readline()  # the start-up line, printed before it listens
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return server, port, line
+        except OSError:
+            assert server.poll() is None and time.monotonic() < deadline, line + server.stderr.read()
+            time.sleep(0.05)
+
+
+def test_over_http_every_session_plays_its_own_episode_of_the_task_it_names(release):
+    records = gridbench.load_release(release)
+    first = records.filter(domains=["course"], hidden_slots=[4])[0]
+    second = records.filter(domains=["toy"], hidden_slots=[2])[0]
+    server, port, line = _serve_http(release, f"task={first.task_id}")
+    url = f"http://127.0.0.1:{port}/mcp"
+    assert line.startswith(f"gridbench MCP server at {url}:") and "?task=TASK_ID" in line
+
+    async def main() -> tuple[dict, dict, dict]:
+        async with Client(url) as a, Client(f"{url}?task={second.task_id}&seed=3") as b:
+            a_score = await play(a, first)  # the server's task; plays to done
+            b_task = json.loads((await b.read_resource("gridbench://task")).contents[0].text)
+            assert b_task["task_id"] == second.task_id  # the task this session named
+            b_score = json.loads((await b.read_resource("gridbench://score")).contents[0].text)
+            assert b_score["steps"] == 0 and not b_score["finished"]  # a's done did not end b's episode
+            for name, arguments in solving_moves(second):
+                assert not (await b.call_tool(name, arguments)).is_error
+            b_score = json.loads((await b.read_resource("gridbench://score")).contents[0].text)
+        async with Client(url) as c:  # a new session of the same task: a fresh episode
+            reply = await c.call_tool("get_current_grid_state", {})
+            assert not reply.is_error and len(reply.structured_content["data"]["empty_cells"]) == 4
+        async with Client(f"{url}?task=nope") as d:  # an unknown task: an MCP error naming it
+            with pytest.raises(Exception, match="'nope' is not among the tasks"):
+                await d.list_tools()
+        return a_score, b_score, {}
+
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, server.stderr.read().decode()
-                time.sleep(0.05)
-
-        async def main() -> dict:
-            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
-                return await play(client, record)
-
-        assert anyio.run(main)["success"]
+        a_score, b_score, _ = anyio.run(main)
+        assert a_score["success"] and a_score["finished"] and b_score["success"]
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_a_session_that_names_no_task_or_an_unknown_one_is_told_how_to_pick(release):
+    from types import SimpleNamespace
+
+    from gridbench.mcp.server import Episodes, parse_args
+
+    episodes = Episodes(parse_args([f"release={release}", "transport=http"]))  # no default task
+
+    def ctx(query: dict) -> SimpleNamespace:  # what the SDK hands a handler: the HTTP request
+        return SimpleNamespace(request=SimpleNamespace(headers={"mcp-session-id": "s1"}, query_params=query))
+
+    with pytest.raises(UserError, match=r"names no task: connect to /mcp\?task=TASK_ID"):
+        episodes.of(ctx({}))
+    with pytest.raises(UserError, match="'nope' is not among the tasks"):
+        episodes.of(ctx({"task": "nope"}))
+    record = gridbench.load_release(release)[0]
+    assert episodes.of(ctx({"task": record.task_id})).task_id == record.task_id
+
+
+def test_help_prints_the_usage_and_exits_0(capsys):
+    from gridbench.mcp.server import main
+
+    assert main(["--help"]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith("usage: python -m gridbench.mcp") and not out.err and "?task=TASK_ID" in out.out
 
 
 @pytest.mark.parametrize(
     "args, needle",
     [
         ([], "release= is required"),
-        (["release=/no/such"], "task= is required"),
+        (["release=/no/such"], "task= is required over stdio"),
         (["release=/no/such", "task=x"], "not a release"),
         (["RELEASE", "task=x"], "unknown argument"),
-        (["release=R", "task=nope"], "not tasks of"),
+        (["release=R", "task=nope"], "not among the tasks of"),
         (["release=R", "task=T", "failure_rate=2"], "failure_rate"),
         (["release=R", "task=T", "transport=carrier-pigeon"], "transport"),
         (["release=R", "task=T", "port=eighty"], "port"),
@@ -127,4 +190,4 @@ def test_the_command_line_itself_exits_2_with_nothing_on_stdout(release):
         timeout=60,
     )
     assert out.returncode == 2 and out.stdout == "" and out.stderr.startswith("error: ")
-    assert out.stderr.count("\n") == 1 and "not tasks of" in out.stderr
+    assert out.stderr.count("\n") == 1 and "not among the tasks of" in out.stderr

@@ -13,7 +13,17 @@ hidden cell's truth with ``set_slot`` and calls ``done``, re-issuing a call whos
 (tool calls written in the text), ``malformed`` (bad argument JSON), ``unknown_tool``,
 ``multi`` (several calls in one reply), ``length`` (cut at max_tokens, no call), ``empty``,
 ``no_tool`` (prose only), ``silent`` (prose only, for ever), ``reasoning`` (a
-``reasoning_content`` field), ``no_id`` (a tool call without an id).
+``reasoning_content`` field), ``no_id`` (a tool call without an id); and what hostile or
+broken servers do: ``http_401``, ``drip`` (the reply one byte every ``drip_s`` seconds),
+``not_json`` (a 200 whose body is HTML), ``bad_usage`` (token counts that are not integers),
+``deep_args`` (arguments nested 100,000 deep), ``huge`` (a body of ``huge_bytes`` that
+announces no length), ``gzip_bomb`` (``huge_bytes`` of JSON gzipped to a few kilobytes),
+``gzipped`` (a good reply, gzipped), ``surrogate`` (text with a lone surrogate),
+``slow`` (a correct reply after ``slow_s`` seconds).
+
+The server counts, per task, what it saw and sent (:class:`Seen`): requests, error replies,
+replies, tool calls written in the text, malformed calls, tokens, and the reminders the
+conversation holds -- the tests compare them with the runner's results rows.
 """
 
 from __future__ import annotations
@@ -46,6 +56,35 @@ RECOVERABLE = (
     "no_id",
 )
 FATAL = ("http_500_always", "context", "silent")
+HOSTILE = (
+    "http_401",
+    "drip",
+    "not_json",
+    "bad_usage",
+    "deep_args",
+    "huge",
+    "gzip_bomb",
+    "gzipped",
+    "surrogate",
+    "slow",
+)
+
+
+@dataclass
+class Seen:
+    """What the server saw of one task's episodes and sent back (replies sent late, after the
+    client gave up, are not counted as replies)."""
+
+    requests: int = 0
+    errors: int = 0  # 4xx / 5xx replies sent
+    abandoned: int = 0  # requests the client gave up on (a timeout fault, a drip)
+    replies: int = 0  # 200 replies with a chat completion sent in time
+    text_calls: int = 0
+    malformed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    reminders: int = 0  # answered requests that end with a reminder
 
 
 @dataclass
@@ -58,6 +97,9 @@ class Script:
     kinds: tuple[str, ...] = RECOVERABLE
     seed: int = 0
     timeout_s: float = 3.0  # how long a "timeout" fault sleeps
+    drip_s: float = 0.5  # seconds between the bytes of a "drip" reply
+    slow_s: float = 1.0  # how long a "slow" reply takes
+    huge_bytes: int = 32 * 1024 * 1024
 
     def fault(self, task_id: str, turn: int) -> str:
         """The fault kind to inject at ``turn`` of ``task_id``, or ``""`` for none."""
@@ -131,6 +173,7 @@ class LoopbackServer:
         self.requests = 0
         self.keys_seen: set[str] = set()
         self.fields_seen: set[str] = set()  # top-level request fields (extra_body arrives here)
+        self.seen: dict[str, Seen] = {}
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.AbstractServer | None = None
@@ -188,16 +231,21 @@ class LoopbackServer:
                     for k, _, v in (line.partition(":") for line in lines[1:] if line)
                 }
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
-                status, payload, extra = await self._handle(lines[0], headers, body)
-                data = json.dumps(payload).encode()
-                writer.write(
-                    (
-                        f"HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n"
-                        f"content-length: {len(data)}\r\n{extra}\r\n"
-                    ).encode()
-                    + data
-                )
+                status, data, extra, drip = await self._handle(lines[0], headers, body)
+                kind = "text/html" if data.startswith(b"<") else "application/json"  # (a bomb: JSON too)
+                closing = "connection: close" in extra  # no length: the body ends with the connection
+                length = "" if closing else f"content-length: {len(data)}\r\n"
+                writer.write(f"HTTP/1.1 {status} X\r\ncontent-type: {kind}\r\n{length}{extra}\r\n".encode())
+                if drip:
+                    for k in range(len(data)):
+                        writer.write(data[k : k + 1])
+                        await writer.drain()
+                        await asyncio.sleep(drip)
+                else:
+                    writer.write(data)
                 await writer.drain()
+                if closing:
+                    break
         except (
             asyncio.IncompleteReadError,
             ConnectionError,
@@ -208,42 +256,81 @@ class LoopbackServer:
         finally:
             writer.close()
 
+    def _count(self, task_id: str) -> Seen:
+        return self.seen.setdefault(task_id, Seen())
+
     async def _handle(
         self, request_line: str, headers: dict[str, str], body: bytes
-    ) -> tuple[int, dict[str, Any], str]:
+    ) -> tuple[int, bytes, str, float]:
+        """(status, body, extra headers, seconds between the body's bytes: 0 = at once)."""
         self.requests += 1
         self.keys_seen.add(headers.get("authorization", ""))
         if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
-            return 401, {"error": {"message": "bad key", "type": "invalid_request_error"}}, ""
+            return 401, _json({"error": {"message": "bad key", "type": "invalid_request_error"}}), "", 0.0
         if "/chat/completions" not in request_line:
-            return 404, {"error": {"message": "not found"}}, ""
+            return 404, _json({"error": {"message": "not found"}}), "", 0.0
         request = json.loads(body)
         self.fields_seen |= set(request)
         messages = request.get("messages", [])
         task_id = _task_id(messages)
+        seen = self._count(task_id)
+        seen.requests += 1
         turn = sum(1 for m in messages if m.get("role") == "assistant")
         kind = self.script.fault(task_id, turn)
         attempt = self.attempts[(task_id, turn, kind)] = self.attempts.get((task_id, turn, kind), 0) + 1
-        if kind in ("http_429", "http_500") and attempt == 1:
-            code = 429 if kind == "http_429" else 500
-            return code, {"error": {"message": f"injected {code}"}}, "retry-after: 0\r\n"
-        if kind == "http_500_always":
-            return 500, {"error": {"message": "injected permanent 500"}}, ""
+        failure = _failure(kind, attempt)
+        if failure is not None:
+            seen.errors += 1
+            return failure
         if kind == "timeout" and attempt == 1:
+            seen.abandoned += 1
             await asyncio.sleep(self.script.timeout_s)
-        if kind == "context":
-            return (
-                400,
-                {
-                    "error": {
-                        "message": "This model's maximum context length is 8192 tokens",
-                        "type": "invalid_request_error",
-                        "code": "context_length_exceeded",
-                    }
-                },
-                "",
-            )
-        return 200, self._reply(task_id, messages, kind, request, len(body)), ""
+            return 200, _json(self._reply(task_id, messages, "", request, len(body))), "", 0.0
+        if kind == "slow":
+            await asyncio.sleep(self.script.slow_s)
+        hostile = self._hostile(kind, seen)
+        if hostile is not None:
+            return hostile
+        payload = self._reply(task_id, messages, kind, request, len(body))
+        self._tally(seen, kind, payload, messages)
+        if kind == "gzipped":  # a well-formed reply, compressed although identity was asked for
+            import gzip
+
+            return 200, gzip.compress(_json(payload)), "content-encoding: gzip\r\n", 0.0
+        return 200, _json(payload), "", 0.0
+
+    def _hostile(self, kind: str, seen: Seen) -> tuple[int, bytes, str, float] | None:
+        if kind == "drip":
+            seen.abandoned += 1
+            return 200, _json({"choices": [], "padding": "x" * 64}), "", self.script.drip_s
+        if kind == "not_json":
+            return 200, b"<html><body>502 Bad Gateway (proxy)</body></html>", "", 0.0
+        if kind == "huge":
+            return 200, b'{"x": "' + b"y" * self.script.huge_bytes + b'"}', "connection: close\r\n", 0.0
+        if kind == "gzip_bomb":
+            import gzip
+
+            bomb = gzip.compress(b'{"x": "' + b"0" * self.script.huge_bytes + b'"}', compresslevel=9)
+            return 200, bomb, "content-encoding: gzip\r\n", 0.0
+        return None
+
+    def _tally(self, seen: Seen, kind: str, payload: dict[str, Any], messages: list[dict[str, Any]]) -> None:
+        """Count a reply sent in time (and the reminder the request ends with, if it does: a
+        reminder is counted once, by the request that got its answer)."""
+        seen.replies += 1
+        seen.reminders += _is_reminder(messages[-1] if messages else {})
+        usage = payload.get("usage") or {}
+        if kind != "bad_usage":
+            seen.prompt_tokens += usage.get("prompt_tokens", 0)
+            seen.completion_tokens += usage.get("completion_tokens", 0)
+            seen.reasoning_tokens += (usage.get("completion_tokens_details") or {}).get("reasoning_tokens", 0)
+        message = payload["choices"][0]["message"]
+        if kind == "text_hermes":
+            seen.text_calls += str(message["content"]).count("<tool_call>")
+        elif kind == "text_json":
+            seen.text_calls += 1
+        elif kind in ("malformed", "unknown_tool", "deep_args"):
+            seen.malformed += 1
 
     # The reply -----------------------------------------------------------------------------
 
@@ -278,8 +365,12 @@ class LoopbackServer:
                 message["tool_calls"].insert(0, _call("frobnicate", {"x": 1}, 9, len(messages)))
             if kind == "no_id":
                 message["tool_calls"][0].pop("id")
+            if kind == "deep_args":
+                message["tool_calls"][0]["function"]["arguments"] = "[" * 100_000 + "]" * 100_000
         if kind == "reasoning":
             message["reasoning_content"] = "The truth of this cell is forced by the windows."
+        if kind == "surrogate":  # a lone surrogate: valid JSON, no UTF-8
+            message["content"] = "odd text \ud800 from a broken tokenizer"
         prompt = size // 4  # about four bytes a token
         usage = {
             "prompt_tokens": prompt,
@@ -287,6 +378,8 @@ class LoopbackServer:
             "total_tokens": prompt + 12,
             "completion_tokens_details": {"reasoning_tokens": 5 if kind == "reasoning" else 0},
         }
+        if kind == "bad_usage":
+            usage = {"prompt_tokens": "many", "completion_tokens": 1.5, "total_tokens": None}
         return {
             "id": f"chatcmpl-{self.requests}",
             "object": "chat.completion",
@@ -295,6 +388,35 @@ class LoopbackServer:
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": usage,
         }
+
+
+def _json(payload: Any) -> bytes:
+    return json.dumps(payload).encode()
+
+
+def _failure(kind: str, attempt: int) -> tuple[int, bytes, str, float] | None:
+    """The error reply of a fault, if this attempt gets one."""
+    if kind in ("http_429", "http_500") and attempt == 1:
+        code = 429 if kind == "http_429" else 500
+        return code, _json({"error": {"message": f"injected {code}"}}), "retry-after: 0\r\n", 0.0
+    if kind == "http_500_always":
+        return 500, _json({"error": {"message": "injected permanent 500"}}), "", 0.0
+    if kind == "http_401":
+        return 401, _json({"error": {"message": "Incorrect API key provided", "type": "auth"}}), "", 0.0
+    if kind == "context":
+        error = {
+            "message": "This model's maximum context length is 8192 tokens",
+            "type": "invalid_request_error",
+            "code": "context_length_exceeded",
+        }
+        return 400, _json({"error": error}), "", 0.0
+    return None
+
+
+def _is_reminder(message: dict[str, Any]) -> bool:
+    from gridbench.agents.llm.loop import LENGTH_REMINDER, REMINDER
+
+    return message.get("role") == "user" and message.get("content") in (REMINDER, LENGTH_REMINDER)
 
 
 def _call(name: str, arguments: dict[str, Any], k: int, turn: int) -> dict[str, Any]:

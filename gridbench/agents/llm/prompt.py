@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
-from env import UNLIMITED, Episode
+from env import UNLIMITED, EnvSettings, Episode
 from gridbench.errors import UserError
+from solvers.task import Task
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 TEMPLATE_BYTES = 1024 * 1024
@@ -58,14 +59,15 @@ def load_templates(folder: str | Path | None = None) -> PromptTemplates:
     return PromptTemplates(*texts)
 
 
-def _budget_text(episode: Episode) -> tuple[str, str]:
-    queries = sorted(set(episode.queries_left.values()))
-    if queries == [UNLIMITED]:
+def _budget_text(task: Task, settings: EnvSettings) -> tuple[str, str]:
+    hidden = len(task.slots)
+    queries = sorted({settings.queries_for(len(slot.constraints), hidden) for slot in task.slots})
+    if queries == [UNLIMITED] or not queries:
         query = "attribute queries are unlimited"
     else:
         span = f"{queries[0]} to {queries[-1]}" if len(queries) > 1 else str(queries[0])
         query = f"each hidden cell allows {span} attribute queries (it depends on the cell)"
-    checks = episode.checks_left
+    checks = settings.checks_for(hidden)
     check = (
         "global checks are unlimited" if checks == UNLIMITED else f"the episode allows {checks} global checks"
     )
@@ -90,20 +92,28 @@ def plain_text(text: str, limit: int = INSTRUCTION_CHARS) -> str:
 
 
 def render(templates: PromptTemplates, episode: Episode) -> list[dict[str, str]]:
-    """The first two messages of an episode. What comes from the task file is data: the grid's
-    ids are JSON strings, a task id other than a plain word is one too (capped at
+    """The first two messages of an episode."""
+    return render_task(templates, episode.task, episode.settings)
+
+
+def render_task(templates: PromptTemplates, task: Task, settings: EnvSettings) -> list[dict[str, str]]:
+    """The first two messages of an episode of ``task`` with ``settings`` (its budgets and
+    failure rate), without building the episode. What comes from the task file is data: the
+    grid's ids are JSON strings, a task id other than a plain word is one too (capped at
     :data:`ID_CHARS`, control characters and direction overrides escaped), and the
     instruction is capped and shows no control character. Tasks of a build render exactly as
     the templates say."""
-    task, d = episode.task, episode.task.domain
-    query_text, check_text = _budget_text(episode)
-    rate = episode.settings.failure_rate
+    d = task.domain
+    query_text, check_text = _budget_text(task, settings)
+    rate = settings.failure_rate
+    hidden = len(task.slots)
     values = {
         "task_id": task.task_id if PLAIN_ID.match(task.task_id) else quoted(task.task_id),
         "domain": d,
         "rows": task.rows,
         "cols": task.cols,
-        "hidden": len(task.slots),
+        "hidden": hidden,
+        "hidden_text": f"{hidden} hidden cell{'s' if hidden != 1 else ''}",
         "instruction": plain_text(task.instruction),
         "grid": "[" + ", ".join("[" + ", ".join(_cell(c) for c in row) + "]" for row in task.grid) + "]",
         "hidden_cells": ", ".join(f"({s.row}, {s.col})" for s in task.slots),

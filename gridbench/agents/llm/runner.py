@@ -1,35 +1,45 @@
-"""The LLM agent: one chat-completions loop per episode over any OpenAI-compatible server
-(OpenAI, vLLM, SGLang, Ollama, LM Studio), with the official ``openai`` SDK's async client.
+"""The LLM agent: one chat-completions conversation per episode over any OpenAI-compatible
+server (OpenAI, vLLM, SGLang, Ollama, LM Studio, llama.cpp), with the official ``openai``
+SDK's async client.
 
-Each turn sends the messages and the episode's tool schemas, executes the tool calls of the
-reply in order (structured ``tool_calls``, or calls written in the text), and answers each one
-with the environment's result. What real servers do is handled and counted, never raised:
-retries (429, 5xx, time-outs: the SDK's ``max_retries``, counted in ``api_retries``), text
-tool calls, malformed arguments and unknown tools (an error result the model can correct),
-replies cut at ``max_tokens``, empty replies and replies without a tool call (a reminder, up to
-``max_reminders``), an exceeded context. Every episode ends with a typed ``end_reason``.
+The turn logic (which tool calls a reply holds, how each is answered, reminders, end reasons,
+counts) is :class:`gridbench.agents.llm.loop.AgentLoop`, shared with the Inspect AI solver.
+This module asks the server, and owns what can go wrong on the way:
+
+- **retries** of 429, 408, 409, 5xx, time-outs and lost connections, ``max_retries`` times
+  with backoff (``retry-after`` honoured up to a minute), counted one by one in
+  ``api_retries`` (the SDK's own retries are off, so every request the server saw is known);
+- **deadlines**: ``timeout`` bounds each request as a whole (a server that drips one byte a
+  second cannot hold it: the SDK's timeout alone bounds each read), ``episode_timeout`` the
+  whole episode;
+- **replies it cannot use** (a body that is not JSON, nested too deep, larger than
+  ``max_reply_bytes``, without choices) end the episode with ``end_reason=api_error``, never a
+  traceback; a ``usage`` that is not integers is counted in ``usage_errors``;
+- **a refused key** (401 / 403) raises :class:`AuthenticationStop`: the run stops at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import json
 import logging
 import os
-import statistics
+import random
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx2
 import openai
 
 from env import Episode, openai_schemas
+from gridbench.agents.llm.loop import END_REASONS, AgentLoop, LoopSettings, Outcome, Reply, parse_reply
 from gridbench.agents.llm.prompt import PromptTemplates, render
-from gridbench.agents.llm.toolcalls import ToolCall, structured_calls, text_calls
 from gridbench.errors import UserError
 
-END_REASONS = ("done", "max_steps", "no_tool_call", "context_length", "api_error")
+__all__ = ["END_REASONS", "AuthenticationStop", "LLMAgent", "LLMSettings", "Outcome", "make_client"]
+
 CONTEXT_MARKERS = (
     "context_length_exceeded",
     "context length",
@@ -38,7 +48,10 @@ CONTEXT_MARKERS = (
     "prompt is too long",
     "max_model_len",
 )
-_requests: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("requests", default=None)
+RETRY_STATUSES = (408, 409, 429)
+MAX_RETRY_AFTER_S = 60.0
+MAX_REPLY_BYTES = 16 * 1024 * 1024
+POOL = 8  # episodes per client (connections per pool)
 
 
 @dataclass(frozen=True)
@@ -53,62 +66,67 @@ class LLMSettings:
     max_tokens: int | None = None
     seed: int | None = None
     max_steps: int = 200  # model turns per episode
-    timeout: float = 120.0  # seconds per request
-    max_retries: int = 4  # SDK retries of 429 / 5xx / time-outs, with backoff
+    timeout: float = 120.0  # seconds per request, the whole request (retries are new requests)
+    episode_timeout: float | None = None  # seconds per episode (None: no limit)
+    max_retries: int = 4  # retries of 429 / 408 / 409 / 5xx / time-outs / lost connections
     tool_choice: str | None = "auto"
     parallel_tool_calls: bool | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
     max_reminders: int = 3  # replies in a row without a tool call before end_reason=no_tool_call
     concurrency: int = 32
+    max_reply_bytes: int = MAX_REPLY_BYTES
+
+    def validate(self) -> None:
+        """Raise :class:`UserError` naming the first setting out of range."""
+        checks = (
+            ("timeout", self.timeout, 0.001, 86_400.0),
+            ("episode_timeout", self.episode_timeout, 0.001, 30 * 86_400.0),
+            ("max_steps", self.max_steps, 1, 1_000_000),
+            ("max_retries", self.max_retries, 0, 100),
+            ("max_reminders", self.max_reminders, 0, 1_000),
+            ("concurrency", self.concurrency, 1, 4_096),
+            ("max_reply_bytes", self.max_reply_bytes, 1_024, 1 << 30),
+        )
+        for name, value, low, high in checks:
+            if value is None and name == "episode_timeout":
+                continue
+            whole = isinstance(value, int) and not isinstance(value, bool)
+            number = whole or isinstance(value, float)
+            if not number or (isinstance(low, int) and not whole) or not low <= float(value) <= high:  # type: ignore[arg-type]
+                raise UserError(f"agent.{name}={value!r} is out of range: use {low}..{high}")
 
     def request(self) -> dict[str, Any]:
-        """The optional request parameters that are set."""
-        out: dict[str, Any] = {"model": self.model, "timeout": self.timeout}
+        """The optional request parameters that are set (with ``extra_body``: every field of
+        the request but the model and the conversation)."""
+        out: dict[str, Any] = dict(self.extra_body)
         for name in ("temperature", "top_p", "max_tokens", "seed", "tool_choice", "parallel_tool_calls"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
-        if self.extra_body:
-            out["extra_body"] = dict(self.extra_body)
         return out
+
+    def loop(self) -> LoopSettings:
+        """The turn limits of the shared agent loop."""
+        return LoopSettings(max_turns=self.max_steps, max_reminders=self.max_reminders)
+
+
+class AuthenticationStop(UserError):
+    """The server refused the API key (401 / 403): every episode would fail the same way."""
+
+
+class ReplyTooLarge(httpx2.TransportError):
+    """A reply body beyond ``max_reply_bytes`` (read no further)."""
 
 
 @dataclass
-class Outcome:
-    """What one episode did, for the results row, and its transcript."""
+class Activity:
+    """What the agent is doing, across its episodes, for the progress line."""
 
-    end_reason: str = "max_steps"
+    episodes: int = 0  # in flight
+    requests: int = 0  # in flight
     turns: int = 0
-    text_tool_calls: int = 0
-    malformed_tool_calls: int = 0
-    reminders: int = 0
-    unanswered: int = 0  # replies without a tool call in a row
-    length_cuts: int = 0
-    api_requests: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    reasoning_tokens: int = 0
-    latencies_ms: list[float] = field(default_factory=list)
-    error: str = ""
-    messages: list[dict[str, Any]] = field(default_factory=list)
-
-    def counters(self) -> dict[str, Any]:
-        """The episode's counters for its results row (``api_retries`` derived from the requests)."""
-        return {
-            "end_reason": self.end_reason,
-            "turns": self.turns,
-            "text_tool_calls": self.text_tool_calls,
-            "malformed_tool_calls": self.malformed_tool_calls,
-            "reminders": self.reminders,
-            "length_cuts": self.length_cuts,
-            "api_retries": max(0, self.api_requests - self.turns - (self.end_reason == "api_error")),
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "reasoning_tokens": self.reasoning_tokens,
-            "latency_ms_sum": round(sum(self.latencies_ms), 3),
-            "latency_ms_median": round(statistics.median(self.latencies_ms), 3) if self.latencies_ms else 0.0,
-            "api_error": self.error[:500],
-        }
+    retries: int = 0
+    last_reply: float = field(default_factory=time.monotonic)
 
 
 def api_key(settings: LLMSettings) -> str:
@@ -123,35 +141,135 @@ def api_key(settings: LLMSettings) -> str:
     return key or "EMPTY"
 
 
-async def _count_request(request: Any) -> None:
-    counter = _requests.get()
-    if counter is not None:
-        counter[0] += 1
+class _CappedStream(httpx2.AsyncByteStream):
+    def __init__(self, stream: Any, limit: int) -> None:
+        self.stream, self.limit = stream, limit
+
+    async def __aiter__(self) -> Any:
+        total = 0
+        async for chunk in self.stream:
+            total += len(chunk)
+            if total > self.limit:
+                raise ReplyTooLarge(f"the reply is larger than {self.limit} bytes")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
 
 
-def make_client(settings: LLMSettings) -> openai.AsyncOpenAI:
-    """One async client shared by every episode of a run (connection pooling); each HTTP
-    request, retries included, is counted for the episode that made it."""
+class _Inflated(httpx2.AsyncByteStream):
+    """A gzip or deflate body, decompressed here with its size bounded (a 16 MB bomb would
+    otherwise inflate to gigabytes in the client's own decoder)."""
+
+    def __init__(self, stream: Any, limit: int) -> None:
+        self.stream, self.limit = stream, limit
+        self.decoder = zlib.decompressobj(47)  # a gzip or a zlib header, detected
+
+    async def __aiter__(self) -> Any:
+        total = 0
+        async for chunk in self.stream:
+            data = chunk
+            while data:
+                try:
+                    out = self.decoder.decompress(data, self.limit + 1 - total)
+                except zlib.error as error:
+                    raise ReplyTooLarge(f"the reply's compressed body is damaged ({error})") from None
+                total += len(out)
+                if total > self.limit:
+                    raise ReplyTooLarge(f"the reply is larger than {self.limit} bytes once decompressed")
+                if out:
+                    yield out
+                data = self.decoder.unconsumed_tail
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+class CappedTransport(httpx2.AsyncBaseTransport):
+    """The default transport, with every reply body cut off (an error) past ``limit`` bytes,
+    before and after decompression."""
+
+    def __init__(self, limit: int, concurrency: int) -> None:
+        size = max(concurrency, 1) + 4
+        self.inner = httpx2.AsyncHTTPTransport(
+            limits=httpx2.Limits(max_connections=size, max_keepalive_connections=size)
+        )
+        self.limit = limit
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Send ``request``; the response's body stream stops at the limit."""
+        response = await self.inner.handle_async_request(request)
+        length = response.headers.get("content-length", "")
+        if length.isdigit() and int(length) > self.limit:
+            await response.aclose()
+            raise ReplyTooLarge(f"the reply is larger than {self.limit} bytes (it announces {length})")
+        stream: httpx2.AsyncByteStream = _CappedStream(response.stream, self.limit)
+        headers = response.headers
+        encoding = headers.get("content-encoding", "identity").strip().lower()
+        if encoding in ("gzip", "x-gzip", "deflate"):
+            stream = _Inflated(stream, self.limit)
+            headers = httpx2.Headers(
+                [(k, v) for k, v in headers.multi_items() if k.lower() != "content-encoding"]
+            )
+        elif encoding not in ("identity", ""):
+            await response.aclose()
+            raise ReplyTooLarge(
+                f"the reply's content-encoding {encoding[:40]!r} is not supported (asked for identity)"
+            )
+        return httpx2.Response(
+            response.status_code, headers=headers, stream=stream, extensions=response.extensions
+        )
+
+    async def aclose(self) -> None:
+        """Close the pooled connections."""
+        await self.inner.aclose()
+
+
+def make_client(settings: LLMSettings, connections: int | None = None) -> openai.AsyncOpenAI:
+    """An async client with a pool of ``connections`` (default: ``concurrency``) connections.
+    The SDK's own retries are off: the runner retries, and counts, each request itself."""
     for name in ("httpx", "httpx2", "httpcore", "httpcore2", "openai"):
         logging.getLogger(name).setLevel(logging.WARNING)  # no line per request in run logs
     http = openai.DefaultAsyncHttpxClient(
-        event_hooks={"request": [_count_request]}, limits=_limits(settings.concurrency)
+        transport=CappedTransport(settings.max_reply_bytes, settings.concurrency)
     )
     return openai.AsyncOpenAI(
         api_key=api_key(settings),
         base_url=settings.base_url or None,
-        max_retries=settings.max_retries,
+        max_retries=0,
         timeout=settings.timeout,
         http_client=http,
     )
 
 
-def _limits(concurrency: int) -> Any:
-    import httpx2
+def without_lone_surrogates(value: Any) -> Any:
+    """``value`` (parsed JSON) with every lone surrogate in its strings replaced by ``?``:
+    such a string cannot be sent back to the server (or written) as UTF-8."""
 
-    return httpx2.Limits(
-        max_connections=max(concurrency, 1) + 4, max_keepalive_connections=max(concurrency, 1) + 4
-    )
+    def clean(text: str) -> str:
+        try:
+            text.encode("utf-8")
+            return text
+        except UnicodeEncodeError:
+            return text.encode("utf-8", "replace").decode("utf-8")
+
+    if isinstance(value, str):
+        return clean(value)
+    root: list[Any] = [value]
+    stack: list[Any] = [root]
+    while stack:  # iterative: the reply may be nested as deep as the parser allowed
+        node = stack.pop()
+        keys = list(node) if isinstance(node, dict) else range(len(node))
+        for key in keys:
+            item = node[key]
+            if isinstance(item, str):
+                node[key] = clean(item)
+            elif isinstance(item, dict | list):
+                stack.append(item)
+        if isinstance(node, dict):
+            for key in [k for k in node if isinstance(k, str) and clean(k) != k]:
+                node[clean(key)] = node.pop(key)
+    return root[0]
 
 
 def _is_context_error(error: openai.APIStatusError) -> bool:
@@ -159,42 +277,28 @@ def _is_context_error(error: openai.APIStatusError) -> bool:
     return error.status_code in (400, 413, 422) and any(m in text for m in CONTEXT_MARKERS)
 
 
-def _assistant_message(message: Any, turn: int) -> dict[str, Any]:
-    """The reply as it goes back into the conversation (and the transcript), with any
-    reasoning the server returns (``reasoning_content`` or ``reasoning``) kept. A tool call
-    the server sent without an id gets one, so that its result can answer it."""
-    out: dict[str, Any] = {"role": "assistant", "content": getattr(message, "content", None) or ""}
-    calls = getattr(message, "tool_calls", None) or []
-    if calls:
-        out["tool_calls"] = [
-            {
-                "id": getattr(c, "id", None) or f"call_{turn}_{k}",
-                "type": "function",
-                "function": {
-                    "name": getattr(getattr(c, "function", None), "name", None),
-                    "arguments": getattr(getattr(c, "function", None), "arguments", None),
-                },
-            }
-            for k, c in enumerate(calls)
-        ]
-    extra = getattr(message, "model_extra", None) or {}
-    for key in ("reasoning_content", "reasoning"):
-        value = extra.get(key, getattr(message, key, None))
-        if value:
-            out[key] = value
-    return out
+def _retry_after(error: Exception) -> float | None:
+    response = getattr(error, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 <= seconds <= MAX_RETRY_AFTER_S else None
 
 
-def _execute(episode: Episode, call: ToolCall) -> dict[str, Any]:
-    if call.arguments is None:
-        return {
-            "status": "error",
-            "message": f"malformed tool call: {call.problem}; send the arguments as one JSON object",
-            "data": None,
-        }
-    if not call.name:
-        return {"status": "error", "message": "the tool call names no tool", "data": None}
-    return episode.call(call.name, call.arguments)
+def _short(error: BaseException) -> str:
+    cause = error.__cause__ if isinstance(error, openai.APIConnectionError) and error.__cause__ else error
+    text = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
+    return f"{type(cause).__name__}: {text}"[:300] if text else type(cause).__name__
+
+
+class _Failure(Exception):
+    """A request that failed: ``retry`` when another attempt may succeed."""
+
+    def __init__(self, message: str, retry: bool, end: str = "api_error", wait: float | None = None):
+        super().__init__(message)
+        self.message, self.retry, self.end, self.wait = message, retry, end, wait
 
 
 class LLMAgent:
@@ -206,119 +310,131 @@ class LLMAgent:
         self, settings: LLMSettings, templates: PromptTemplates, client: openai.AsyncOpenAI | None = None
     ) -> None:
         self.settings, self.templates = settings, templates
-        self.client = client or make_client(settings)
+        # Several clients, each with a small connection pool: a pool scans (and probes) its
+        # idle connections on every request, so one pool of N connections costs O(N) CPU per
+        # request. An episode keeps its client, so its connection is reused turn after turn.
+        self.clients = (
+            [client]
+            if client is not None
+            else [make_client(settings, POOL) for _ in range(max(1, -(-settings.concurrency // POOL)))]
+        )
+        self.client = self.clients[0]
+        self._next = 0
+        self.activity = Activity()
+        self._jitter = random.Random()
+        self._request = settings.request()
 
     async def play(self, episode: Episode) -> Outcome:
-        """Play one episode to its end; never raises for what a server or a model does."""
-        outcome = Outcome(messages=render(self.templates, episode))
-        counter = [0]
-        _requests.set(counter)
-        try:
-            await self._loop(episode, outcome)
-        finally:
-            outcome.api_requests = counter[0]
-        return outcome
-
-    async def _loop(self, episode: Episode, outcome: Outcome) -> None:
+        """Play one episode to its end. Never raises for what a server or a model does, except
+        :class:`AuthenticationStop` (the key is refused: no episode can succeed)."""
+        loop = AgentLoop(episode, self.settings.loop(), render(self.templates, episode))
         tools = openai_schemas(episode.task.domain)
-        request = self.settings.request()
-        for _ in range(self.settings.max_steps):
-            if episode.finished:
-                outcome.end_reason = "done" if not episode.truncated else "max_steps"
-                return
-            reply = await self._ask(outcome, tools, request)
-            if reply is None:
-                return
-            outcome.turns += 1
-            if not self._act(episode, outcome, reply):
-                return
-        outcome.end_reason = "done" if episode.finished and not episode.truncated else "max_steps"
-
-    async def _ask(self, outcome: Outcome, tools: list[dict], request: dict[str, Any]) -> Any:
-        start = time.perf_counter()
-        # The conversation and the tools go in ``extra_body``: the SDK then sends them as they
-        # are instead of walking them through its TypedDict transform, which costs several
-        # milliseconds of CPU per turn on long episodes (the same JSON reaches the server).
-        body = {**request.get("extra_body", {}), "messages": outcome.messages, "tools": tools}
+        client = self.clients[self._next % len(self.clients)]
+        self._next += 1
+        limit = self.settings.episode_timeout
+        deadline = time.monotonic() + limit if limit else None
+        self.activity.episodes += 1
         try:
-            response = await self.client.chat.completions.create(
-                messages=[], **{**request, "extra_body": body}
-            )  # type: ignore[call-overload]
+            while not loop.over:
+                reply = await self._ask(client, loop, tools, deadline)
+                if reply is None:
+                    break
+                loop.take(reply)
+                self.activity.turns += 1
+        finally:
+            self.activity.episodes -= 1
+        return loop.outcome
+
+    async def _ask(
+        self, client: openai.AsyncOpenAI, loop: AgentLoop, tools: list[dict], deadline: float | None
+    ) -> Reply | None:
+        """One model reply, with retries; None when the episode ended on a failure instead."""
+        outcome = loop.outcome
+        attempt = 0
+        while True:
+            try:
+                return await self._attempt(client, outcome.messages, tools, deadline)
+            except _Failure as failure:
+                out_of_time = deadline is not None and time.monotonic() >= deadline
+                if not failure.retry or attempt >= self.settings.max_retries or out_of_time:
+                    loop.end(failure.end, failure.message)
+                    return None
+                wait = failure.wait if failure.wait is not None else min(8.0, 0.5 * 2**attempt)
+                wait *= 1 - 0.25 * self._jitter.random() if failure.wait is None else 1
+                if deadline is not None:
+                    wait = min(wait, max(0.0, deadline - time.monotonic()))
+                await asyncio.sleep(wait)
+                attempt += 1
+                outcome.api_retries += 1
+                self.activity.retries += 1
+
+    async def _attempt(
+        self, client: openai.AsyncOpenAI, messages: list[dict], tools: list[dict], deadline: float | None
+    ) -> Reply:
+        """One request, bounded as a whole by ``timeout`` (and the episode's deadline)."""
+        budget = self.settings.timeout
+        if deadline is not None:
+            budget = min(budget, deadline - time.monotonic())
+            if budget <= 0:
+                raise _Failure(f"the episode's deadline of {self.settings.episode_timeout:g} s passed", False)
+        # Everything but the model goes in ``extra_body``: the SDK then sends it as it is
+        # instead of walking it through its TypedDict transform, which costs CPU on every turn
+        # (several milliseconds on long conversations); the same JSON reaches the server.
+        body = {**self._request, "messages": messages, "tools": tools}
+        start = time.perf_counter()
+        self.activity.requests += 1
+        try:
+            raw = await asyncio.wait_for(
+                client.chat.completions.with_raw_response.create(  # type: ignore[call-overload]
+                    model=self.settings.model, messages=[], extra_body=body
+                ),
+                budget,
+            )
+            data = raw.http_response.content
+        except TimeoutError:
+            late = deadline is not None and time.monotonic() >= deadline - 1e-3
+            what = f"the episode's deadline of {self.settings.episode_timeout:g} s" if late else None
+            raise _Failure(
+                f"{what or f'the request timeout of {self.settings.timeout:g} s'} passed before the "
+                "server finished its reply",
+                True,
+            ) from None
         except openai.APIStatusError as error:
-            outcome.end_reason = "context_length" if _is_context_error(error) else "api_error"
-            outcome.error = f"{error.status_code}: {error.message}"
-            return None
-        except (openai.APIConnectionError, openai.APIError) as error:  # time-outs included
-            outcome.end_reason, outcome.error = "api_error", f"{type(error).__name__}: {error}"
-            return None
-        outcome.latencies_ms.append((time.perf_counter() - start) * 1000.0)
-        usage = getattr(response, "usage", None)
-        if usage is not None:
-            outcome.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
-            outcome.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
-            details = getattr(usage, "completion_tokens_details", None)
-            outcome.reasoning_tokens += int(getattr(details, "reasoning_tokens", 0) or 0)
-        return response
+            raise self._status_failure(error) from None
+        except openai.APIConnectionError as error:  # time-outs and lost connections included
+            too_large = isinstance(error.__cause__, ReplyTooLarge)
+            raise _Failure(_short(error), not too_large) from None
+        except openai.OpenAIError as error:
+            raise _Failure(_short(error), False) from None
+        except Exception as error:  # anything else on the way (a body the SDK cannot encode, ...)
+            raise _Failure(f"the request failed: {_short(error)}", False) from None
+        finally:
+            self.activity.requests -= 1
+        latency = (time.perf_counter() - start) * 1000.0
+        try:
+            parsed = json.loads(data)
+        except (ValueError, RecursionError):
+            raise _Failure(f"the server's reply is not JSON (starts {data[:60]!r})", False) from None
+        if b"\\ud" in data or b"\\uD" in data:  # an escaped surrogate: a lone one has no UTF-8
+            parsed = without_lone_surrogates(parsed)
+        reply = parse_reply(parsed, latency)
+        if isinstance(reply, str):
+            raise _Failure(f"the server's reply cannot be used: {reply}", False)
+        self.activity.last_reply = time.monotonic()
+        return reply
 
-    def _act(self, episode: Episode, outcome: Outcome, response: Any) -> bool:
-        """Execute the reply; False when the episode ends here."""
-        choices = getattr(response, "choices", None) or []
-        message = choices[0].message if choices else None
-        finish = getattr(choices[0], "finish_reason", None) if choices else None
-        assistant = _assistant_message(message, outcome.turns)
-        outcome.messages.append(assistant)
-        calls = structured_calls(assistant.get("tool_calls"))
-        if not calls:
-            calls = text_calls(assistant["content"])
-            outcome.text_tool_calls += len(calls)
-        if not calls:
-            return self._remind(outcome, finish)
-        outcome.unanswered = 0
-        for call in calls:
-            outcome.malformed_tool_calls += (
-                call.arguments is None or not call.name or call.name not in episode.tools
+    def _status_failure(self, error: openai.APIStatusError) -> _Failure:
+        status = error.status_code
+        message = f"{status}: {str(error.message)[:300]}"
+        if status in (401, 403):
+            raise AuthenticationStop(
+                f"the server at {self.settings.base_url or 'api.openai.com'} refused the API key "
+                f"({message}); set {self.settings.api_key_env} (or agent.api_key_env=NAME) to a valid key"
             )
-            result = _execute(episode, call)
-            outcome.messages.append(_tool_message(call, result))
-            if episode.finished:
-                break
-        if episode.finished:
-            outcome.end_reason = "done" if not episode.truncated else "max_steps"
-            return False
-        return True
-
-    def _remind(self, outcome: Outcome, finish: str | None) -> bool:
-        if finish == "length":
-            outcome.length_cuts += 1
-            text = (
-                "Your reply was cut off at the token limit and no tool call was run. Reply "
-                "with shorter reasoning and complete tool calls."
-            )
-        else:
-            text = (
-                "No tool call was found in your reply. Continue by calling tools; call "
-                "done() when every hidden cell is filled."
-            )
-        outcome.reminders += 1
-        outcome.unanswered += 1
-        if outcome.unanswered > self.settings.max_reminders:
-            outcome.end_reason = "no_tool_call"
-            return False
-        outcome.messages.append({"role": "user", "content": text})
-        return True
-
-
-def _tool_message(call: ToolCall, result: dict[str, Any]) -> dict[str, Any]:
-    """The environment's answer: a ``tool`` message for a structured call, a user message
-    (Hermes ``<tool_response>``) for a call written in the text."""
-    if call.call_id is not None:
-        return {
-            "role": "tool",
-            "tool_call_id": call.call_id,
-            "content": json.dumps(result, ensure_ascii=False, default=str),
-        }
-    text = json.dumps({"name": call.name, "result": result}, ensure_ascii=False, default=str)
-    return {"role": "user", "content": f"<tool_response>\n{text}\n</tool_response>"}
+        if _is_context_error(error):
+            return _Failure(message, False, end="context_length")
+        retry = status in RETRY_STATUSES or status >= 500
+        return _Failure(message, retry, wait=_retry_after(error))
 
 
 async def play_many(agent: LLMAgent, jobs: list[Any], start: Any, finish: Any) -> None:

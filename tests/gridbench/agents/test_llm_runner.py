@@ -36,7 +36,7 @@ def server(release):
     started.stop()
 
 
-def run(release: Path, url: str, out: Path, *extra: str, monkeypatch=None) -> pl.DataFrame:
+def run(release: Path, url: str, out: Path, *extra: str, monkeypatch=None, code: int = 0) -> pl.DataFrame:
     if monkeypatch is not None:
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
     cfg = compose_config(
@@ -54,7 +54,7 @@ def run(release: Path, url: str, out: Path, *extra: str, monkeypatch=None) -> pl
         "evaluate",
         "apps",
     )
-    assert evaluate(cfg) == 0
+    assert evaluate(cfg) == code
     results = sorted((out / release.name).glob("*/results*.parquet"))
     return pl.concat([pl.read_parquet(p) for p in results], how="diagonal_relaxed")
 
@@ -88,6 +88,9 @@ def test_each_recoverable_fault_is_handled_counted_and_the_task_still_solved(
     column = COUNTER[kind]
     if column:
         assert (frame[column] >= 1).all(), (kind, frame[column].to_list())
+    if kind == "timeout":  # the abandoned request of every task was retried, and counted
+        retries = frame["api_retries"].sum()
+        assert retries >= 8 and loopback.requests == frame["turns"].sum() + retries
     if kind == "multi":
         assert (frame["turns"] < frame["steps"]).any()  # several calls in one reply
     if kind == "reasoning":
@@ -105,21 +108,74 @@ def test_a_fatal_model_behaviour_ends_the_episode_with_its_reason(
     assert set(frame["end_reason"]) == {end} and not frame["success"].any()
 
 
-def test_an_api_that_keeps_failing_is_not_scored_and_is_retried_on_resume(
+def test_an_api_that_keeps_failing_stops_the_run_and_is_retried_on_resume(
     release, server, tmp_path, monkeypatch
 ):
+    from pipeline.evaluation.episodes import RunStopped
+
     loopback, url = server
     loopback.script = Script(at={("*", 1): "http_500_always"})
-    first = run(release, url, tmp_path, monkeypatch=monkeypatch)
-    assert first.height == 0  # nothing scored: every episode hit the permanent 500
-    errors = next((tmp_path / release.name).glob("*/api_errors.jsonl")).read_text().splitlines()
+    with pytest.raises(RunStopped, match="all 8 episodes of the first batch ended in api_error"):
+        run(release, url, tmp_path, monkeypatch=monkeypatch)
+    folder = next((tmp_path / release.name).iterdir())
+    errors = (folder / "api_errors.jsonl").read_text().splitlines()
     assert len(errors) == 8 and all(json.loads(e)["end_reason"] == "api_error" for e in errors)
-    store = RunStore(next((tmp_path / release.name).glob("*/api_errors.jsonl")).parent)
+    assert all("500" in json.loads(e)["api_error"] for e in errors)
+    empty = pl.read_parquet(folder / "results.parquet")  # written, with every column, no row
+    assert empty.height == 0 and {"success", "episode_id", "api_retries", "turns"} <= set(empty.columns)
+    store = RunStore(folder)
     assert len(store.unanswered()) == 8
     loopback.script = Script()
     second = run(release, url, tmp_path, monkeypatch=monkeypatch)
     assert second.height == 8 and second["success"].all()
     assert store.unanswered() == set()  # answered since: no longer reported as api errors
+
+
+def test_a_run_with_some_api_errors_exits_3_and_says_how_many(release, server, tmp_path, monkeypatch, capsys):
+    loopback, url = server
+    first = sorted(loopback.policy.plans)[0]
+    loopback.script = Script(at={(first, 1): "http_500_always"})
+    frame = run(release, url, tmp_path, "failure_rates=[0.0,0.1]", monkeypatch=monkeypatch, code=3)
+    assert frame.height == 14 and frame["success"].all()
+    err = capsys.readouterr().err
+    assert "error: 2 of 16 episodes ended in api_error" in err and "make show" in err
+    from pipeline.show import main as show_main
+
+    folder = next((tmp_path / release.name).iterdir())
+    assert show_main([f"run={folder}", f"task={first}", "failure_rate=0.1"]) == 0
+    shown = capsys.readouterr().out
+    assert "end api_error" in shown and "api error (not scored" in shown and "500" in shown
+    assert "[assistant]" in shown or "[call " in shown  # the transcript up to the failure
+    loopback.script = Script()  # the rerun finishes it: show prints the finished episode now
+    run(release, url, tmp_path, "failure_rates=[0.0,0.1]", monkeypatch=monkeypatch)
+    assert show_main([f"run={folder}", f"task={first}", "failure_rate=0.1"]) == 0
+    shown = capsys.readouterr().out
+    assert "end done" in shown and "api error" not in shown
+
+
+def test_a_refused_key_stops_the_run_at_once_with_one_line(release, server, tmp_path, monkeypatch):
+    from pipeline.evaluation.episodes import RunStopped
+
+    loopback, url = server
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
+    cfg = compose_config(
+        [
+            f"release={release}",
+            "agent=llm",
+            "agent.model=m",
+            f"agent.base_url={url}",
+            f"output_root={tmp_path}",
+        ],
+        "evaluate",
+        "apps",
+    )
+    start = time.monotonic()
+    with pytest.raises(RunStopped, match="refused the API key .*401.*OPENAI_API_KEY") as caught:
+        evaluate(cfg)
+    assert time.monotonic() - start < 20 and "\n" not in str(caught.value)
+    assert loopback.requests <= 8  # no retry of a 401
+    folder = next((tmp_path / release.name).iterdir())
+    assert pl.read_parquet(folder / "results.parquet").height == 0
 
 
 @pytest.mark.slow  # each fault is also checked alone, quick
@@ -227,3 +283,22 @@ def test_reminders_end_the_episode_only_when_they_come_in_a_row(release, server,
     loopback.script = Script(at={("*", 1): "no_tool", ("*", 2): "empty"})
     in_a_row = run(release, url, tmp_path / "row", "agent.max_reminders=1", monkeypatch=monkeypatch)
     assert set(in_a_row["end_reason"]) == {"no_tool_call"}
+    # the reply that ends the episode is no reminder: one was sent, the server saw one
+    assert (in_a_row["reminders"] == 1).all() and (in_a_row["turns"] == 3).all()
+
+
+def test_another_server_is_another_run_never_a_silent_reuse(release, server, tmp_path, monkeypatch):
+    from gridbench.errors import UserError
+
+    loopback, url = server
+    first = run(release, url, tmp_path, "domains=[toy]", monkeypatch=monkeypatch)
+    other = LoopbackServer(ScriptedPolicy(release), Script(), api_key=KEY)
+    other_url = other.start()
+    try:
+        with pytest.raises(UserError, match="config.base_url: .* -> "):
+            run(release, other_url, tmp_path, "domains=[toy]", monkeypatch=monkeypatch)
+        second = run(release, other_url, tmp_path, "domains=[toy]", "run_name=other", monkeypatch=monkeypatch)
+    finally:
+        other.stop()
+    assert other.requests > 0  # the other server was asked: its results are not the first one's
+    assert set(first["episode_id"]).isdisjoint(set(second.filter(pl.col("run") == "other")["episode_id"]))

@@ -57,11 +57,49 @@ def test_evaluate_is_resumable_and_report_is_written(release, tmp_path, capsys):
     )
     assert report(cfg) == 0
     summary = (tmp_path / "report" / "summary.md").read_text()
-    assert "search success (unlimited budgets): 1.000" in summary
+    assert "- search success: 1.000 over 8 episodes" in summary
     assert "| search | 8 | 1.000 | [0.676, 1.000] |" in summary  # Wilson interval of 8/8
+    assert "all runs" not in summary  # runs of different agents and task sets are never pooled
     assert len(list((tmp_path / "report").glob("heatmap_*.png"))) == 2
     assert len(list((tmp_path / "report").glob("domains_p*.png"))) == 2
     assert len(list((tmp_path / "report").glob("success_vs_B_p*.png"))) == 2
+
+
+def test_report_groups_by_run_and_works_on_empty_partial_and_stale_runs(release, tmp_path, capsys):
+    import json
+    import os
+
+    from pipeline.evaluation.report import make_report
+    from pipeline.evaluation.runs import RunStore
+
+    runs = tmp_path / "runs"
+    one = _evaluate(release, runs, "greedy_local", "domains=[toy]", "workers=1")
+    _evaluate(release, runs, "greedy_local", "domains=[course]", "run_name=greedy-again", "workers=1")
+    two = runs / release.name / "greedy-again"
+    empty = runs / release.name / "nothing-yet"
+    RunStore(empty).write_results()  # a run whose episodes all failed: every column, no row
+    # a run killed before it rewrote its results: its episodes.jsonl is newer
+    rows = (one / "episodes.jsonl").read_text().splitlines()
+    (one / "episodes.jsonl").write_text("\n".join(rows[:-2]) + "\n")
+    RunStore(one).write_results()
+    (one / "episodes.jsonl").write_text("\n".join(rows) + "\n")
+    stamp = (one / "results.parquet").stat().st_mtime
+    os.utime(one / "episodes.jsonl", (stamp + 5, stamp + 5))
+    failed = dict(json.loads(rows[0]), end_reason="api_error", api_error="503: overloaded")
+    failed["episode_id"] = "0" * 16
+    (two / "api_errors.jsonl").write_text(json.dumps(failed) + "\n")
+    assert make_report([runs / release.name], tmp_path / "report") == 0
+    summary = (tmp_path / "report" / "summary.md").read_text()
+    assert "| greedy_local | 4 |" in summary and "| greedy-again | 4 |" in summary  # two runs, not one
+    assert "Runs without a scored episode: nothing-yet" in summary
+    assert "retries them): greedy-again @ small-v1.0.0: 1" in summary
+    assert len(list((tmp_path / "report").glob("heatmap_*.png"))) == 2
+    assert pl.read_parquet(one / "results.parquet").height == 8  # rewritten from episodes.jsonl
+    only_empty = tmp_path / "only-empty"
+    RunStore(only_empty / "r").write_results()
+    assert make_report([only_empty], tmp_path / "report-empty") == 0
+    text = (tmp_path / "report-empty" / "summary.md").read_text()
+    assert "No scored episode yet" in text and "Do the axes work?" not in text
 
 
 def test_wilson_interval_matches_the_textbook_values():
@@ -96,6 +134,43 @@ def test_a_custom_agent_runs_without_editing_the_source(release, tmp_path, targe
     rows = pl.read_parquet(tmp_path / release.name / label / "results.parquet")
     assert rows.height == 8 and (rows["end_reason"] == "done").all()
     assert (rows["calls_done"] == 1).all()
+
+
+def test_results_are_current_after_ctrl_c(release, tmp_path, capsys):
+    from pipeline.evaluate import evaluate
+    from tests.custom_agents import InterruptThird
+
+    InterruptThird.played = 0
+    cfg = compose_config(
+        [
+            f"release={release}",
+            "agent._target_=tests.custom_agents.InterruptThird",
+            f"output_root={tmp_path}",
+            "agent.concurrency=1",
+        ],
+        "evaluate",
+        "apps",
+    )
+    assert evaluate(cfg) == 130
+    assert "interrupted: 2 episodes" in capsys.readouterr().out
+    rows = pl.read_parquet(tmp_path / release.name / "InterruptThird" / "results.parquet")
+    assert rows.height == 2 and "episode_id" in rows.columns
+
+
+def test_a_run_folder_refuses_a_command_of_another_configuration(release, tmp_path):
+    from gridbench.errors import UserError
+
+    toy = ("domains=[toy]", "workers=1")
+    _evaluate(release, tmp_path, "greedy_local", *toy)
+    with pytest.raises(
+        UserError, match=r"holds a run with another configuration \(env.max_steps: 1000000 -> 50\)"
+    ):
+        _evaluate(release, tmp_path, "greedy_local", *toy, "env.max_steps=50")
+    _evaluate(release, tmp_path, "greedy_local", *toy, "env.max_steps=50", "run_name=short")
+    assert (tmp_path / release.name / "short" / "run.json").is_file()
+    (tmp_path / release.name / "short" / "run.json").unlink()  # a folder written before run.json existed
+    with pytest.raises(UserError, match="episodes of an older gridbench"):
+        _evaluate(release, tmp_path, "greedy_local", *toy, "env.max_steps=50", "run_name=short")
 
 
 def test_unknown_agents_and_empty_filters_are_clear_errors(release, tmp_path):
@@ -136,3 +211,13 @@ def test_swapped_answers_and_a_corrupt_results_file_are_clear_errors(release, tm
     (run / "results.parquet").write_bytes(b"PAR1 this is not a parquet file")
     with pytest.raises(UserError, match="results.parquet cannot be read"):
         make_report([tmp_path / "broken"], tmp_path / "report")
+
+
+def test_the_audit_says_what_it_is_doing(release, tmp_path, capsys):
+    from pipeline.audit import run_audit
+
+    cfg = compose_config([f"release={release}", "splits=0", f"output={tmp_path}"], "audit", "apps")
+    assert run_audit(cfg) == 0
+    out = capsys.readouterr().out
+    assert "audit small-v1.0.0: reading the decoy cells" in out and "audit small-v1.0.0: policies on" in out
+    assert "audit small-v1.0.0: 2/2 stages" in out and (tmp_path / "audit.md").is_file()

@@ -28,14 +28,17 @@ def _run(release: Path, *overrides: str) -> int:
     return run_hub(cfg)
 
 
-def test_the_dry_run_lists_every_file_of_the_release(release, capsys):
+def test_the_dry_run_is_short_and_verbose_lists_every_file_of_the_release(release, capsys):
     import json
 
     assert _run(release, "repo_id=me/grid", "dry_run=true") == 0
+    short = capsys.readouterr().out.splitlines()
+    assert len(short) < 15 and any(line.startswith("  tasks/  8 files") for line in short), short
+    assert _run(release, "repo_id=me/grid", "dry_run=true", "verbose=true") == 0
     listed = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith("  ")]
     manifest = json.loads((release / "manifest.json").read_text())
     assert listed == sorted(manifest["files"]) + ["manifest.json"]
-    assert _run(release, "repo_id=me/grid", "dry_run=true", "answers=false") == 0
+    assert _run(release, "repo_id=me/grid", "dry_run=true", "answers=false", "verbose=true") == 0
     held = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith("  ")]
     assert held and not any(n.startswith("answers/") or n == "data/answers.parquet" for n in held)
     assert set(listed) - set(held) == {n for n in listed if n.startswith("answers/")} | {
