@@ -12,7 +12,7 @@ from typing import Any
 from gridbench.errors import UserError
 from pipeline.evaluation.runs import RunStore
 from pipeline.storage.read import shown
-from pipeline.storage.safe import BIDI, ReleaseError, read_gzip_json
+from pipeline.storage.safe import BIDI, ReleaseError, read_gzip_json, regular_file
 
 WIDTH = 100
 
@@ -25,7 +25,13 @@ def _rows(run: Path) -> list[dict[str, Any]]:
     ``api_error`` and were not finished since (rows that cannot be read are skipped)."""
     finished: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
-    shards = {_shard(p.name) for p in [*run.glob("episodes*.jsonl"), *run.glob("api_errors*.jsonl")]}
+    files = [*run.glob("episodes*.jsonl"), *run.glob("api_errors*.jsonl")]
+    for path in files:  # a FIFO, a device or a link is refused before it is opened
+        try:
+            regular_file(run, path.name)
+        except ReleaseError as error:
+            raise UserError(f"{shown(run)}/{error}") from None
+    shards = {_shard(p.name) for p in files}
     for shard in sorted(shards, key=lambda s: s or (-1, 0)):
         store = RunStore(run, shard)
         finished += store.finished().values()

@@ -343,7 +343,8 @@ def schema_of(kind: Record, derived: bool = True) -> pa.Schema:
 def read_task_rows(data: bytes, relative: str, domain: str) -> list[dict[str, Any]]:
     """The rows of a task table, checked against its declared schema; a table made before
     the ``prompt`` column existed is read too (its rows have no prompt)."""
-    from pipeline.storage.safe import ReleaseError, read_table_rows
+    from pipeline.storage.parquet import read_table_rows
+    from pipeline.storage.safe import ReleaseError
 
     kind = task_type(domain)
     try:

@@ -137,9 +137,14 @@ def test_show_refuses_a_gzip_bomb_under_a_memory_limit(tmp_path):
     run = tmp_path / "runs" / "r" / "search"
     (run / "transcripts").mkdir(parents=True)
     episode = "0123456789abcdef"
-    (run / "episodes.jsonl").write_text(
-        json.dumps({"episode_id": episode, "task_id": "toy-1", "failure_rate": 0.0, "trial": 0}) + "\n"
-    )
+    row = {"episode_id": episode, "task_id": "toy-1", "failure_rate": 0.0, "trial": 0}
+    import polars as pl
+
+    from pipeline.evaluation.runs import REQUIRED, RESULT_SCHEMA
+
+    plain = {pl.Int64: 0, pl.Float64: 0.0, pl.Boolean: False}
+    row.update({name: plain.get(RESULT_SCHEMA[name], "x") for name in REQUIRED if name not in row})
+    (run / "episodes.jsonl").write_text(json.dumps(row) + "\n")
     gzip_bomb(run / "transcripts" / f"{episode}.json.gz", megabytes=512)  # 512 MiB of text
     done = run_limited("pipeline.show", [f"run={run}", "task=toy-1"], limit_mb=1024)
     assert done.returncode == 2, done.stderr[-2000:]
