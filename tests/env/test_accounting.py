@@ -11,54 +11,9 @@ import pytest
 from env import UNLIMITED, EnvSettings, Episode
 from gridbench.errors import UserError
 from solvers.checker import check_global
-from solvers.task import GlobalRule, Slot, SlotRule, Task
+from tests.tiny import ITEMS
+from tests.tiny import OPEN_TASK as TASK
 
-
-def _item(item_id: str, cost: int, weight: int, color: str, shape: str = "ring") -> dict:
-    return {
-        "id": item_id,
-        "name": f"Bead {item_id}",
-        "cost": cost,
-        "weight": weight,
-        "color": color,
-        "shape": shape,
-    }
-
-
-ITEMS = {
-    i["id"]: i
-    for i in (
-        _item("V00", 2, 3, "red"),
-        _item("V02", 1, 1, "blue"),
-        _item("V10", 4, 2, "green"),
-        _item("V11", 3, 5, "red", "star"),
-        _item("A", 3, 4, "red"),  # (0, 1): cost 3 is the boundary of the queries below
-        _item("B", 5, 1, "blue", "star"),
-        _item("C", 3, 9, "green", "circle"),
-        _item("D", 1, 2, "red", "square"),
-        _item("E", 7, 6, "blue"),  # (1, 2)
-        _item("F", 2, 2, "green", "star"),
-        _item("G", 0, 8, "red", "circle"),
-    )
-}
-TASK = Task(
-    "toy-accounting",
-    "toy",
-    2,
-    3,
-    2,
-    (("V00", None, "V02"), ("V10", "V11", None)),
-    ITEMS,
-    (
-        Slot(0, 1, ("A", "B", "C", "D"), (SlotRule("cost", "<=", 4),)),
-        Slot(1, 2, ("E", "F", "G"), (SlotRule("weight", ">=", 2), SlotRule("cost", "<=", 9))),
-    ),
-    (
-        GlobalRule("total_cost_max", "sum_max", "cost", 14),
-        GlobalRule("total_weight_min", "sum_min", "weight", 20),
-        GlobalRule("blue_max", "count_max", "color", 1, equals="blue"),
-    ),
-)
 QUERY = "query_toy_candidate_from_attribute"
 CHECK = "check_toy_global_constraints"
 CELL = {"row": 0, "col": 1}
