@@ -1,0 +1,74 @@
+"""Hand-built tasks that random drawing finds only by luck, given to the property tests as
+explicit ``@example``s so that every run (and the CI profile) checks them."""
+
+from __future__ import annotations
+
+from solvers.task import GlobalRule, Slot, Task
+
+
+def _item(item_id: str, cost: int, color: str, shape: str = "ring", weight: int = 1) -> dict:
+    return {"id": item_id, "name": item_id, "cost": cost, "weight": weight, "color": color, "shape": shape}
+
+
+def _task(name: str, grid, items: list[dict], slots, rules) -> Task:
+    pool = {item["id"]: item for item in items}
+    return Task(name, "toy", len(grid), len(grid[0]), 0, grid, pool, tuple(slots), tuple(rules))
+
+
+# repeat_max per row: two visible reds in row 0 leave its hidden cell no red; row 1 has room.
+# A model that builds the value rows from the hidden options only, or from one row for all
+# rows, gets the rows wrong.
+ROW_REPEAT = _task(
+    "row-repeat",
+    (("v00", "v01", None), ("v10", None, "v12")),
+    [
+        _item("v00", 1, "red"),
+        _item("v01", 2, "red"),
+        _item("v10", 1, "green"),
+        _item("v12", 3, "blue"),
+        _item("h0r", 0, "red"),
+        _item("h0b", 4, "blue"),
+        _item("h1r", 2, "red"),
+        _item("h1g", 1, "green"),
+    ],
+    [Slot(0, 2, ("h0r", "h0b"), ()), Slot(1, 1, ("h1r", "h1g"), ())],
+    [
+        GlobalRule("color_per_row", "repeat_max", "color", 2, scope="row"),
+        GlobalRule("cost", "sum_max", "cost", 12),
+    ],
+)
+
+# the visible cells of row 0 alone break repeat_max: no completion, and propagation empties
+# the row's hidden cell
+VISIBLE_BREAKS = _task(
+    "visible-breaks",
+    (("v00", "v01", None), (None, "v11", "v12")),
+    [
+        _item("v00", 1, "red"),
+        _item("v01", 2, "red"),
+        _item("v11", 1, "green"),
+        _item("v12", 3, "blue"),
+        _item("h0b", 4, "blue"),
+        _item("h0g", 0, "green"),
+        _item("h1r", 2, "red"),
+        _item("h1b", 1, "blue"),
+    ],
+    [Slot(0, 2, ("h0b", "h0g"), ()), Slot(1, 0, ("h1r", "h1b"), ())],
+    [GlobalRule("color_per_row", "repeat_max", "color", 1, scope="row")],
+)
+
+# the truth (a0, b0) is unique; the only completion one loosening admits is (a1, b1), which
+# needs total_cost loosened by 10 = cells x the largest cost: exactly the cap of the loosening
+# variable (a smaller cap finds no loosening at all)
+LOOSENING_CAP = _task(
+    "loosening-cap",
+    ((None, None),),
+    [
+        _item("a0", 0, "red", "ring"),
+        _item("a1", 5, "red", "star"),
+        _item("b0", 0, "red", "star"),
+        _item("b1", 5, "red", "ring"),
+    ],
+    [Slot(0, 0, ("a0", "a1"), ()), Slot(0, 1, ("b0", "b1"), ())],
+    [GlobalRule("total_cost", "sum_max", "cost", 0), GlobalRule("one_shape_each", "repeat_max", "shape", 1)],
+)
