@@ -104,3 +104,24 @@ def test_verify_fails_a_task_whose_proofs_time_out():
         )[2]
         == []
     ), "the hard construction itself verifies when the solvers have time"
+
+
+def test_an_imported_instance_whose_proofs_time_out_is_neither_unique_nor_certified():
+    from pipeline.generation.keys import TaskKey
+    from pipeline.import_agentce import certify_instance
+
+    key = TaskKey("toy", 1, 30, 30, 0, 2)
+    made, status = certify_instance((key, BARE_TASK, BARE, CPSAT, "highs", 100))
+    assert status["unique"] is False and status["certified"] is False
+    assert status["failures"] == ["uniqueness not proved (UNKNOWN)"] and status["crosscheck_ok"] is None
+    assert made.answer.certificate is not None and not made.answer.certificate.ok
+
+
+def test_generation_re_draws_on_a_time_out_and_never_certifies_from_one():
+    """Repair's uniqueness solve, the final certificate and the measures all stop at once
+    with a tiny limit: every draw is discarded and the key fails with a clear error."""
+    from pipeline import GenerationSettings, TaskKey, generate_task
+    from pipeline.generation.keys import GenerationError
+
+    with pytest.raises(GenerationError, match="SolverTimeout"):
+        generate_task(TaskKey("toy", 3, 3, 4, 6, 5, seed=2), GenerationSettings(time_limit_s=1e-9, max_attempts=2))
