@@ -98,12 +98,15 @@ def run_group(name: str, group: dict[str, list[str]], jobs: int, resume: bool) -
     """Run mutmut over one group; its modules' results and the wall time."""
     workspace = OUT / "work" / name
     prepare(workspace, group, resume)
-    mutmut = Path(sys.executable).parent / "mutmut"
     env = {**os.environ, "CI": "true", "HYPOTHESIS_PROFILE": "mutation", "PYTHONHASHSEED": "0"}
     start = time.perf_counter()
     with (OUT / f"{name}.log").open("w") as log:
         done = subprocess.run(
-            [str(mutmut), "run", "--max-children", str(jobs)], cwd=workspace, env=env, stdout=log, stderr=log
+            [sys.executable, str(HERE / "run_mutmut.py"), "run", "--max-children", str(jobs)],
+            cwd=workspace,
+            env=env,
+            stdout=log,
+            stderr=log,
         )
     seconds = time.perf_counter() - start
     if done.returncode != 0:
@@ -124,7 +127,7 @@ def collect(workspace: Path, module: str) -> dict[str, Any]:
     alive = []
     for key, status in sorted(statuses.items(), key=lambda kv: _order(kv[0])):
         if status not in KILLED:
-            before, after = mutant_diff(workspace, key)
+            before, after = mutant_diff(workspace, module, key)
             alive.append(
                 {
                     "mutant": key,
@@ -151,11 +154,17 @@ def function_of(key: str) -> str:
     return stem.removeprefix("x_")
 
 
-def mutant_diff(workspace: Path, key: str) -> tuple[str, str]:
-    """The lines a mutant removes and adds (each joined, stripped), from ``mutmut show``."""
-    mutmut = Path(sys.executable).parent / "mutmut"
-    shown = subprocess.run([str(mutmut), "show", key], cwd=workspace, capture_output=True, text=True).stdout
-    lines = [line for line in shown.splitlines() if line[:3] not in ("---", "+++")]
+def mutant_diff(workspace: Path, module: str, key: str) -> tuple[str, str]:
+    """The lines a mutant removes and adds (each joined, stripped), as ``mutmut show`` has them."""
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+
+    here = Path.cwd()
+    os.chdir(workspace)
+    try:
+        shown = get_diff_for_mutant(key, path=module)
+    finally:
+        os.chdir(here)
+    lines = [line for line in shown.splitlines() if line[:3] not in ("---", "+++", "@@ ")]
     removed = " ".join(line[1:].strip() for line in lines if line.startswith("-"))
     added = " ".join(line[1:].strip() for line in lines if line.startswith("+"))
     return removed, added
