@@ -22,7 +22,8 @@ def operator_string(node: Any) -> Iterator[Any]:
 
 
 mutators.mutation_operators[:] = [
-    (kind, operator_string if operator is _ORIGINAL else operator) for kind, operator in mutators.mutation_operators
+    (kind, operator_string if operator is _ORIGINAL else operator)
+    for kind, operator in mutators.mutation_operators
 ]
 
 if __name__ == "__main__":

@@ -124,4 +124,6 @@ def test_generation_re_draws_on_a_time_out_and_never_certifies_from_one():
     from pipeline.generation.keys import GenerationError
 
     with pytest.raises(GenerationError, match="SolverTimeout"):
-        generate_task(TaskKey("toy", 3, 3, 4, 6, 5, seed=2), GenerationSettings(time_limit_s=1e-9, max_attempts=2))
+        generate_task(
+            TaskKey("toy", 3, 3, 4, 6, 5, seed=2), GenerationSettings(time_limit_s=1e-9, max_attempts=2)
+        )
