@@ -175,3 +175,20 @@ def test_any_text_gives_calls_and_never_raises(text):
     for call in text_calls(text) + text_calls("<tool_call>" + text):
         assert call.from_text and call.call_id is None and isinstance(call.name, str)
         assert (call.arguments is None) == bool(call.problem)
+
+
+def test_a_json_object_with_text_right_after_it_is_read():
+    """The object is cut out exactly, from its first brace to its last: prose straight after
+    it, or after an object that opens the reply, is not part of it."""
+    assert text_calls(json.dumps(DONE) + " I hope that helps.") == [_text("done", {})]
+    assert text_calls(f"Call: {json.dumps(SET)}.") == [_text("set_slot", SET["arguments"])]
+
+
+def test_a_fenced_multiline_list_of_calls_is_read_whole():
+    fenced = "Here:\n```json\n" + json.dumps([SET, DONE], indent=2) + "\n```\nDone."
+    assert text_calls(fenced) == [_text("set_slot", SET["arguments"]), _text("done", {})]
+
+
+def test_sdk_objects_without_an_id_or_arguments_attribute():
+    partial = SimpleNamespace(function=SimpleNamespace(name="done"))
+    assert structured_calls([partial]) == [ToolCall(None, "done", {})]
