@@ -242,3 +242,37 @@ def test_after_done_every_call_is_an_error():
     result = episode.call("get_slot_id", CELL)
     assert result["status"] == "error" and "done was called" in result["message"]
     assert episode.invalid == 1 and not episode.truncated and episode.calls["get_slot_id"] == 1
+
+
+def test_a_recorded_episode_traces_every_call_as_sent():
+    episode = Episode(TASK, record=True)
+    episode.call("get_slot_id", CELL)
+    episode.call("get_slot_id", '{"row": 0, "col": 1}')
+    episode.call(["not", "a", "name"], [1, 2])
+    episode.call("done", None)
+    episode.reject("free text", raw=b"\x00bytes")
+    assert episode.trace is not None and len(episode.trace) == 5
+    first, text, odd, done, rejected = episode.trace
+    assert first == {"tool": "get_slot_id", "arguments": CELL, "result": first["result"]}
+    assert first["result"]["data"] == {"row": 0, "col": 1, "id": None}
+    assert text["arguments"] == '{"row": 0, "col": 1}' and text["result"]["status"] == "ok"
+    assert odd["tool"] == "['not', 'a', 'name']" and odd["arguments"] == "[1, 2]"
+    assert odd["result"]["status"] == "error" and "unknown tool" in odd["result"]["message"]
+    assert done["arguments"] is None and done["result"]["status"] == "ok"
+    assert rejected == {
+        "tool": None,
+        "arguments": "b'\\x00bytes'",
+        "result": {"status": "error", "message": "free text", "data": None},
+    }
+    assert Episode(TASK).trace is None
+
+
+def test_attribute_kinds_come_from_the_items():
+    episode = Episode(TASK)
+    assert episode.attributes == {
+        "cost": "number",
+        "weight": "number",
+        "color": "category",
+        "shape": "category",
+    }
+    assert episode.visible == {"V00", "V02", "V10", "V11"}
