@@ -45,7 +45,7 @@ def load_groups(path: Path = HERE / "modules.toml") -> dict[str, dict[str, list[
     groups = tomllib.loads(path.read_text())
     for name, group in groups.items():
         for key in ("modules", "tests"):
-            missing = [p for p in group.get(key, []) if not (ROOT / p).exists()]
+            missing = [p for p in group.get(key, []) if not (ROOT / p.split("::")[0]).exists()]
             if not group.get(key) or missing:
                 raise SystemExit(f"{path.name}: [{name}].{key} is empty or names missing paths {missing}")
     return groups
