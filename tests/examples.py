@@ -3,7 +3,7 @@ explicit ``@example``s so that every run (and the CI profile) checks them."""
 
 from __future__ import annotations
 
-from solvers.task import GlobalRule, Slot, Task
+from solvers.task import GlobalRule, Slot, SlotRule, Task
 
 
 def _item(item_id: str, cost: int, color: str, shape: str = "ring", weight: int = 1) -> dict:
@@ -71,4 +71,35 @@ LOOSENING_CAP = _task(
     ],
     [Slot(0, 0, ("a0", "a1"), ()), Slot(0, 1, ("b0", "b1"), ())],
     [GlobalRule("total_cost", "sum_max", "cost", 0), GlobalRule("one_shape_each", "repeat_max", "shape", 1)],
+)
+
+# slot rules met exactly on their bounds (cost <= 3 by a 3, weight >= 2 by a 2) and categories
+# in / not in their lists: the MILP's own slot check must keep exactly the checker's options
+BOUNDARY = _task(
+    "boundary",
+    (("v", None, None),),
+    [
+        _item("v", 1, "red"),
+        _item("on_cost", 3, "red", weight=2),
+        _item("over_cost", 4, "red", weight=5),
+        _item("on_weight", 0, "blue", weight=2),
+        _item("under_weight", 0, "blue", weight=1),
+        _item("green", 1, "green", weight=3),
+        _item("red", 1, "red", weight=3),
+    ],
+    [
+        Slot(
+            0,
+            1,
+            ("on_cost", "over_cost", "on_weight", "under_weight"),
+            (SlotRule("cost", "<=", 3), SlotRule("weight", ">=", 2)),
+        ),
+        Slot(
+            0,
+            2,
+            ("green", "red", "on_weight"),
+            (SlotRule("color", "in", ("green", "blue")), SlotRule("color", "not_in", ("blue",))),
+        ),
+    ],
+    [GlobalRule("total_cost", "sum_max", "cost", 9)],
 )
