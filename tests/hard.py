@@ -74,3 +74,22 @@ def other_items(task: Task, answer: Answer) -> dict[Cell, list[str]]:
     """Per hidden cell, the items that are not its truth."""
     truth = answer.truth_choice()
     return {(s.row, s.col): [i for i in s.candidates if i != truth[(s.row, s.col)]] for s in task.slots}
+
+
+def twin_task(cells: int = 20, seed: int = 100) -> tuple[Task, dict[Cell, str]]:
+    """:func:`hard_task`'s construction with a second completion planted: cells 0 and 1 offer
+    the same two items' values crosswise, so swapping both keeps every sum. The truth is never
+    unique, so INFEASIBLE for "another completion" is always wrong."""
+    task, answer = hard_task(cells, seed)
+    items = {key: dict(value) for key, value in task.items.items()}
+    first, second = task.slots[0].candidates, task.slots[1].candidates
+    for attribute in ("cost", "weight"):
+        items[second[0]][attribute] = items[first[1]][attribute]
+        items[second[1]][attribute] = items[first[0]][attribute]
+    truth = {(0, 0): first[0], (0, 1): second[0]}
+    truth.update({cell: item for cell, item in answer.truth_choice().items() if cell[1] > 1})
+    rules = []
+    for rule in task.global_constraints:
+        total = sum(int(items[item][rule.attribute]) for item in truth.values())
+        rules.append(rule.with_bound(total))
+    return Task(task.task_id, "toy", 1, cells, 0, task.grid, items, task.slots, tuple(rules)), truth
