@@ -67,7 +67,10 @@ def test_a_decoy_in_a_completion_and_a_second_solution_are_named():
     )
     record = certify(OPEN_TASK, answer, SETTINGS)
     assert not record.ok and record.decoys_refuted == FEASIBLE and record.uniqueness == FEASIBLE
-    assert record.failures[0].startswith("a second solution exists: (0,1)=")
+    assert record.failures[0] in (
+        "a second solution exists: (0,1)=A, (1,2)=G",
+        "a second solution exists: (0,1)=C, (1,2)=G",
+    )
     assert "decoy A at (0, 1) is not refuted (FEASIBLE)" in record.failures
     assert "decoy C at (0, 1) is not refuted (FEASIBLE)" in record.failures
     assert len(record.failures) == 3
@@ -110,3 +113,38 @@ def test_sealing_runs_what_is_asked_and_carries_the_records():
     assert Sealed(
         dataclasses.replace(full.certificate, failures=("uniqueness not proved (UNKNOWN)",))
     ).unknown
+
+
+def test_every_filtered_item_is_checked_and_counted():
+    from solvers.task import SlotRule
+
+    slots = (
+        TASK.slots[0],
+        dataclasses.replace(TASK.slots[1], constraints=(SlotRule("color", "not_in", ("blue",)),)),
+    )
+    task = dataclasses.replace(TASK, slots=slots)
+    answer = _roles(c12=SlotRoles(1, 2, "G", ("F",), ("E",)))
+    record = certify(task, answer, SETTINGS)
+    assert record.ok and (record.filtered_checked, record.decoys_checked) == (2, 3)
+
+
+def test_sealing_times_each_stage_in_milliseconds():
+    import time
+
+    start = time.perf_counter()
+    sealed = seal(TASK, ANSWER, SETTINGS, node_limit=1000, milp="highs")
+    elapsed_ms = (time.perf_counter() - start) * 1000.0
+    assert all(0.05 < value < elapsed_ms for value in sealed.timings.values()), (sealed.timings, elapsed_ms)
+    assert sum(sealed.timings.values()) <= elapsed_ms
+
+
+def test_sealing_cross_checks_with_the_solver_and_settings_asked_for():
+    """The certificate may come from a model built with other settings; the cross-check runs
+    with the given ones (here too short for HiGHS to answer anything) and the given solver."""
+    generous = CpSatModel(TASK, SETTINGS, ANSWER.truth_choice())
+    tiny = SolverSettings(time_limit_s=1e-9)
+    sealed = seal(TASK, ANSWER, tiny, milp="highs", model=generous)
+    assert sealed.certificate.ok and sealed.crosscheck is not None
+    assert not sealed.crosscheck.ok and set(sealed.crosscheck.statuses.values()) == {"UNKNOWN"}
+    cbc = seal(TASK, ANSWER, SETTINGS, milp="cbc")
+    assert cbc.crosscheck is not None and cbc.crosscheck.ok and cbc.crosscheck.solver == "cbc"
