@@ -148,3 +148,22 @@ def test_sealing_cross_checks_with_the_solver_and_settings_asked_for():
     assert not sealed.crosscheck.ok and set(sealed.crosscheck.statuses.values()) == {"UNKNOWN"}
     cbc = seal(TASK, ANSWER, SETTINGS, milp="cbc")
     assert cbc.crosscheck is not None and cbc.crosscheck.ok and cbc.crosscheck.solver == "cbc"
+
+
+def test_sealing_passes_witnesses_to_the_distance_measure():
+    """A witness that breaks a rule by more than one unit settles nothing: the distance comes
+    from the solver, the same as without witnesses; one that breaks weight by exactly one
+    unit settles it at one unit."""
+    plain = seal(TASK, ANSWER, SETTINGS, node_limit=100)
+    far = seal(TASK, ANSWER, SETTINGS, node_limit=100, witnesses=[{(0, 1): "A", (1, 2): "G"}])
+    assert plain.measures is not None and far.measures == plain.measures
+    loose = dataclasses.replace(
+        TASK, global_constraints=(*TASK.global_constraints[:1], TASK.global_constraints[2])
+    )
+    tight = dataclasses.replace(
+        loose, global_constraints=(*loose.global_constraints, TASK.global_constraints[1].with_bound(24))
+    )
+    # (A, G) weighs 23 against a floor of 24: one unit; the truth (C, G) weighs 28
+    near = seal(tight, ANSWER, SETTINGS, node_limit=100, witnesses=[{(0, 1): "A", (1, 2): "G"}])
+    assert near.measures is not None and near.measures.distance_to_ambiguity.units == 1
+    assert near.measures.distance_to_ambiguity.rule == "total_weight_min"
