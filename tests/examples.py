@@ -103,3 +103,12 @@ BOUNDARY = _task(
     ],
     [GlobalRule("total_cost", "sum_max", "cost", 9)],
 )
+
+# at least 2 items with cost >= 0 (every item counts): the cost-0 option counts as much as any
+THRESHOLD_ZERO = _task(
+    "threshold-zero",
+    (("v", None),),
+    [_item("v", 3, "red"), _item("zero", 0, "red"), _item("two", 2, "blue")],
+    [Slot(0, 1, ("zero", "two"), ())],
+    [GlobalRule("counted", "count_min_threshold", "cost", 2, at_least=0)],
+)

@@ -11,7 +11,7 @@ from pipeline import GenerationSettings, TaskKey, generate_task
 from solvers.checker import locally_valid_candidates, rule_groups, rule_measure
 from solvers.propagation import decoy_resistance, propagate
 from tests.brute import completions
-from tests.examples import LOOSENING_CAP, ROW_REPEAT, VISIBLE_BREAKS
+from tests.examples import LOOSENING_CAP, ROW_REPEAT, THRESHOLD_ZERO, VISIBLE_BREAKS
 from tests.strategies import small_tasks
 
 
@@ -72,6 +72,7 @@ def brute_propagate(task):
 @example(ROW_REPEAT)
 @example(VISIBLE_BREAKS)
 @example(LOOSENING_CAP)
+@example(THRESHOLD_ZERO)
 @given(small_tasks())
 def test_propagation_matches_brute_force_supports(task):
     result = propagate(task)

@@ -12,13 +12,14 @@ from solvers.cpsat import CpSatModel
 from solvers.milp import MILP_SOLVERS, MilpModel, crosscheck
 from solvers.results import FEASIBLE, INFEASIBLE
 from tests.brute import all_choices, completions, distance
-from tests.examples import BOUNDARY, LOOSENING_CAP, ROW_REPEAT, VISIBLE_BREAKS
+from tests.examples import BOUNDARY, LOOSENING_CAP, ROW_REPEAT, THRESHOLD_ZERO, VISIBLE_BREAKS
 from tests.strategies import small_tasks
 
 
 @example(ROW_REPEAT)
 @example(VISIBLE_BREAKS)
 @example(BOUNDARY)
+@example(THRESHOLD_ZERO)
 @given(small_tasks())
 def test_cpsat_feasibility_matches_brute_force(task):
     found = completions(task)
@@ -55,6 +56,7 @@ def test_uniqueness_agrees_across_cpsat_milp_and_brute_force(solver, task):
 @example(task=ROW_REPEAT)
 @example(task=VISIBLE_BREAKS)
 @example(task=BOUNDARY)
+@example(task=THRESHOLD_ZERO)
 @pytest.mark.parametrize("solver", MILP_SOLVERS)
 @given(task=small_tasks())
 def test_item_feasibility_and_most_decoys_match_brute_force(solver, task):
