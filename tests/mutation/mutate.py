@@ -74,6 +74,12 @@ def mutmut_config(group: dict[str, list[str]]) -> str:
         "pytest_add_cli_args": ["-n", "0", "-p", "no:cacheprovider"],
         "pytest_add_cli_args_test_selection": group["tests"],
         "use_git_change_detection": False,
+        # mutmut stops a mutant after (its tests' call time + constant) x multiplier x 2 CPU
+        # seconds; call times leave out fixtures (a small release is built per test module),
+        # so the default constant of 1 s stopped mutants in their fixtures and counted them
+        # as killed. 30 s covers a fixture; a mutant that really loops costs two minutes.
+        "timeout_constant": 30.0,
+        "timeout_multiplier": 2.0,
     }
     lines = ["", "[tool.mutmut]"] + [f"{key} = {json.dumps(value)}" for key, value in values.items()]
     return "\n".join(lines) + "\n"
