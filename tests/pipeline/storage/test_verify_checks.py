@@ -196,3 +196,56 @@ def test_files_with_a_stale_digest_are_neither_decompressed_nor_proved(small, tm
     assert not any("unreadable" in f or "Parquet" in f or "rows" in f for f in report.file_failures)
     assert data["task_id"] not in report.tasks and data["task_id"] not in report.failures
     assert len(report.tasks) == 7 and not report.failures and not report.ok
+
+
+def test_files_are_checked_against_the_manifest(tmp_path):
+    from pipeline.storage.verify import VerifyReport, check_files
+    from pipeline.storage.write import sha256
+
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "a.json").write_bytes(b"a")
+    (tmp_path / "tasks" / "b.json").write_bytes(b"b")
+    (tmp_path / "stray.txt").write_bytes(b"s")
+    (tmp_path / "manifest.json").write_bytes(b"{}")
+    manifest = {
+        "files": {"tasks/a.json": sha256(b"a"), "tasks/b.json": sha256(b"x"), "tasks/gone.json": "0" * 64}
+    }
+    report = VerifyReport()
+    assert check_files(tmp_path, manifest, report) == {"tasks/a.json"}
+    assert report.file_failures == [
+        "tasks/b.json: digest mismatch (file changed)",
+        "tasks/gone.json: missing (listed in the manifest)",
+        "stray.txt: not listed in the manifest",
+    ]
+    assert not report.ok and report.tasks == {}
+
+
+def test_release_counts_folders_and_pairs(tmp_path):
+    from pipeline.storage.verify import VerifyReport, check_release
+
+    listed = [
+        "tasks/toy/a.json",
+        "answers/toy/a.json",
+        "tasks/toy/b.json",
+        "tasks/flat.json",
+        "answers/course/c.json",
+    ]
+    manifest = {"files": dict.fromkeys(listed, "0" * 64), "counts": {"tasks": 5, "per_domain": {"toy": 1}}}
+    report = VerifyReport()
+    assert check_release(tmp_path, manifest, report, sound=set()) == ["tasks/toy/a.json", "tasks/toy/b.json"]
+    assert report.file_failures == [
+        "manifest.json: counts.tasks=5 but 3 task files are listed",
+        "manifest.json: counts.per_domain={'toy': 1} but the task files give {'toy': 2}",
+        "tasks/flat.json: task files live at tasks/<domain>/<task_id>.json",
+        "tasks/toy/b.json: its answer file is not listed",
+        "answers/course/c.json: an answer without a task file",
+        "manifest.json: metadata.parquet is not listed",
+        "manifest.json: data/answers.parquet is not listed (rebuild the release to add data/ tables)",
+        "manifest.json: data/tasks/toy.parquet is not listed (rebuild the release to add data/ tables)",
+    ]
+    empty = VerifyReport()
+    assert check_release(tmp_path, {"files": {}, "counts": {"tasks": 0}}, empty) == []
+    assert "manifest.json: the release lists no task" in empty.file_failures
+    agreeing = VerifyReport()
+    check_release(tmp_path, {**manifest, "counts": {"tasks": 3, "per_domain": {"toy": 2}}}, agreeing, set())
+    assert not any(f.startswith("manifest.json: counts") for f in agreeing.file_failures)
