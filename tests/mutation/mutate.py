@@ -77,8 +77,9 @@ def mutmut_config(group: dict[str, list[str]]) -> str:
         # mutmut stops a mutant after (its tests' call time + constant) x multiplier x 2 CPU
         # seconds; call times leave out fixtures (a small release is built per test module),
         # so the default constant of 1 s stopped mutants in their fixtures and counted them
-        # as killed. 30 s covers a fixture; a mutant that really loops costs two minutes.
-        "timeout_constant": 30.0,
+        # as killed. 150 s covers a fixture and a survivor's whole test set on a busy machine;
+        # a mutant that really loops costs five minutes.
+        "timeout_constant": 150.0,
         "timeout_multiplier": 2.0,
     }
     lines = ["", "[tool.mutmut]"] + [f"{key} = {json.dumps(value)}" for key, value in values.items()]
