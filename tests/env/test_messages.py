@@ -152,8 +152,8 @@ def test_what_the_end_of_an_episode_says():
     assert limited.finished and limited.truncated and (limited.steps, limited.invalid) == (2, 1)
     assert limited.call("get_slot_id", CELL)["message"] == "the episode is over (the step limit was reached)"
     assert limited.invalid == 2
-    early = Episode(TASK, EnvSettings(max_steps=2))
-    assert early.reject("free text")["message"] == "free text" and not early.finished
+    early = Episode(TASK, EnvSettings(max_steps=1))
+    assert early.reject("free text")["message"] == "free text" and not early.finished  # step 1 of 1
 
 
 def test_an_internal_error_is_one_invalid_call_that_names_the_error():
