@@ -112,3 +112,18 @@ THRESHOLD_ZERO = _task(
     [Slot(0, 1, ("zero", "two"), ())],
     [GlobalRule("counted", "count_min_threshold", "cost", 2, at_least=0)],
 )
+
+# a lower bound is the one to loosen: every other completion falls 2 or more short of the
+# weight floor, so the least loosening is 2 units of total_weight (sum_min)
+LOWER_LOOSENING = _task(
+    "lower-loosening",
+    ((None, None),),
+    [
+        _item("a0", 0, "red", weight=5),
+        _item("a1", 0, "red", weight=3),
+        _item("b0", 0, "red", weight=5),
+        _item("b1", 0, "red", weight=3),
+    ],
+    [Slot(0, 0, ("a0", "a1"), ()), Slot(0, 1, ("b0", "b1"), ())],
+    [GlobalRule("total_weight", "sum_min", "weight", 10)],
+)

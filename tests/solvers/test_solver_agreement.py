@@ -12,7 +12,14 @@ from solvers.cpsat import CpSatModel
 from solvers.milp import MILP_SOLVERS, MilpModel, crosscheck
 from solvers.results import FEASIBLE, INFEASIBLE
 from tests.brute import all_choices, completions, distance
-from tests.examples import BOUNDARY, LOOSENING_CAP, ROW_REPEAT, THRESHOLD_ZERO, VISIBLE_BREAKS
+from tests.examples import (
+    BOUNDARY,
+    LOOSENING_CAP,
+    LOWER_LOOSENING,
+    ROW_REPEAT,
+    THRESHOLD_ZERO,
+    VISIBLE_BREAKS,
+)
 from tests.strategies import small_tasks
 
 
@@ -95,6 +102,7 @@ def test_one_solve_refutes_a_set_of_items_exactly_when_brute_force_does(task):
 
 @example(LOOSENING_CAP)
 @example(ROW_REPEAT)
+@example(LOWER_LOOSENING)
 @given(small_tasks())
 def test_distance_to_ambiguity_matches_brute_force(task):
     found = completions(task)
@@ -113,6 +121,7 @@ def test_distance_to_ambiguity_matches_brute_force(task):
 
 @example(LOOSENING_CAP)
 @example(ROW_REPEAT)
+@example(LOWER_LOOSENING)
 @given(small_tasks())
 def test_least_loosening_in_one_solve_matches_the_brute_force_minimum(task):
     from pipeline.generation.measures import distance_to_ambiguity
