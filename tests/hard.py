@@ -20,10 +20,16 @@ from solvers.task import Answer, GlobalRule, Slot, SlotRoles, Task
 Cell = tuple[int, int]
 
 
-def hard_task(cells: int = 30, seed: int = 0, decoy_cells: int | None = None) -> tuple[Task, Answer]:
+def hard_task(
+    cells: int = 30,
+    seed: int = 0,
+    decoy_cells: int | None = None,
+    attributes: tuple[str, ...] = ("cost", "weight"),
+) -> tuple[Task, Answer]:
     """The task file and its answer, valid for ``verify`` (toy domain, rendered instruction;
     the answer claims a certificate that holds). The other item of each of the first
-    ``decoy_cells`` cells (default: all) is a decoy; elsewhere it is in no role."""
+    ``decoy_cells`` cells (default: all) is a decoy; elsewhere it is in no role. With one of
+    ``attributes`` pinned, a loosened rule is easy to satisfy but its least loosening is not."""
     decoy_cells = cells if decoy_cells is None else decoy_cells
     rng = random.Random(seed)
     items: dict[str, dict] = {}
@@ -46,7 +52,7 @@ def hard_task(cells: int = 30, seed: int = 0, decoy_cells: int | None = None) ->
         truth.append(ids[pick])
         roles.append(SlotRoles(0, col, ids[pick], (ids[1 - pick],) if col < decoy_cells else (), ()))
     rules = []
-    for attribute in ("cost", "weight"):
+    for attribute in attributes:
         total = sum(items[i][attribute] for i in truth)
         rules.append(GlobalRule(f"total_{attribute}_max", "sum_max", attribute, total))
         rules.append(GlobalRule(f"total_{attribute}_min", "sum_min", attribute, total))

@@ -31,3 +31,27 @@ def test_a_lower_bound_loosens_by_exactly_what_the_best_other_completion_lacks()
     result = model.loosening_to_ambiguity("total_weight")
     assert result.status == FEASIBLE and result.objective == 2
     assert model.least_loosening_to_ambiguity().objective == 2
+
+
+def test_every_solve_reports_its_wall_time_in_milliseconds():
+    import time
+
+    model = CpSatModel(TASK, truth=ANSWER.truth_choice())
+    for question in (model.other_completion, lambda: model.solve([]), model.least_loosening_to_ambiguity):
+        start = time.perf_counter()
+        result = question()
+        elapsed_ms = (time.perf_counter() - start) * 1000.0
+        assert result.status in (FEASIBLE, INFEASIBLE)
+        assert 0.01 < result.wall_ms <= elapsed_ms, (result, elapsed_ms)
+
+
+def test_a_rule_kind_the_model_does_not_know_is_named():
+    import dataclasses
+
+    import pytest
+
+    from solvers.task import GlobalRule
+
+    task = dataclasses.replace(TASK, global_constraints=(GlobalRule("m", "median", "cost", 3),))
+    with pytest.raises(ValueError, match="unknown rule kind 'median'"):
+        CpSatModel(task)

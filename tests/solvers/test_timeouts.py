@@ -39,6 +39,25 @@ def test_cpsat_stopped_on_its_limit_answers_unknown_on_every_question():
         assert result.status == UNKNOWN and result.solution is None and result.objective is None
 
 
+def test_an_optimisation_cut_short_is_unknown_even_with_a_completion_in_hand():
+    """One attribute pinned: with its upper bound loosened any heavier completion will do
+    (found at once), but the least loosening is a subset-sum optimum. Stopped before the
+    optimum is proved, the answer is UNKNOWN with no objective, never that loosening."""
+    import time
+
+    task, answer = hard_task(30, decoy_cells=0, attributes=("cost",))
+    truth = answer.truth_choice()
+    model = CpSatModel(task, SolverSettings(time_limit_s=30.0, deterministic_limit=0.002), truth)
+    start = time.perf_counter()
+    result = model.loosening_to_ambiguity("total_cost_max")
+    elapsed_ms = (time.perf_counter() - start) * 1000.0
+    assert result.status == UNKNOWN and result.objective is None
+    assert result.solution is not None and result.solution != truth
+    assert 1.0 < result.wall_ms <= elapsed_ms
+    with pytest.raises(SolverTimeout):
+        distance_to_ambiguity(task, answer, SolverSettings(time_limit_s=30.0, deterministic_limit=0.01))
+
+
 def test_a_certificate_whose_uniqueness_solve_timed_out_is_not_ok():
     record = certify(BARE_TASK, BARE, CPSAT)
     assert record.truth_feasible == FEASIBLE and record.uniqueness == UNKNOWN
