@@ -71,3 +71,23 @@ def test_a_truth_that_is_not_an_option_is_infeasible_without_a_solve():
     result = model.truth_feasible({(0, 1): "B", (1, 2): "G"})  # B breaks cost <= 4
     assert (result.status, result.wall_ms, result.solution) == (INFEASIBLE, 0.0, None)
     assert model.truth_feasible(TRUTH).solution == TRUTH
+
+
+@pytest.mark.parametrize("solver", MILP_SOLVERS)
+def test_the_solvers_print_nothing(solver, capfd):
+    assert crosscheck(TASK, TRUTH, {(0, 1): ["A"]}, solver=solver).ok
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+
+
+def test_an_item_without_the_attribute_never_passes_a_slot_rule_on_it():
+    """As in the checker: a missing value meets no rule, not even ``not_in``."""
+    from solvers.checker import locally_valid_candidates
+    from solvers.task import SlotRule
+
+    items = {**TASK.items, "A": {k: v for k, v in TASK.items["A"].items() if k != "color"}}
+    for rule in (SlotRule("color", "not_in", ("blue",)), SlotRule("color", "in", ("red",))):
+        slots = (dataclasses.replace(TASK.slots[0], constraints=(rule,)), TASK.slots[1])
+        task = dataclasses.replace(TASK, items=items, slots=slots)
+        assert "A" not in MilpModel(task).options[(0, 1)]
+        assert MilpModel(task).options[(0, 1)] == locally_valid_candidates(task, task.slots[0])
