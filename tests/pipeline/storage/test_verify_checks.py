@@ -249,3 +249,71 @@ def test_release_counts_folders_and_pairs(tmp_path):
     agreeing = VerifyReport()
     check_release(tmp_path, {**manifest, "counts": {"tasks": 3, "per_domain": {"toy": 2}}}, agreeing, set())
     assert not any(f.startswith("manifest.json: counts") for f in agreeing.file_failures)
+
+
+def _resign(release: Path, *relatives: str) -> None:
+    import hashlib
+
+    manifest = json.loads((release / "manifest.json").read_text())
+    for relative in relatives:
+        manifest["files"][relative] = hashlib.sha256((release / relative).read_bytes()).hexdigest()
+    (release / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_repeated_table_row_and_lying_metadata_rows_are_named(small, tmp_path):
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    copy = copy_release(small, tmp_path / "copy")
+    answers = pq.read_table(copy / "data" / "answers.parquet")
+    pq.write_table(pa.concat_tables([answers, answers.slice(0, 1)]), copy / "data" / "answers.parquet")
+    meta = pl.read_parquet(copy / "metadata.parquet")
+    toy = meta.filter(pl.col("domain") == "toy")["task_id"].to_list()
+    meta = meta.with_columns(
+        pl.when(pl.col("task_id") == toy[0])
+        .then(pl.lit("0" * 64))
+        .otherwise(pl.col("task_sha256"))
+        .alias("task_sha256"),
+        pl.when(pl.col("task_id") == toy[1])
+        .then(pl.lit("course"))
+        .otherwise(pl.col("domain"))
+        .alias("domain"),
+    )
+    meta.write_parquet(copy / "metadata.parquet")
+    _resign(copy, "metadata.parquet", "data/answers.parquet")
+    report = verify_release(copy, SOLVER, None, workers=1)
+    repeated = answers.num_rows
+    assert (
+        f"data/answers.parquet: row {repeated} ({answers['task_id'][0]}) is not one of its files, or repeats"
+        in (report.file_failures)
+    )
+    assert f"metadata.parquet: the digests of {toy[0]} differ from its files" in report.file_failures
+    assert f"metadata.parquet: {toy[1]}: domain differ from its files" in report.file_failures
+    assert (
+        f"metadata.parquet: {toy[1]} is in domain 'course' but its file is under toy/" in report.file_failures
+    )
+    assert len(report.tasks) == 8 and not report.failures  # every task itself still proves
+
+
+def test_one_task_id_in_two_domains_is_named(small, tmp_path):
+    copy = copy_release(small, tmp_path / "copy")
+    toy = sorted((copy / "tasks" / "toy").glob("*.json"))[0]
+    course = sorted((copy / "tasks" / "course").glob("*.json"))[0]
+    twin = course.with_name(toy.name)
+    for kind in ("tasks", "answers"):
+        source = copy / kind / "course" / course.name
+        data = json.loads(source.read_text())
+        data["task_id"] = toy.stem
+        (copy / kind / "course" / twin.name).write_text(json.dumps(data))
+        source.unlink()
+    manifest = json.loads((copy / "manifest.json").read_text())
+    for kind in ("tasks", "answers"):
+        del manifest["files"][f"{kind}/course/{course.name}"]
+        manifest["files"][f"{kind}/course/{twin.name}"] = "0" * 64
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    _resign(copy, f"tasks/course/{twin.name}", f"answers/course/{twin.name}")
+    report = verify_release(copy, SOLVER, None, workers=1)
+    assert report.failures[toy.stem] == [
+        f"the task id appears twice ({report.tasks[toy.stem]} and again)"
+    ] or ("the task id appears twice" in " ".join(report.failures[toy.stem]))
