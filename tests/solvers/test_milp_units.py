@@ -33,6 +33,8 @@ def test_one_solve_proves_everything_when_the_decoys_are_every_other_option(solv
 def test_three_solves_when_a_decoy_list_is_incomplete():
     check = crosscheck(TASK, TRUTH, {(0, 1): ["A"], (1, 2): ["E", "F"]})
     assert check.ok and check.statuses == {"truth": FEASIBLE, "other": INFEASIBLE, "most_decoys": FEASIBLE}
+    assert (check.solver, check.solver_version) == ("highs", solver_version("highs"))
+    assert check.most_decoys_used == 0 and check.counterexample is None
     not_all = crosscheck(TASK, TRUTH, {(0, 1): ["A", "D"]})  # no decoys listed for (1, 2)
     assert not_all.ok and set(not_all.statuses) == {"truth", "other", "most_decoys"}
 
