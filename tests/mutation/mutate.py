@@ -260,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants tested at once")
     parser.add_argument("--resume", action="store_true", help="keep mutmut's results of an earlier run")
     parser.add_argument("--report", action="store_true", help="only write the report from results.json")
+    parser.add_argument(
+        "--collect", action="store_true", help="read the groups' results from their workspaces"
+    )
     parser.add_argument("--min-kill-rate", type=float, default=0.9)
     args = parser.parse_args(argv)
     groups = load_groups()
@@ -270,11 +273,20 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     stored = OUT / "results.json"
     results = json.loads(stored.read_text()) if stored.exists() else {}
-    if not args.report:
+    for name in args.groups if args.collect else []:  # from the workspace of an earlier run
+        workspace = OUT / "work" / name
+        modules = {module: collect(workspace, module) for module in groups[name]["modules"]}
+        results[name] = {**results.get(name, {"seconds": 0.0, "jobs": 0}), "tests": groups[name]["tests"]}
+        results[name]["modules"] = modules
+    if not args.report and not args.collect:
         for name in args.groups or list(groups):
             print(f"mutate: group {name}: {', '.join(groups[name]['modules'])}", flush=True)
-            results[name] = run_group(name, groups[name], args.jobs, args.resume)
+            done = run_group(name, groups[name], args.jobs, args.resume)
+            # re-read: another run (another group) may have written its results meanwhile
+            results = json.loads(stored.read_text()) if stored.exists() else {}
+            results[name] = done
             stored.write_text(json.dumps(results, indent=1, ensure_ascii=False))
+    stored.write_text(json.dumps(results, indent=1, ensure_ascii=False))
     results = {name: results[name] for name in groups if name in results}  # config order
     (OUT / "report.md").write_text(report(results, equivalents))
     table = classify(results, equivalents)
