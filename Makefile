@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow lint bench release train verify import audit eval show report hub clean
+.PHONY: help install test test-slow lint mutate bench release train verify import audit eval show report hub clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -32,6 +32,9 @@ lint: $(STAMP) ## ruff and mypy on the packages
 	$(PY) -m ruff check domains solvers pipeline env gridbench tests bench
 	$(PY) -m ruff format --check domains solvers pipeline env gridbench tests bench
 	$(PY) -m mypy domains solvers pipeline env gridbench
+
+mutate: $(STAMP) ## Mutation testing (mutmut) of the proving, verifying and scoring code: make mutate ARGS="solvers env"
+	$(PY) tests/mutation/mutate.py $(ARGS)
 
 bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_generate.py $(ARGS)

@@ -296,7 +296,7 @@ class Episode:
         if operator not in allowed:
             raise ArgumentError(
                 f"operator {echo(operator)} is not allowed on {kind} field "
-                f"{field!r}; allowed: {list(allowed)}"
+                f"{field!r}; allowed: {[str(op) for op in allowed]}"
             )
         if kind == "number":
             if isinstance(value, str) and value.strip().lstrip("-").isdigit():

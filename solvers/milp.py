@@ -225,7 +225,12 @@ def _solve_cbc(
     # No `threads` option: with "-threads 1" the bundled CBC starts a worker thread that
     # sometimes waits 10 s to start (seen: "Thread 0 ... waiting to start 10.0"), which
     # turned quick proofs into time-outs. Without it CBC runs single-threaded anyway.
-    problem.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=settings.time_limit_s))
+    # No preprocessing: when the time limit interrupts CBC 2.10.3's preprocessing it can say
+    # "Pre-processing says infeasible or unbounded" ("Integer infeasible") of a model that has
+    # solutions -- seen on tasks with a second completion under millisecond limits, about one
+    # solve in thirty: a uniqueness "proof" from a time-out. Without it a time-out is "Stopped
+    # on time" (UNKNOWN). (The same message on a feasible MILP is issue 7's.)
+    problem.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=settings.time_limit_s, options=["preprocess off"]))
     if problem.sol_status == pulp.LpSolutionInfeasible or problem.status == -1:
         return INFEASIBLE, [], 0.0
     if problem.sol_status == pulp.LpSolutionOptimal:

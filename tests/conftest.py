@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 settings.register_profile(
     "default",
@@ -14,7 +14,14 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True)
-settings.load_profile("ci" if os.environ.get("CI") else "default")
+# `make mutate` (tests/mutation/mutate.py): the CI profile's examples and verdicts, without
+# shrinking a failure (a mutant is killed by the first failing example; shrinking it only costs)
+settings.register_profile(
+    "mutation",
+    parent=settings.get_profile("ci"),
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "default"))
 
 
 @pytest.fixture(scope="session")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 
 from pipeline import GenerationSettings, TaskKey, generate_task
 from solvers.checker import locally_valid_candidates, rule_groups, rule_measure
 from solvers.propagation import decoy_resistance, propagate
 from tests.brute import completions
+from tests.examples import LOOSENING_CAP, ROW_REPEAT, THRESHOLD_ZERO, VISIBLE_BREAKS
 from tests.strategies import small_tasks
 
 
@@ -68,6 +69,10 @@ def brute_propagate(task):
             return first, {c: frozenset(v) for c, v in domains.items()}
 
 
+@example(ROW_REPEAT)
+@example(VISIBLE_BREAKS)
+@example(LOOSENING_CAP)
+@example(THRESHOLD_ZERO)
 @given(small_tasks())
 def test_propagation_matches_brute_force_supports(task):
     result = propagate(task)
@@ -76,6 +81,8 @@ def test_propagation_matches_brute_force_supports(task):
     assert result.fixpoint == fixpoint
 
 
+@example(ROW_REPEAT)
+@example(LOOSENING_CAP)
 @given(small_tasks())
 def test_propagation_never_removes_an_option_of_a_completion(task):
     """Soundness: every option used by some valid completion survives to the fixpoint."""

@@ -4,7 +4,7 @@ force on small random tasks."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import event, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from solvers.checker import is_valid_completion, locally_valid_candidates
@@ -12,9 +12,21 @@ from solvers.cpsat import CpSatModel
 from solvers.milp import MILP_SOLVERS, MilpModel, crosscheck
 from solvers.results import FEASIBLE, INFEASIBLE
 from tests.brute import all_choices, completions, distance
+from tests.examples import (
+    BOUNDARY,
+    LOOSENING_CAP,
+    LOWER_LOOSENING,
+    ROW_REPEAT,
+    THRESHOLD_ZERO,
+    VISIBLE_BREAKS,
+)
 from tests.strategies import small_tasks
 
 
+@example(ROW_REPEAT)
+@example(VISIBLE_BREAKS)
+@example(BOUNDARY)
+@example(THRESHOLD_ZERO)
 @given(small_tasks())
 def test_cpsat_feasibility_matches_brute_force(task):
     found = completions(task)
@@ -24,6 +36,9 @@ def test_cpsat_feasibility_matches_brute_force(task):
         assert is_valid_completion(task, result.solution)
 
 
+@example(task=ROW_REPEAT)
+@example(task=LOOSENING_CAP)
+@example(task=BOUNDARY)
 @pytest.mark.parametrize("solver", MILP_SOLVERS)
 @given(task=small_tasks())
 def test_uniqueness_agrees_across_cpsat_milp_and_brute_force(solver, task):
@@ -45,6 +60,10 @@ def test_uniqueness_agrees_across_cpsat_milp_and_brute_force(solver, task):
         assert cbc_other.solution != truth and is_valid_completion(task, cbc_other.solution)
 
 
+@example(task=ROW_REPEAT)
+@example(task=VISIBLE_BREAKS)
+@example(task=BOUNDARY)
+@example(task=THRESHOLD_ZERO)
 @pytest.mark.parametrize("solver", MILP_SOLVERS)
 @given(task=small_tasks())
 def test_item_feasibility_and_most_decoys_match_brute_force(solver, task):
@@ -67,6 +86,8 @@ def test_item_feasibility_and_most_decoys_match_brute_force(solver, task):
     assert most.status == FEASIBLE and most.objective == expected
 
 
+@example(ROW_REPEAT)
+@example(VISIBLE_BREAKS)
 @given(small_tasks())
 def test_one_solve_refutes_a_set_of_items_exactly_when_brute_force_does(task):
     """``some_feasible`` (the single decoy proof of the certificate) is INFEASIBLE exactly when
@@ -79,6 +100,9 @@ def test_one_solve_refutes_a_set_of_items_exactly_when_brute_force_does(task):
     assert model.solve([]).status == (FEASIBLE if found else INFEASIBLE)
 
 
+@example(LOOSENING_CAP)
+@example(ROW_REPEAT)
+@example(LOWER_LOOSENING)
 @given(small_tasks())
 def test_distance_to_ambiguity_matches_brute_force(task):
     found = completions(task)
@@ -95,6 +119,9 @@ def test_distance_to_ambiguity_matches_brute_force(task):
             assert result.status == FEASIBLE and result.objective == expected
 
 
+@example(LOOSENING_CAP)
+@example(ROW_REPEAT)
+@example(LOWER_LOOSENING)
 @given(small_tasks())
 def test_least_loosening_in_one_solve_matches_the_brute_force_minimum(task):
     from pipeline.generation.measures import distance_to_ambiguity
@@ -123,6 +150,8 @@ def test_least_loosening_in_one_solve_matches_the_brute_force_minimum(task):
     assert min(finite) == 0 or record.rule in named
 
 
+@example(ROW_REPEAT)
+@example(VISIBLE_BREAKS)
 @given(small_tasks())
 def test_brute_force_enumeration_is_complete(task):
     """The checker's own enumeration agrees with the test's independent product loop."""

@@ -1,0 +1,143 @@
+"""Tool definitions on their own: the JSON Schema of each kind of parameter, the coercion of
+what agents send, argument parsing, and clipping of echoed input."""
+
+from __future__ import annotations
+
+import pytest
+
+from env.tools import ECHO_LIMIT, ArgumentError, Param, Tool, clip, openai_schemas, tools_for
+
+
+def test_each_kind_of_parameter_has_its_schema():
+    assert Param("row", "integer", "d").schema() == {"type": "integer", "minimum": 0, "description": "d"}
+    assert Param("f", "string", "d", ("a", "b")).schema() == {
+        "type": "string",
+        "enum": ["a", "b"],
+        "description": "d",
+    }
+    assert Param("f", "string", "d").schema() == {"type": "string", "description": "d"}
+    assert Param("id", "id_or_null", "d").schema() == {"type": ["string", "null"], "description": "d"}
+    assert Param("ids", "id_list", "d").schema() == {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "d",
+    }
+    assert Param("v", "value", "d").schema() == {
+        "anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+        "description": "d",
+    }
+
+
+def test_a_tool_schema_lists_every_parameter_as_required_and_nothing_else():
+    tool = Tool("t", "does t", (Param("row", "integer", "r"), Param("id", "id_or_null", "i")))
+    assert tool.openai_schema() == {
+        "type": "function",
+        "function": {
+            "name": "t",
+            "description": "does t",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "row": Param("row", "integer", "r").schema(),
+                    "id": Param("id", "id_or_null", "i").schema(),
+                },
+                "required": ["row", "id"],
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+def test_the_toy_tools_list_the_domain_fields_and_operators():
+    tools = tools_for("toy")
+    query = tools["query_toy_candidate_from_attribute"].openai_schema()["function"]["parameters"][
+        "properties"
+    ]
+    assert query["field"]["enum"] == ["color", "cost", "shape", "weight"]
+    assert query["operator"]["enum"] == [">", ">=", "=", "<", "<=", "in", "not_in"]
+    assert (
+        "enum"
+        not in tools_for("nosuchdomain")["get_nosuchdomain_item_attributes"].openai_schema()["function"][
+            "parameters"
+        ]["properties"]["field"]
+    )
+    assert [s["function"]["name"] for s in openai_schemas("toy")] == list(tools)
+
+
+@pytest.mark.parametrize(
+    ("kind", "sent", "got"),
+    [
+        ("integer", 3, 3),
+        ("integer", 3.0, 3),
+        ("integer", " 12 ", 12),
+        ("integer", "-2", -2),
+        ("string", "  price ", "price"),
+        ("id_or_null", None, None),
+        ("id_or_null", "", None),
+        ("id_or_null", " NULL ", None),
+        ("id_or_null", "None", None),
+        ("id_or_null", " T1 ", "T1"),
+        ("id_list", ["a", " b "], ["a", "b"]),
+        ("id_list", "T1", ["T1"]),
+        ("id_list", '["a", "b"]', ["a", "b"]),
+        ("value", 4.0, 4),
+        ("value", 2.5, 2.5),
+        ("value", "red", "red"),
+        ("value", '["red", "blue"]', ["red", "blue"]),
+        ("value", "[not json", "[not json"),
+        ("value", ["x"], ["x"]),
+    ],
+)
+def test_what_agents_commonly_send_is_accepted(kind, sent, got):
+    assert Param("p", kind, "d").coerce(sent) == got
+
+
+@pytest.mark.parametrize(
+    ("kind", "sent", "words"),
+    [
+        ("integer", True, "'p' must be an integer, got a boolean"),
+        ("integer", 2.5, "'p' must be an integer, got 2.5"),
+        ("integer", "1.5", "'p' must be an integer"),
+        ("integer", None, "'p' must be an integer"),
+        ("string", "   ", "'p' must be a non-empty string"),
+        ("string", 5, "'p' must be a non-empty string"),
+        ("id_or_null", 5, "'p' must be an item id string or null"),
+        ("id_list", [], "'p' must be a non-empty list of item ids"),
+        ("id_list", ["a", 1], "'p' must be a non-empty list of item ids"),
+        ("id_list", '{"a": 1}', "'p' must be a non-empty list of item ids"),
+        ("value", True, "'p' must be a number, a string or a list of strings"),
+        ("value", None, "'p' must be a number"),
+        ("value", {"a": 1}, "'p' must be a number"),
+        ("value", '{"a": 1}', "'p' must be a number"),
+    ],
+)
+def test_what_cannot_be_read_is_an_argument_error_naming_the_parameter(kind, sent, words):
+    with pytest.raises(ArgumentError) as error:
+        Param("p", kind, "d").coerce(sent)
+    assert words in str(error.value)
+
+
+def test_parsing_the_arguments_of_a_call():
+    tool = Tool("t", "does t", (Param("row", "integer", "r"), Param("col", "integer", "c")))
+    assert tool.parse({"row": "1", "col": 2}) == {"row": 1, "col": 2}
+    assert tool.parse('{"row": 0, "col": 0}') == {"row": 0, "col": 0}
+    assert Tool("none", "takes nothing").parse(None) == {}
+    assert Tool("none", "takes nothing").parse("{}") == {}
+    for sent, words in (
+        ([1, 2], "arguments must be a JSON object, got list"),
+        ("[1, 2]", "arguments must be a JSON object, got list"),
+        ("row=1", "arguments must be a JSON object, got str"),
+        ({"row": 1, "col": 2, "x": 3, "a": 4}, "unknown argument(s) ['a', 'x']; t takes ['row', 'col']"),
+        ({"row": 1}, "missing argument(s) ['col']; t takes ['row', 'col']"),
+    ):
+        with pytest.raises(ArgumentError) as error:
+            tool.parse(sent)
+        assert words in str(error.value)
+    with pytest.raises(ArgumentError, match="takes none"):
+        Tool("none", "takes nothing").parse({"x": 1})
+
+
+def test_clip():
+    assert clip("x" * ECHO_LIMIT) == "x" * ECHO_LIMIT
+    assert clip("x" * (ECHO_LIMIT + 5)) == "x" * ECHO_LIMIT + "... (5 more characters)"
+    assert clip("abcdef", 3) == "abc... (3 more characters)"

@@ -1,0 +1,155 @@
+"""Scoring trusts nothing it is given: ``gridbench.score`` and the episode's score on a small
+hand-built task with a unique completion, against hostile grids placed where each check matters
+(a lying ``str`` only in the hidden cells, where the fixed-cell check cannot hide it)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import gridbench
+from env import EnvSettings, Episode, score
+from env.scoring import score_grid, solve_truth
+from solvers.task import GlobalRule
+from tests.tiny import ANSWER, TASK, TRUTH
+
+
+class Liar(str):
+    """Equal to everything: a grid of these must never score."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = str.__hash__
+
+
+def _with(cells: dict, grid=TRUTH) -> list[list]:
+    out = [list(row) for row in grid]
+    for (row, col), value in cells.items():
+        out[row][col] = value
+    return out
+
+
+def test_the_truth_scores_with_and_without_the_answer():
+    expected = {"success": True, "fraction_correct": 1.0, "wrong_cells": [], "fixed_cells_changed": []}
+    assert gridbench.score(TASK, TRUTH, ANSWER) == expected
+    assert gridbench.score(TASK.to_dict(), TRUTH, ANSWER.to_dict()) == expected
+    assert gridbench.score(TASK, TRUTH) == expected  # the truth found by solving
+    assert solve_truth(TASK) == {(0, 1): "C", (1, 2): "G"}
+
+
+@pytest.mark.parametrize("answer", [ANSWER, None])
+def test_a_lying_string_only_in_the_hidden_cells_never_scores(answer):
+    for cells, wrong in (
+        ({(0, 1): Liar("C"), (1, 2): Liar("x")}, [[0, 1], [1, 2]]),
+        ({(1, 2): Liar("G")}, [[1, 2]]),
+        ({(0, 1): Liar("anything")}, [[0, 1]]),
+    ):
+        scored = gridbench.score(TASK, _with(cells), answer)
+        assert scored["success"] is False and scored["wrong_cells"] == wrong
+        assert scored["fixed_cells_changed"] == []
+        assert scored["fraction_correct"] == (2 - len(wrong)) / 2
+
+
+def test_a_lying_or_changed_fixed_cell_is_not_a_success():
+    for value in (Liar("V02"), "A"):
+        scored = gridbench.score(TASK, _with({(0, 2): value}), ANSWER)
+        assert scored == {
+            "success": False,
+            "fraction_correct": 1.0,
+            "wrong_cells": [],
+            "fixed_cells_changed": [[0, 2]],
+        }
+
+
+def test_wrong_cells_and_fractions():
+    scored = gridbench.score(TASK, _with({(0, 1): "A"}), ANSWER)
+    assert scored["wrong_cells"] == [[0, 1]] and scored["fraction_correct"] == 0.5 and not scored["success"]
+    both = gridbench.score(TASK, _with({(0, 1): None, (1, 2): "F"}), ANSWER)
+    assert both["wrong_cells"] == [[0, 1], [1, 2]] and both["fraction_correct"] == 0.0
+    rows_as_tuples = [tuple(row) for row in TRUTH]
+    assert gridbench.score(TASK, rows_as_tuples, ANSWER)["success"] is True
+
+
+@pytest.mark.parametrize(
+    "grid",
+    [
+        [row[:2] for row in TRUTH],
+        TRUTH[:1],
+        [*TRUTH, TRUTH[0]],
+        ["V00CV02", "V10V11G"],
+        [b"abc", b"def"],
+        "V00CV02V10V11G",
+        None,
+        [None, None],
+    ],
+)
+def test_a_grid_of_the_wrong_shape_scores_zero(grid):
+    assert gridbench.score(TASK, grid, ANSWER) == {
+        "success": False,
+        "fraction_correct": 0.0,
+        "wrong_cells": [[0, 1], [1, 2]],
+        "fixed_cells_changed": [],
+    }
+
+
+def test_score_grid_on_its_own():
+    truth = {(0, 1): "C", (1, 2): "G"}
+    assert score_grid(TRUTH, truth) == {"success": True, "fraction_correct": 1.0, "wrong_cells": []}
+    assert score_grid([[None] * 3], truth)["wrong_cells"] == [[0, 1], [1, 2]]  # a missing row
+    assert score_grid({0: {1: "C"}}, truth)["wrong_cells"] == [[1, 2]]  # mappings are indexed too
+    assert score_grid(5, truth)["fraction_correct"] == 0.0
+    assert score_grid([], {}) == {"success": True, "fraction_correct": 1.0, "wrong_cells": []}
+
+
+def test_an_answer_of_another_task_or_no_task_is_a_user_error():
+    other = dataclasses.replace(ANSWER, task_id="toy-other")
+    with pytest.raises(gridbench.UserError, match="the answer is for task toy-other"):
+        gridbench.score(TASK, TRUTH, other)
+    for bad in (None, "x", 5, [TASK]):
+        with pytest.raises(gridbench.UserError, match="task must be"):
+            gridbench.score(bad, TRUTH, ANSWER)
+    with pytest.raises(gridbench.UserError, match="answer must be"):
+        gridbench.score(TASK, TRUTH, "x")
+
+
+def test_a_task_without_a_completion_cannot_be_scored_without_its_answer():
+    impossible = dataclasses.replace(TASK, global_constraints=(GlobalRule("w", "sum_min", "weight", 99),))
+    with pytest.raises(gridbench.UserError, match="no completion satisfies its rules"):
+        gridbench.score(impossible, TRUTH)
+
+
+def test_the_episode_score_counts_what_the_episode_spent():
+    episode = Episode(TASK, EnvSettings(failure_rate=0.0))
+    episode.call(
+        "query_toy_candidate_from_attribute",
+        {"row": 0, "col": 1, "field": "cost", "operator": "=", "value": 3},
+    )
+    episode.call("set_slot", {"row": 0, "col": 1, "id": "C"})
+    episode.call("set_slot", {"row": 1, "col": 2, "id": "F"})
+    episode.call("check_toy_global_constraints")
+    episode.call("set_slot", {"row": 9, "col": 9, "id": "C"})  # invalid
+    result = score(episode, ANSWER)
+    assert result == {
+        "success": False,
+        "fraction_correct": 0.5,
+        "steps": 5,
+        "invalid_calls": 1,
+        "failed_calls": 0,
+        "queries_used": 1,
+        "checks_used": 1,
+        "finished": False,
+        "decoy_cells": 2,
+        "decoy_cells_correct": 1,
+        "decoy_cells_chance": pytest.approx(1 / 3 + 1 / 3),
+        "calls": {"check_toy_global_constraints": 1, "query_toy_candidate_from_attribute": 1, "set_slot": 3},
+    }
+    episode.call("set_slot", {"row": 1, "col": 2, "id": "G"})
+    episode.call("done")
+    final = score(episode, ANSWER)
+    assert final["success"] and final["finished"] and final["decoy_cells_correct"] == 2
+    assert list(final["calls"]) == sorted(final["calls"])

@@ -1,0 +1,318 @@
+"""Verify's consistency checks, one at a time, on the tiny hand-built task (tests/tiny.py): each
+damage alone is named and stops the task before any proof; the untouched pair proves. Then the
+release-level rule that a file whose digest failed is neither decompressed nor proved."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.storage.verify import consistency, prove_data, task_shape, verify_release
+from solvers.results import SolverSettings
+from solvers.task import SlotRoles
+from tests.helpers_release import build_small, copy_release
+from tests.tiny import ANSWER, TASK, TRUTH
+
+REL = "tasks/toy/toy-tiny.json"
+SOLVER = SolverSettings(time_limit_s=30.0)
+
+
+def _roles(**changes):
+    roles = {(r.row, r.col): r for r in ANSWER.roles}
+    for key, role in changes.items():
+        roles[tuple(int(x) for x in key[1:].split("_"))] = role
+    return tuple(r for r in roles.values() if r is not None)
+
+
+def _truth(cells: dict):
+    grid = [list(row) for row in TRUTH]
+    for (row, col), value in cells.items():
+        grid[row][col] = value
+    return tuple(tuple(row) for row in grid)
+
+
+def test_the_tiny_pair_passes_every_check_and_proves():
+    assert consistency(TASK, ANSWER) == [] and task_shape(TASK, REL) == []
+    assert prove_data(TASK.to_dict(), _with_certificate(ANSWER), REL, SOLVER, "highs") == (
+        "toy-tiny",
+        "toy",
+        [],
+    )
+
+
+def _with_certificate(answer) -> dict:
+    """The answer file (the schema wants a certificate record; verify proves it again)."""
+    data = answer.to_dict()
+    data["certificate"] = {
+        "ok": True,
+        "solver": "ortools-cp-sat",
+        "solver_version": "x",
+        "solver_seed": 0,
+        "workers": 1,
+        "truth_feasible": "FEASIBLE",
+        "uniqueness": "INFEASIBLE",
+        "decoys_refuted": "INFEASIBLE",
+        "decoys_checked": 4,
+        "filtered_checked": 1,
+    }
+    return data
+
+
+ANSWER_DAMAGE = {
+    "a decoy too many": (dataclasses.replace(TASK, decoy_budget=3), ANSWER, "4 decoys but decoy_budget=3"),
+    "a decoy too few": (dataclasses.replace(TASK, decoy_budget=5), ANSWER, "4 decoys but decoy_budget=5"),
+    "a truth that changes a visible cell": (
+        TASK,
+        dataclasses.replace(ANSWER, truth=_truth({(1, 1): "V10"})),
+        "truth changes visible cell (1,1)",
+    ),
+    "a decoy called filtered": (
+        TASK,
+        dataclasses.replace(ANSWER, roles=_roles(c0_1=SlotRoles(0, 1, "C", ("A",), ("B", "D")))),
+        "3 decoys but decoy_budget=4",
+    ),
+    "a candidate in no role": (
+        TASK,
+        dataclasses.replace(ANSWER, roles=_roles(c0_1=SlotRoles(0, 1, "C", ("A", "D"), ()))),
+        "roles of (0,1) do not match its candidates",
+    ),
+    "a role naming an item the cell does not offer": (
+        TASK,
+        dataclasses.replace(ANSWER, roles=_roles(c1_2=SlotRoles(1, 2, "G", ("E", "A"), ("F",)))),
+        "roles of (1,2) do not match its candidates",
+    ),
+    "a role for a fixed cell": (
+        TASK,
+        dataclasses.replace(ANSWER, roles=(*ANSWER.roles, SlotRoles(0, 0, "V00", (), ()))),
+        "role for (0,0) which is not hidden",
+    ),
+    "a truth grid that disagrees with the roles": (
+        TASK,
+        dataclasses.replace(ANSWER, truth=_truth({(0, 1): "A"})),
+        "truth grid and roles disagree at (0,1)",
+    ),
+    "the answer of another task": (
+        TASK,
+        dataclasses.replace(ANSWER, task_id="toy-other"),
+        "answer is for task toy-other",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ANSWER_DAMAGE))
+def test_each_inconsistency_is_named_and_nothing_is_proved(case):
+    task, answer, message = ANSWER_DAMAGE[case]
+    problems = consistency(task, answer)
+    assert message in problems, problems
+    assert consistency(TASK, ANSWER) == []
+    task_id, domain, reasons = prove_data(task.to_dict(), _with_certificate(answer), REL, SOLVER, "highs")
+    assert (task_id, domain) == ("toy-tiny", "toy") and message in reasons
+    assert not any("UNKNOWN" in r or "disagrees" in r or "second solution" in r for r in reasons)
+
+
+def _slots(*candidates: tuple[str, ...]):
+    return tuple(dataclasses.replace(s, candidates=c) for s, c in zip(TASK.slots, candidates, strict=True))
+
+
+SHAPE_DAMAGE = {
+    "a slot with too few candidates": (
+        dataclasses.replace(TASK, candidates_per_slot=4),
+        REL,
+        "cell (1,2) has 3 candidates, not candidates_per_slot=4",
+    ),
+    "a slot with too many candidates": (
+        dataclasses.replace(TASK, candidates_per_slot=3),
+        REL,
+        "cell (0,1) has 4 candidates, not candidates_per_slot=3",
+    ),
+    "a candidate listed twice": (
+        dataclasses.replace(TASK, slots=_slots(("A", "B", "C", "D"), ("E", "F", "F"))),
+        REL,
+        "cell (1,2) lists a candidate twice",
+    ),
+    "a task in another domain's folder": (
+        TASK,
+        "tasks/course/toy-tiny.json",
+        "file tasks/course/toy-tiny.json holds task toy-tiny of domain toy",
+    ),
+    "a task under another id": (
+        TASK,
+        "tasks/toy/toy-other.json",
+        "file tasks/toy/toy-other.json holds task toy-tiny of domain toy",
+    ),
+    "an edited instruction": (
+        dataclasses.replace(TASK, instruction=TASK.instruction + " Call done at once."),
+        REL,
+        "the instruction is not what the task's rules render to (edited?)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SHAPE_DAMAGE))
+def test_each_shape_problem_is_named(case):
+    task, rel, message = SHAPE_DAMAGE[case]
+    assert message in task_shape(task, rel), task_shape(task, rel)
+    reasons = prove_data(task.to_dict(), _with_certificate(ANSWER), rel, SOLVER, None)[2]
+    assert message in reasons
+
+
+def test_a_candidates_per_slot_of_zero_checks_no_count():
+    assert task_shape(dataclasses.replace(TASK, candidates_per_slot=0), REL) == []
+    assert (
+        task_shape(dataclasses.replace(TASK, slots=_slots(("A", "B", "C", "D"), ("E", "F", "G"))), REL) == []
+    )
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> Path:
+    return build_small(tmp_path_factory.mktemp("stale"), "stale")
+
+
+def _garble(path: Path) -> None:
+    path.write_bytes(b"PAR1" + b"\x00garbage" * 64 + b"PAR1")
+
+
+def test_files_with_a_stale_digest_are_neither_decompressed_nor_proved(small, tmp_path):
+    """Files changed after signing: the digest failure is the one message for each; no table
+    or metadata file is decompressed, and a changed task file is never proved (a proof of a
+    file that no longer matches its digest would vouch for content nobody signed)."""
+    copy = copy_release(small, tmp_path / "copy")
+    task_file = sorted((copy / "tasks").rglob("*.json"))[0]
+    data = json.loads(task_file.read_text())
+    data["global_constraints"][0]["bound"] += 1000  # a changed, still well-formed task
+    task_file.write_text(json.dumps(data))
+    table = sorted((copy / "data" / "tasks").glob("*.parquet"))[0]
+    for damaged in (copy / "metadata.parquet", copy / "data" / "answers.parquet", table):
+        _garble(damaged)
+    report = verify_release(copy, SOLVER, None, workers=1)
+    stale = {
+        f"{p.relative_to(copy).as_posix()}: digest mismatch (file changed)"
+        for p in (task_file, copy / "metadata.parquet", copy / "data" / "answers.parquet", table)
+    }
+    assert stale <= set(report.file_failures), report.file_failures
+    assert not any("unreadable" in f or "Parquet" in f or "rows" in f for f in report.file_failures)
+    assert data["task_id"] not in report.tasks and data["task_id"] not in report.failures
+    assert len(report.tasks) == 7 and not report.failures and not report.ok
+
+
+def test_files_are_checked_against_the_manifest(tmp_path):
+    from pipeline.storage.verify import VerifyReport, check_files
+    from pipeline.storage.write import sha256
+
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "a.json").write_bytes(b"a")
+    (tmp_path / "tasks" / "b.json").write_bytes(b"b")
+    (tmp_path / "stray.txt").write_bytes(b"s")
+    (tmp_path / "manifest.json").write_bytes(b"{}")
+    manifest = {
+        "files": {"tasks/a.json": sha256(b"a"), "tasks/b.json": sha256(b"x"), "tasks/gone.json": "0" * 64}
+    }
+    report = VerifyReport()
+    assert check_files(tmp_path, manifest, report) == {"tasks/a.json"}
+    assert report.file_failures == [
+        "tasks/b.json: digest mismatch (file changed)",
+        "tasks/gone.json: missing (listed in the manifest)",
+        "stray.txt: not listed in the manifest",
+    ]
+    assert not report.ok and report.tasks == {}
+
+
+def test_release_counts_folders_and_pairs(tmp_path):
+    from pipeline.storage.verify import VerifyReport, check_release
+
+    listed = [
+        "tasks/toy/a.json",
+        "answers/toy/a.json",
+        "tasks/toy/b.json",
+        "tasks/flat.json",
+        "answers/course/c.json",
+    ]
+    manifest = {"files": dict.fromkeys(listed, "0" * 64), "counts": {"tasks": 5, "per_domain": {"toy": 1}}}
+    report = VerifyReport()
+    assert check_release(tmp_path, manifest, report, sound=set()) == ["tasks/toy/a.json", "tasks/toy/b.json"]
+    assert report.file_failures == [
+        "manifest.json: counts.tasks=5 but 3 task files are listed",
+        "manifest.json: counts.per_domain={'toy': 1} but the task files give {'toy': 2}",
+        "tasks/flat.json: task files live at tasks/<domain>/<task_id>.json",
+        "tasks/toy/b.json: its answer file is not listed",
+        "answers/course/c.json: an answer without a task file",
+        "manifest.json: metadata.parquet is not listed",
+        "manifest.json: data/answers.parquet is not listed (rebuild the release to add data/ tables)",
+        "manifest.json: data/tasks/toy.parquet is not listed (rebuild the release to add data/ tables)",
+    ]
+    empty = VerifyReport()
+    assert check_release(tmp_path, {"files": {}, "counts": {"tasks": 0}}, empty) == []
+    assert "manifest.json: the release lists no task" in empty.file_failures
+    agreeing = VerifyReport()
+    check_release(tmp_path, {**manifest, "counts": {"tasks": 3, "per_domain": {"toy": 2}}}, agreeing, set())
+    assert not any(f.startswith("manifest.json: counts") for f in agreeing.file_failures)
+
+
+def _resign(release: Path, *relatives: str) -> None:
+    import hashlib
+
+    manifest = json.loads((release / "manifest.json").read_text())
+    for relative in relatives:
+        manifest["files"][relative] = hashlib.sha256((release / relative).read_bytes()).hexdigest()
+    (release / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_repeated_table_row_and_lying_metadata_rows_are_named(small, tmp_path):
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    copy = copy_release(small, tmp_path / "copy")
+    answers = pq.read_table(copy / "data" / "answers.parquet")
+    pq.write_table(pa.concat_tables([answers, answers.slice(0, 1)]), copy / "data" / "answers.parquet")
+    meta = pl.read_parquet(copy / "metadata.parquet")
+    toy = meta.filter(pl.col("domain") == "toy")["task_id"].to_list()
+    meta = meta.with_columns(
+        pl.when(pl.col("task_id") == toy[0])
+        .then(pl.lit("0" * 64))
+        .otherwise(pl.col("task_sha256"))
+        .alias("task_sha256"),
+        pl.when(pl.col("task_id") == toy[1])
+        .then(pl.lit("course"))
+        .otherwise(pl.col("domain"))
+        .alias("domain"),
+    )
+    meta.write_parquet(copy / "metadata.parquet")
+    _resign(copy, "metadata.parquet", "data/answers.parquet")
+    report = verify_release(copy, SOLVER, None, workers=1)
+    repeated = answers.num_rows
+    assert (
+        f"data/answers.parquet: row {repeated} ({answers['task_id'][0]}) is not one of its files, or repeats"
+        in (report.file_failures)
+    )
+    assert f"metadata.parquet: the digests of {toy[0]} differ from its files" in report.file_failures
+    assert f"metadata.parquet: {toy[1]}: domain differ from its files" in report.file_failures
+    assert (
+        f"metadata.parquet: {toy[1]} is in domain 'course' but its file is under toy/" in report.file_failures
+    )
+    assert len(report.tasks) == 8 and not report.failures  # every task itself still proves
+
+
+def test_one_task_id_in_two_domains_is_named(small, tmp_path):
+    copy = copy_release(small, tmp_path / "copy")
+    toy = sorted((copy / "tasks" / "toy").glob("*.json"))[0]
+    course = sorted((copy / "tasks" / "course").glob("*.json"))[0]
+    twin = course.with_name(toy.name)
+    for kind in ("tasks", "answers"):
+        source = copy / kind / "course" / course.name
+        data = json.loads(source.read_text())
+        data["task_id"] = toy.stem
+        (copy / kind / "course" / twin.name).write_text(json.dumps(data))
+        source.unlink()
+    manifest = json.loads((copy / "manifest.json").read_text())
+    for kind in ("tasks", "answers"):
+        del manifest["files"][f"{kind}/course/{course.name}"]
+        manifest["files"][f"{kind}/course/{twin.name}"] = "0" * 64
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    _resign(copy, f"tasks/course/{twin.name}", f"answers/course/{twin.name}")
+    report = verify_release(copy, SOLVER, None, workers=1)
+    (reason,) = report.failures[toy.stem]  # one of the two is proved; the other is named
+    assert reason.startswith("the task id appears twice (") and reason.endswith(" and again)")

@@ -1,0 +1,95 @@
+"""The MILP cross-check's records on the tiny hand-built task (tests/tiny.py): which proof ran,
+what each field says, defaults, and the settings and solver it was given."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gridbench.errors import UserError
+from solvers.milp import MILP_SOLVERS, MilpModel, crosscheck, crosscheck_answer, solver_version
+from solvers.results import FEASIBLE, INFEASIBLE, UNKNOWN, SolverSettings
+from solvers.task import SlotRoles
+from tests.tiny import ANSWER, OPEN_TASK, TASK
+
+TRUTH = ANSWER.truth_choice()
+DECOYS = {(0, 1): ["A", "D"], (1, 2): ["E", "F"]}  # every locally valid option but the truth
+
+
+@pytest.mark.parametrize("solver", MILP_SOLVERS)
+def test_one_solve_proves_everything_when_the_decoys_are_every_other_option(solver):
+    check = crosscheck(TASK, TRUTH, DECOYS, solver=solver)
+    assert check.ok and check.truth_feasible and check.unique and check.decoys_infeasible
+    assert check.statuses == {"most_decoys": FEASIBLE} and check.most_decoys_used == 0
+    assert (check.solver, check.solver_version, check.counterexample) == (
+        solver,
+        solver_version(solver),
+        None,
+    )
+    assert "counterexample" not in check.to_dict()
+
+
+def test_three_solves_when_a_decoy_list_is_incomplete():
+    check = crosscheck(TASK, TRUTH, {(0, 1): ["A"], (1, 2): ["E", "F"]})
+    assert check.ok and check.statuses == {"truth": FEASIBLE, "other": INFEASIBLE, "most_decoys": FEASIBLE}
+    assert (check.solver, check.solver_version) == ("highs", solver_version("highs"))
+    assert check.most_decoys_used == 0 and check.counterexample is None
+    not_all = crosscheck(TASK, TRUTH, {(0, 1): ["A", "D"]})  # no decoys listed for (1, 2)
+    assert not_all.ok and set(not_all.statuses) == {"truth", "other", "most_decoys"}
+
+
+def test_the_defaults_are_highs_and_the_answer_files_decoys():
+    assert crosscheck(TASK, TRUTH, DECOYS).solver == "highs"
+    assert crosscheck_answer(TASK, ANSWER).solver == "highs"
+    assert crosscheck_answer(TASK, ANSWER).statuses == {"most_decoys": FEASIBLE}
+    assert crosscheck_answer(TASK, ANSWER, solver="cbc").solver == "cbc"
+    with pytest.raises(UserError, match="MILP solver 'glpk' is unknown"):
+        crosscheck(TASK, TRUTH, DECOYS, solver="glpk")
+
+
+def test_the_settings_given_are_the_ones_used():
+    tiny = SolverSettings(time_limit_s=1e-9)
+    check = crosscheck_answer(TASK, ANSWER, tiny)
+    assert not check.ok and set(check.statuses.values()) == {UNKNOWN}
+    assert not MilpModel(TASK, tiny).truth_feasible(TRUTH).status == FEASIBLE
+
+
+def test_a_second_completion_and_a_usable_decoy_are_reported():
+    answer = dataclasses.replace(
+        ANSWER,
+        truth=(("V00", "D", "V02"), ("V10", "V11", "G")),
+        roles=(SlotRoles(0, 1, "D", ("A", "C"), ("B",)), SlotRoles(1, 2, "G", ("E", "F"), ())),
+    )
+    check = crosscheck_answer(OPEN_TASK, answer)
+    assert not check.ok and check.truth_feasible and not check.unique and not check.decoys_infeasible
+    assert check.most_decoys_used == 1 and check.statuses["other"] == FEASIBLE
+    assert check.counterexample in ({"0,1": "A", "1,2": "G"}, {"0,1": "C", "1,2": "G"})
+    assert check.to_dict()["counterexample"] == check.counterexample
+
+
+def test_a_truth_that_is_not_an_option_is_infeasible_without_a_solve():
+    model = MilpModel(TASK)
+    result = model.truth_feasible({(0, 1): "B", (1, 2): "G"})  # B breaks cost <= 4
+    assert (result.status, result.wall_ms, result.solution) == (INFEASIBLE, 0.0, None)
+    assert model.truth_feasible(TRUTH).solution == TRUTH
+
+
+@pytest.mark.parametrize("solver", MILP_SOLVERS)
+def test_the_solvers_print_nothing(solver, capfd):
+    assert crosscheck(TASK, TRUTH, {(0, 1): ["A"]}, solver=solver).ok
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+
+
+def test_an_item_without_the_attribute_never_passes_a_slot_rule_on_it():
+    """As in the checker: a missing value meets no rule, not even ``not_in``."""
+    from solvers.checker import locally_valid_candidates
+    from solvers.task import SlotRule
+
+    items = {**TASK.items, "A": {k: v for k, v in TASK.items["A"].items() if k != "color"}}
+    for rule in (SlotRule("color", "not_in", ("blue",)), SlotRule("color", "in", ("red",))):
+        slots = (dataclasses.replace(TASK.slots[0], constraints=(rule,)), TASK.slots[1])
+        task = dataclasses.replace(TASK, items=items, slots=slots)
+        assert "A" not in MilpModel(task).options[(0, 1)]
+        assert MilpModel(task).options[(0, 1)] == locally_valid_candidates(task, task.slots[0])
