@@ -34,7 +34,8 @@ class EnvSettings:
         for name in ("query_budget", "check_budget"):
             value = getattr(self, name)
             if not (value in ("unlimited", "paper") or (_whole(value) and value >= 0)):
-                raise UserError(f"{name}={str(value)[:40]!r}: use 'unlimited', 'paper' or an integer >= 0")
+                shown = value if _whole(value) else repr(str(value)[:40])  # -1 as -1, "x" as 'x'
+                raise UserError(f"{name}={shown}: use 'unlimited', 'paper' or an integer >= 0")
         for name in ("failure_rate", "check_alpha"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):

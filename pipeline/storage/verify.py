@@ -95,7 +95,7 @@ def check_release(
     per_domain = Counter(name.split("/")[1] for name in tasks if name.count("/") == 2)
     if counts.get("per_domain") != dict(per_domain):
         failures.append(
-            f"manifest.json: counts.per_domain={counts['per_domain']} but the task files "
+            f"manifest.json: counts.per_domain={counts.get('per_domain')} but the task files "
             f"give {dict(sorted(per_domain.items()))}"
         )
     for name in tasks:

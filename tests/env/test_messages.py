@@ -192,8 +192,8 @@ def test_the_failure_draws_come_from_the_documented_seed():
         (EnvSettings(query_budget=-1), "query_budget=-1: use 'unlimited', 'paper' or an integer >= 0"),
         (EnvSettings(check_budget="x"), "check_budget='x': use 'unlimited', 'paper' or an integer >= 0"),
         (EnvSettings(failure_rate=1.0), "failure_rate=1.0 must be in [0, 1)"),
-        (EnvSettings(check_alpha=-1.0), "check_alpha=-1.0 and query_extra=0 must be >= 0"),
-        (EnvSettings(max_steps=0), "max_steps=0 must be >= 1"),
+        (EnvSettings(check_alpha=-1.0), "check_alpha=-1.0 must be in [0, 1e+06]"),
+        (EnvSettings(max_steps=0), "max_steps=0 must be a whole number >= 1"),
     ],
 )
 def test_what_a_bad_setting_says(settings, message):

@@ -77,7 +77,7 @@ def test_arguments_given_as_a_json_string_are_parsed():
     call = {"name": "set_slot", "arguments": json.dumps(SET["arguments"])}
     assert text_calls(json.dumps(call)) == [_text("set_slot", SET["arguments"])]
     (bad,) = text_calls(json.dumps({"name": "set_slot", "arguments": "{row: 1"}))
-    assert bad.arguments is None and "not valid JSON" in bad.problem
+    assert bad.arguments is None and "not a valid JSON object" in bad.problem
 
 
 def test_a_block_that_is_not_a_call_is_one_problem_the_model_can_fix():
@@ -145,7 +145,7 @@ def test_structured_calls_with_problems():
             {"id": "d"},
         ]
     )
-    assert bad_json.arguments is None and bad_json.problem.startswith("the arguments are not valid JSON")
+    assert bad_json.arguments is None and bad_json.problem.startswith("the arguments are not a valid JSON")
     assert not_object.problem == "the arguments must be a JSON object, got list"
     assert (nameless.name, nameless.problem, nameless.arguments) == (
         "",
@@ -158,7 +158,7 @@ def test_structured_calls_with_problems():
         "the tool call has no function name",
     )
     (both,) = structured_calls([{"id": "e", "function": {"name": None, "arguments": "{"}}])
-    assert both.name == "" and both.problem.startswith("the arguments are not valid JSON")
+    assert both.name == "" and both.problem.startswith("the arguments are not a valid JSON")
     assert not any(call.from_text for call in structured_calls([{"function": {"name": "done"}}]))
 
 
