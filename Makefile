@@ -29,9 +29,9 @@ test-slow: $(STAMP) ## Run the slow tests too
 	$(PY) -m pytest -m "slow or not slow"
 
 lint: $(STAMP) ## ruff and mypy on the packages
-	$(PY) -m ruff check domains solvers pipeline env gridbench tests bench
-	$(PY) -m ruff format --check domains solvers pipeline env gridbench tests bench
-	$(PY) -m mypy domains solvers pipeline env gridbench
+	$(PY) -m ruff check core domains solvers pipeline gridbench tests bench
+	$(PY) -m ruff format --check core domains solvers pipeline gridbench tests bench
+	$(PY) -m mypy core domains solvers pipeline gridbench
 
 mutate: $(STAMP) ## Mutation testing (mutmut) of the proving, verifying and scoring code: make mutate ARGS="solvers env"
 	$(PY) tests/mutation/mutate.py $(ARGS)

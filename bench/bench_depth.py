@@ -108,7 +108,7 @@ def run_preset(name: str, seeds: int, settings: GenerationSettings, workers: int
 def audit_lift(name: str, results: list) -> None:
     """The integrity audit of the preset's tasks: rule-free policies on seeds >= 1 and the
     transfer classifiers trained on seed 0's tasks, tested on the others; the worst lift."""
-    from pipeline.evaluation.integrity import RULE_READING_POLICIES, audit
+    from pipeline.integrity import RULE_READING_POLICIES, audit
 
     trained = [pair for key, _, _, pair in results if key.seed == 0]
     tested = [pair for key, _, _, pair in results if key.seed > 0]

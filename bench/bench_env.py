@@ -15,9 +15,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from env import EnvSettings, Episode  # noqa: E402
 from gridbench.agents import make_agent  # noqa: E402
-from pipeline import TaskKey, generate_task  # noqa: E402
+from gridbench.env import EnvSettings, Episode  # noqa: E402
+from pipeline.generation import TaskKey, generate_task  # noqa: E402
 
 HIDDEN = (1, 5, 7, 11, 15, 21)
 BUDGETS = (0, 2, 4, 8, 10, 15, 19, 21, 25)

@@ -28,7 +28,7 @@ def build(root: Path, domains: list[str], workers: int) -> int:
     overrides = [
         f"release.domains=[{','.join(domains)}]",
         f"release.output_root={root}/releases",
-        f"release.cells_root={root}/cells",  # fresh: every task is generated
+        f"release.cache_root={root}/cells",  # fresh: every task is generated
         f"release.workers={workers}",
     ]
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):

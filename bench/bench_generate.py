@@ -19,8 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from domains import PAPER_DOMAINS  # noqa: E402
-from pipeline import GenerationSettings, TaskKey, crosscheck_answer, generate_task  # noqa: E402
-from pipeline.evaluation.integrity import classifier_score, decoy_cells, policy_scores  # noqa: E402
+from pipeline.generation import GenerationSettings, TaskKey, generate_task  # noqa: E402
+from pipeline.integrity import classifier_score, decoy_cells, policy_scores  # noqa: E402
+from solvers.milp import crosscheck_answer  # noqa: E402
 from solvers.results import SolverSettings  # noqa: E402
 
 HIDDEN = (1, 5, 7, 11, 15, 21)

@@ -87,7 +87,7 @@ def release_command(domains: list[str] | None) -> None:
             "release.workers=1",
             "release.crosscheck=false",
             f"release.output_root={folder}",
-            f"release.cells_root={folder}/cells",
+            f"release.cache_root={folder}/cells",
             f"hydra.run.dir={folder}/h",
         ]
         if domains:

@@ -45,7 +45,7 @@ def _release(folder: Path, tasks: int) -> Path:
             "grid.decoy_budgets=[15,25]",
             f"release.tasks_per_cell={per_cell}",
             f"release.output_root={folder}",
-            f"release.cells_root={folder}/cells",
+            f"release.cache_root={folder}/cells",
             "release.name=bench",
             "release.crosscheck=false",
         ]
@@ -55,14 +55,14 @@ def _release(folder: Path, tasks: int) -> Path:
 
 
 def _tasks(release: Path) -> list:
-    from solvers.task_io import task_from_dict
+    from core.task_io import task_from_dict
 
     return [task_from_dict(json.loads(p.read_text())) for p in sorted((release / "tasks").rglob("*.json"))]
 
 
 async def _play(tasks: list, url: str, episodes: int, concurrency: int) -> list:
-    from env import EnvSettings, Episode
     from gridbench.agents.llm import LLMAgent, LLMSettings, load_templates
+    from gridbench.env import EnvSettings, Episode
 
     agent = LLMAgent(LLMSettings(model="scripted", base_url=url, concurrency=concurrency), load_templates())
     gate = asyncio.Semaphore(concurrency)
@@ -81,7 +81,7 @@ def _loop_only(outcomes: list, tasks: list) -> float | None:
         from gridbench.agents.llm.loop import AgentLoop, LoopSettings, parse_reply
     except ImportError:
         return None
-    from env import EnvSettings, Episode
+    from gridbench.env import EnvSettings, Episode
 
     replies = []
     for n, outcome in enumerate(outcomes):

@@ -1,6 +1,6 @@
 """gridbench: certified, controllable grid-planning benchmarks for agents.
 
-The stable API (names load on first use, so ``import gridbench`` is cheap)::
+The public face: what users import, re-exported from the layers below it (docs/architecture.md)::
 
     import gridbench
     release = gridbench.load_release("outputs/releases/gridbench-v1.0.0")
@@ -15,37 +15,44 @@ The stable API (names load on first use, so ``import gridbench`` is cheap)::
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from importlib import metadata as _metadata
 
-_EXPORTS = {
-    "TaskKey": "pipeline.generation.keys",
-    "GenerationSettings": "pipeline.generation.keys",
-    "GenerationError": "pipeline.generation.keys",
-    "generate_task": "pipeline.generation.build",
-    "CertifiedTask": "pipeline.generation.records",
-    "Release": "pipeline.storage.read",
-    "ReleaseRecord": "pipeline.storage.read",
-    "load_release": "pipeline.storage.read",
-    "Episode": "env",
-    "EnvSettings": "env",
-    "openai_schemas": "env",
-    "make_agent": "gridbench.agents.registry",
-    "agent_spec": "gridbench.agents.registry",
-    "UserError": "gridbench.errors",
-    "SolverTimeout": "gridbench.errors",
-    "score": "gridbench.scoring",
-    "create_dataset": "gridbench.procedural",
-    "curriculum": "gridbench.procedural",
-    "Level": "gridbench.procedural",
-    "TaskDataset": "gridbench.procedural",
-    "GeneratedTask": "gridbench.procedural",
-}
+from core.budgets import EnvSettings
+from core.errors import SolverTimeout, UserError
+from gridbench.agents.registry import AgentSpec, agent_spec, make_agent
+from gridbench.env import Episode, openai_schemas
+from gridbench.procedural import GeneratedTask, Level, TaskDataset, create_dataset, curriculum
+from gridbench.release import Release, ReleaseRecord, load_release
+from gridbench.scoring import score
+from pipeline.generation import CertifiedTask, GenerationError, GenerationSettings, TaskKey, generate_task
 
-__all__ = sorted(_EXPORTS)
+try:
+    __version__ = _metadata.version("gridbench")
+except _metadata.PackageNotFoundError:  # a checkout on sys.path without an install
+    __version__ = "0+unknown"
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'gridbench' has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+__all__ = [
+    "AgentSpec",
+    "CertifiedTask",
+    "EnvSettings",
+    "Episode",
+    "GeneratedTask",
+    "GenerationError",
+    "GenerationSettings",
+    "Level",
+    "Release",
+    "ReleaseRecord",
+    "SolverTimeout",
+    "TaskDataset",
+    "TaskKey",
+    "UserError",
+    "__version__",
+    "agent_spec",
+    "create_dataset",
+    "curriculum",
+    "generate_task",
+    "load_release",
+    "make_agent",
+    "openai_schemas",
+    "score",
+]

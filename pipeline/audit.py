@@ -16,12 +16,12 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from gridbench.errors import UserError
+from core.errors import UserError
 from pipeline.cli import command
 from pipeline.config import register_configs
-from pipeline.evaluation.companion import companion_pairs
-from pipeline.evaluation.integrity import FEATURE_SETS, MODELS, audit, audit_markdown
+from pipeline.integrity import FEATURE_SETS, MODELS, audit, audit_markdown
 from pipeline.parallel import Progress, check_workers
+from pipeline.storage.companion import companion_pairs
 from pipeline.storage.read import release_pairs, shown
 from pipeline.storage.safe import inside
 

@@ -3,7 +3,7 @@ into a Hydra entry point with the same behaviour everywhere:
 
 - the command line is composed once before Hydra runs, so that a misspelt key, an unknown
   option or a value of the wrong type is one ``error: ...`` line and exit code 2, like every
-  other user error (:class:`gridbench.errors.UserError`, solver time-outs included);
+  other user error (:class:`core.errors.UserError`, solver time-outs included);
 - Ctrl-C prints one line and exits 130; a worker pool is stopped with it;
 - anything else is a bug: it keeps its traceback and exits 1.
 """
@@ -19,7 +19,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from gridbench.errors import SolverTimeout, UserError
+from core.errors import SolverTimeout, UserError
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 USER_ERRORS: tuple[type[BaseException], ...] = (UserError, FileNotFoundError, SolverTimeout)

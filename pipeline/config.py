@@ -11,9 +11,9 @@ from typing import Any, Optional, get_type_hints
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from core.errors import UserError
 from domains import PAPER_DOMAINS
-from gridbench.errors import UserError
-from pipeline.generation.keys import GenerationSettings, TaskKey
+from pipeline.generation.keys import GenerationSettings, TaskKey, candidates_for
 from pipeline.generation.validate import MAX_SIDE  # rows and columns of a grid
 from pipeline.parallel import check_workers
 from solvers.results import SolverSettings
@@ -50,7 +50,7 @@ class ReleaseConf:
     tasks_per_cell: int = 1
     seed: int = 0
     output_root: str = "outputs/releases"
-    cells_root: str = "outputs/cells"
+    cache_root: str = "outputs/cache"
     overwrite: bool = False
     workers: int = 2
     crosscheck: bool = True
@@ -306,12 +306,10 @@ def solver_settings(cfg: DictConfig) -> SolverSettings:
     return SolverSettings(time_limit_s=float(cfg.solver.time_limit_s), workers=int(cfg.solver.workers))
 
 
-def candidates_for(grid: DictConfig, budget: int) -> int:
-    """Candidates per hidden cell at decoy budget B: max(candidates_per_slot, B +
-    room_over_budget), or candidates_per_slot when room_over_budget is null."""
-    if grid.room_over_budget is None:
-        return int(grid.candidates_per_slot)
-    return max(int(grid.candidates_per_slot), budget + int(grid.room_over_budget))
+def grid_candidates(grid: DictConfig, budget: int) -> int:
+    """K of a grid preset at decoy budget B (:func:`pipeline.generation.keys.candidates_for`)."""
+    room = None if grid.room_over_budget is None else int(grid.room_over_budget)
+    return candidates_for(int(grid.candidates_per_slot), room, budget)
 
 
 def release_salt(cfg: DictConfig) -> str:
@@ -336,7 +334,7 @@ def salt_record(salt: str) -> dict[str, Any]:
     return {"salted": True, "salt_sha256": hashlib.sha256(salt.encode()).hexdigest()}
 
 
-def cell_keys(cfg: DictConfig, domain: str, hidden: int, budget: int) -> list[TaskKey]:
+def sweep_keys(cfg: DictConfig, domain: str, hidden: int, budget: int) -> list[TaskKey]:
     """The task keys of one (domain, H, B) cell, one per ``release.tasks_per_cell``."""
     grid, salt = cfg.grid, release_salt(cfg)
     return [
@@ -346,7 +344,7 @@ def cell_keys(cfg: DictConfig, domain: str, hidden: int, budget: int) -> list[Ta
             int(grid.cols),
             hidden,
             budget,
-            candidates_for(grid, budget),
+            grid_candidates(grid, budget),
             int(cfg.release.seed),
             index,
             salt,
@@ -362,7 +360,7 @@ def release_keys(cfg: DictConfig) -> list[TaskKey]:
         for domain in cfg.release.domains
         for hidden in cfg.grid.hidden_slots
         for budget in cfg.grid.decoy_budgets
-        for key in cell_keys(cfg, str(domain), int(hidden), int(budget))
+        for key in sweep_keys(cfg, str(domain), int(hidden), int(budget))
     ]
 
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from env import EnvSettings
+from core.errors import UserError
+from gridbench.agents.harness import EvalRequest, run_evaluation
 from gridbench.agents.registry import agent_spec
-from gridbench.errors import UserError
+from gridbench.env import EnvSettings
 from pipeline.cli import command
 from pipeline.config import AgentConf, register_configs
-from pipeline.evaluation.episodes import EvalRequest, run_evaluation
 from pipeline.evaluation.runs import parse_shard
 from pipeline.parallel import check_workers
 from pipeline.storage.read import read_manifest

@@ -3,7 +3,7 @@
     python -m pipeline.generate domain=travel task.hidden_slots=7 task.decoy_budget=8
     python -m pipeline.generate -m domain=course,meal task.hidden_slots=1,5,7 task.decoy_budget=0,4,8
 
-Cells are stored under `release.cells_root`; `python -m pipeline.release` then assembles a
+Cells are stored under `release.cache_root`; `python -m pipeline.release` then assembles a
 release from them without regenerating (same settings, same seed).
 """
 
@@ -15,30 +15,30 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from pipeline.cli import command
-from pipeline.config import cell_keys, check_generation_config, generation_settings, register_configs
+from pipeline.config import check_generation_config, generation_settings, register_configs, sweep_keys
 from pipeline.generation.validate import validate_key
-from pipeline.storage.cells import make_tasks
+from pipeline.storage.cache import make_tasks
 
 register_configs()
 
 
 def generate(cfg: DictConfig) -> int:
-    """Generate and certify the tasks of the cells ``cfg`` selects, stored under ``release.cells_root``."""
+    """Generate and certify the tasks of the cells ``cfg`` selects, stored under ``release.cache_root``."""
     check_generation_config(cfg)
     hidden = [cfg.task.hidden_slots] if cfg.task.hidden_slots is not None else cfg.grid.hidden_slots
     budgets = [cfg.task.decoy_budget] if cfg.task.decoy_budget is not None else cfg.grid.decoy_budgets
     settings = generation_settings(cfg)
     keys = [
-        key for h in hidden for b in budgets for key in cell_keys(cfg, str(cfg.domain.name), int(h), int(b))
+        key for h in hidden for b in budgets for key in sweep_keys(cfg, str(cfg.domain.name), int(h), int(b))
     ]
     for key in keys:
         validate_key(key, settings)
     start = time.perf_counter()
     label = f"{cfg.domain.name} {cfg.grid.name}"
-    made, reused = make_tasks(keys, settings, Path(cfg.release.cells_root), 1, label)
+    made, reused = make_tasks(keys, settings, Path(cfg.release.cache_root), 1, label)
     print(
         f"{label}: {len(made)} tasks ({reused} already stored) certified in "
-        f"{time.perf_counter() - start:.2f}s -> {cfg.release.cells_root}"
+        f"{time.perf_counter() - start:.2f}s -> {cfg.release.cache_root}"
     )
     return 0
 

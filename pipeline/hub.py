@@ -18,7 +18,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from gridbench.errors import UserError
+from core.errors import UserError
 from pipeline.cli import command
 from pipeline.config import register_configs
 
@@ -56,7 +56,7 @@ def upload_plan(release: Path, answers: bool) -> tuple[dict[str, Any], list[str]
     manifest itself; answers left out when ``answers`` is False). Refuses a release whose
     files do not match their digests."""
     from pipeline.storage.read import read_manifest
-    from pipeline.storage.verify import VerifyReport, check_files, check_release
+    from pipeline.storage.verification import VerifyReport, check_files, check_release
 
     manifest = read_manifest(release)
     report = VerifyReport()

@@ -15,16 +15,18 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from gridbench.errors import UserError
+from core.errors import UserError
 from pipeline.cli import command, plain
 from pipeline.config import check_solver, register_configs, solver_settings
 from pipeline.generation.records import CertifiedTask
 from pipeline.generation.seal import seal
 from pipeline.parallel import check_workers, parallel_imap
 from pipeline.storage.agentce import convert, licence_of, read_file
+from pipeline.storage.card import DataLicence
+from pipeline.storage.layout import check_target, dumps, release_dir
 from pipeline.storage.read import shown
 from pipeline.storage.safe import read_user_file
-from pipeline.storage.write import DataLicence, check_target, dumps, release_dir, write_release
+from pipeline.storage.write import write_release
 from solvers.results import SolverSettings
 
 register_configs()

@@ -23,8 +23,9 @@ from pipeline.config import (
     salt_record,
 )
 from pipeline.generation.validate import validate_key
-from pipeline.storage.cells import make_tasks
-from pipeline.storage.write import check_target, release_dir, write_release
+from pipeline.storage.cache import make_tasks
+from pipeline.storage.layout import check_target, release_dir
+from pipeline.storage.write import write_release
 
 register_configs()
 
@@ -41,7 +42,7 @@ def build(cfg: DictConfig) -> int:
         validate_key(key, settings)
     start = time.perf_counter()
     made, reused = make_tasks(
-        keys, settings, Path(release.cells_root), int(release.workers), f"release {target.name}"
+        keys, settings, Path(release.cache_root), int(release.workers), f"release {target.name}"
     )
     config = plain(cfg)
     config.pop("task", None)
@@ -60,7 +61,7 @@ def build(cfg: DictConfig) -> int:
     per_domain = Counter(m.task.domain for m in made)
     certified = sum(bool(m.answer.certificate and m.answer.certificate.ok) for m in made)
     print(
-        f"release {target}: {len(made)} tasks ({reused} reused from {release.cells_root}), "
+        f"release {target}: {len(made)} tasks ({reused} reused from {release.cache_root}), "
         f"{certified} certified, {manifest['counts']['crosscheck_ok']} cross-checked by "
         f"{settings.crosscheck_solver if settings.crosscheck else 'no MILP'}, "
         f"{manifest['counts']['crosscheck_disagreements']} solver disagreements re-drawn, "

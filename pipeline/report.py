@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 from omegaconf import DictConfig
 
-from gridbench.errors import UserError
+from core.errors import UserError
+from gridbench.agents.harness import ideal_calls
 from pipeline.cli import command
 from pipeline.config import register_configs
-from pipeline.evaluation.report import load_runs, make_report
+from pipeline.evaluation.summary import load_runs, make_report
 from pipeline.evaluation.validation import validation_report
+from pipeline.storage.read import release_pairs
 
 register_configs()
 
@@ -34,7 +37,14 @@ def report(cfg: DictConfig) -> int:
     if (release / "manifest.json").is_file():
         out.mkdir(parents=True, exist_ok=True)
         runs = load_runs(roots)[0] if has_runs else None
-        text = validation_report(release, runs, out)
+        ideal = (
+            runs.filter(pl.col("policy") == "budget_aware") if runs is not None and "policy" in runs else None
+        )
+        if ideal is not None and ideal.height:
+            calls, source = ideal, "budget_aware runs"
+        else:
+            calls, source = ideal_calls(release_pairs(release)), "budget_aware played here, paper budgets"
+        text = validation_report(release, calls, source, out)
         (out / "validation.md").write_text("\n".join(text) + "\n")
         print(f"validation -> {out / 'validation.md'} and {out / 'validation.png'}")
     elif cfg.release:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pipeline.evaluation.show import show
+from pipeline.evaluation.transcripts import show
 from pipeline.storage.read import shown
 
 USAGE = 'usage: make show ARGS="run=outputs/runs/<release>/<run> task=<task_id> [failure_rate=R] [trial=T]"'

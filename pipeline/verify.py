@@ -14,13 +14,13 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from gridbench.errors import UserError
+from core.errors import UserError
 from pipeline.cli import command
 from pipeline.config import check_solver, register_configs, solver_settings
 from pipeline.parallel import check_workers
 from pipeline.storage.read import shown
 from pipeline.storage.shards import is_sharded, verify_sharded
-from pipeline.storage.verify import VerifyReport, verify_release
+from pipeline.storage.verification import VerifyReport, verify_release
 
 register_configs()
 

@@ -1,4 +1,5 @@
-"""Constraint semantics (the reference checker) and the solver back-ends (CP-SAT, CBC)."""
+"""Constraint semantics (the reference checker), interval propagation and the reasoning ladder,
+and the solver back-ends (CP-SAT; the MILP cross-check on HiGHS or CBC)."""
 
 from solvers.checker import (
     PENDING,
@@ -16,33 +17,11 @@ from solvers.checker import (
     rule_status,
     slot_violations,
 )
-from solvers.task import (
-    RULE_KINDS,
-    SCHEMA_VERSION,
-    Answer,
-    GlobalRule,
-    Slot,
-    SlotRoles,
-    SlotRule,
-    Task,
-    TaskFormatError,
-)
-from solvers.task_io import answer_from_dict, task_from_dict
 
 __all__ = [
     "PENDING",
-    "RULE_KINDS",
     "SATISFIED",
-    "SCHEMA_VERSION",
     "VIOLATED",
-    "Answer",
-    "GlobalRule",
-    "Slot",
-    "SlotRoles",
-    "SlotRule",
-    "Task",
-    "TaskFormatError",
-    "answer_from_dict",
     "check_global",
     "enumerate_completions",
     "fill",
@@ -54,5 +33,4 @@ __all__ = [
     "rule_measure",
     "rule_status",
     "slot_violations",
-    "task_from_dict",
 ]

@@ -17,8 +17,8 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from gridbench.vocabulary import RuleKind
-from solvers.task import GlobalRule, Slot, SlotRule, Task
+from core.task import GlobalRule, Slot, SlotRule, Task
+from core.vocabulary import RuleKind
 
 SATISFIED, VIOLATED, PENDING = "satisfied", "violated", "pending"
 Cell = tuple[int, int]

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import ortools
-from ortools.sat.python import cp_model
-
-from gridbench.vocabulary import RuleKind
+from core.lazy import lazy_module
+from core.task import GlobalRule, Task
+from core.vocabulary import RuleKind
 from solvers.checker import locally_valid_candidates, rule_groups
 from solvers.results import (
     FEASIBLE,
@@ -24,10 +23,24 @@ from solvers.results import (
     SolveResult,
     SolverSettings,
 )
-from solvers.task import GlobalRule, Task
 
 SOLVER_NAME = "ortools-cp-sat"
-SOLVER_VERSION = str(getattr(ortools, "__version__", "unknown"))
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+else:
+    cp_model = lazy_module("ortools.sat.python.cp_model")  # loaded at the first model
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("ortools")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+SOLVER_VERSION = _version()
 Literal = Any  # a CP-SAT Boolean variable or its negation
 
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from core.records import Depth
+from core.task import Task
 from solvers.checker import locally_valid_candidates
 from solvers.propagation import LinearRow, linear_rows, propagate
-from solvers.records import Depth
-from solvers.task import Task
 
 Cell = tuple[int, int]
 RUNGS = ("slot", "one_round", "fixpoint", "probing", "search")

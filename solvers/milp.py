@@ -24,15 +24,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import pulp
-
-from gridbench.errors import UserError
-from gridbench.vocabulary import RuleKind
+from core.errors import UserError
+from core.lazy import lazy_module
+from core.records import CrossCheck
+from core.task import Answer, Task
+from core.vocabulary import RuleKind
 from solvers.checker import rule_groups
-from solvers.records import CrossCheck
 from solvers.results import FEASIBLE, INFEASIBLE, UNKNOWN, Cell, SolveResult, SolverSettings
-from solvers.task import Answer, Task
+
+np = lazy_module("numpy")  # loaded at the first MILP
+pulp = lazy_module("pulp")
 
 MILP_SOLVERS = ("highs", "cbc")
 
@@ -230,7 +231,23 @@ def _solve_cbc(
     # solutions -- seen on tasks with a second completion under millisecond limits, about one
     # solve in thirty: a uniqueness "proof" from a time-out. Without it a time-out is "Stopped
     # on time" (UNKNOWN). (The same message on a feasible MILP is issue 7's.)
-    problem.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=settings.time_limit_s, options=["preprocess off"]))
+    # CBC 2.10.3 without preprocessing crashes (a segmentation fault, which PuLP reports as
+    # "Error while trying to execute") on some small integer-infeasible models, e.g. one cell
+    # whose options weigh 1, 2 and 0 with a window [1, 1] and the weight-1 option excluded.
+    # Then the model is solved again with preprocessing, and its "infeasible" is trusted only
+    # when that solve ended well inside the time limit (preprocessing was not interrupted).
+    try:
+        limit = settings.time_limit_s
+        problem.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=limit, options=["preprocess off"]))
+    except pulp.PulpSolverError:
+        started = time.perf_counter()
+        try:
+            problem.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=settings.time_limit_s))
+        except pulp.PulpSolverError:
+            return UNKNOWN, [], 0.0
+        if problem.sol_status == pulp.LpSolutionInfeasible or problem.status == -1:
+            inside = time.perf_counter() - started < 0.5 * float(settings.time_limit_s)
+            return (INFEASIBLE if inside else UNKNOWN), [], 0.0
     if problem.sol_status == pulp.LpSolutionInfeasible or problem.status == -1:
         return INFEASIBLE, [], 0.0
     if problem.sol_status == pulp.LpSolutionOptimal:

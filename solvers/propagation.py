@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gridbench.vocabulary import RuleKind
+from core.records import Resistance
+from core.task import GlobalRule, Task
+from core.vocabulary import RuleKind
 from solvers.checker import locally_valid_candidates, rule_groups
-from solvers.records import Resistance
-from solvers.task import GlobalRule, Task
 
 Cell = tuple[int, int]
 

@@ -1,5 +1,5 @@
 """The tests mirror the packages: tests/solvers, tests/pipeline/{generation,storage,evaluation},
-tests/env, tests/gridbench. Shared helpers live here."""
+tests/gridbench/env, tests/gridbench. Shared helpers live here."""
 
 from pathlib import Path
 

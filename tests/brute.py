@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+from core.task import Task
 from solvers.checker import (
     SATISFIED,
     check_global,
@@ -13,7 +14,6 @@ from solvers.checker import (
     rule_groups,
     rule_measure,
 )
-from solvers.task import Task
 
 Cell = tuple[int, int]
 

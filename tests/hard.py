@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import random
 
+from core.records import Certificate
+from core.task import Answer, GlobalRule, Slot, SlotRoles, Task
 from domains import get_domain
 from pipeline.generation.instruction import write_instruction
-from solvers.records import Certificate
 from solvers.results import FEASIBLE, INFEASIBLE
-from solvers.task import Answer, GlobalRule, Slot, SlotRoles, Task
 
 Cell = tuple[int, int]
 

@@ -42,7 +42,7 @@ def small_release_overrides(root: Path, name: str = "small", workers: int = 1) -
         "grid.candidates_per_slot=6",
         f"release.name={name}",
         f"release.output_root={root}",
-        f"release.cells_root={root}/cells-{name}",
+        f"release.cache_root={root}/cells-{name}",
         f"release.workers={workers}",
     ]
 
@@ -121,9 +121,9 @@ def _rebuild_tables(release: Path) -> None:
 
 def rerender(task: dict) -> dict:
     """The task's instruction rendered again from its (edited) rules."""
+    from core.task_io import task_from_dict
     from domains import get_domain
     from pipeline.generation.instruction import write_instruction
-    from solvers.task_io import task_from_dict
 
     parsed = task_from_dict({**task, "instruction": ""})
     task["instruction"] = write_instruction(

@@ -7,8 +7,8 @@ import itertools
 
 from hypothesis import strategies as st
 
+from core.task import GlobalRule, Slot, SlotRule, Task
 from solvers.checker import rule_groups, rule_measure
-from solvers.task import GlobalRule, Slot, SlotRule, Task
 
 COLORS = ("red", "green", "blue")
 NUMERIC = ("cost", "weight")

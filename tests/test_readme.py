@@ -34,7 +34,7 @@ def workdir(tmp_path_factory):
             "grid.hidden_slots=[5,7]",
             "grid.decoy_budgets=[0,4]",
             f"release.output_root={root}/outputs/releases",
-            f"release.cells_root={root}/cells",
+            f"release.cache_root={root}/cells",
         ]
     )
     assert build(cfg) == 0

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from core.task import Answer, GlobalRule, Slot, SlotRoles, SlotRule, Task
 from domains import get_domain
 from pipeline.generation.instruction import write_instruction
-from solvers.task import Answer, GlobalRule, Slot, SlotRoles, SlotRule, Task
 
 
 def _item(item_id: str, cost: int, weight: int, color: str, shape: str = "ring") -> dict:

@@ -14,12 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from env import EnvSettings, Episode, openai_schemas
-from env.scoring import score as episode_stats
-from env.scoring import score_grid, solve_truth
-from gridbench.errors import UserError
+from core.errors import UserError
+from core.task import Answer, Task
+from gridbench.env import EnvSettings, Episode, openai_schemas
+from gridbench.env.scoring import score as episode_stats
+from gridbench.env.scoring import score_grid, solve_truth
 from gridbench.scoring import answer_of, task_of
-from solvers.task import Answer, Task
 
 MAX_ACTION_CHARS = 1_000_000  # an action's JSON text: a tool call is a few hundred characters
 ACTION_HELP = 'an action is one tool call: {"name": TOOL, "arguments": {...}} (a JSON object or its text)'
@@ -170,7 +170,7 @@ def select(
 ) -> Sequence[Any]:
     """The records of the release at ``release`` with those domains, H, B and task ids; a filter
     that leaves nothing is an error that lists what the release holds."""
-    from pipeline.storage.read import load_release
+    from gridbench.release import load_release
 
     if not release:
         raise UserError("release=PATH is required: the folder written by `make release`")

@@ -29,8 +29,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Optional, Union
 
-from env import EnvSettings
-from env.tools import Param, tools_for
+from core.errors import UserError
 from gridbench.adapters.core import (
     Session,
     env_settings,
@@ -39,7 +38,8 @@ from gridbench.adapters.core import (
     result_text,
     task_source,
 )
-from gridbench.errors import UserError
+from gridbench.env import EnvSettings
+from gridbench.env.tools import Param, tools_for
 
 PYTHON_TYPES: dict[str, Any] = {
     "integer": int,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import Any, Protocol
 
-from env import Episode
+from gridbench.env import Episode
 
 RETRIES = 30  # re-tries of a call that failed by injected failure
 
@@ -68,19 +68,3 @@ def passes_slot(episode: Episode, cell: tuple[int, int], item_id: str) -> bool:
 def slot_passing(episode: Episode, cell: tuple[int, int]) -> list[str]:
     """The ids of ``cell``'s candidates that pass its slot check (the last one tried stays placed)."""
     return [c["id"] for c in discover(episode, cell) if passes_slot(episode, cell, c["id"])]
-
-
-def atypicality(values: list[dict[str, float]]) -> list[float]:
-    """How far each option lies from its cell's typical option: per numeric field, the
-    distance to the cell's median scaled by the cell's range, summed. The "most typical"
-    shortcut picks the smallest; the integrity audit uses the same numbers."""
-    fields = sorted({f for row in values for f in row})
-    out = [0.0] * len(values)
-    for field in fields:
-        column = sorted(row.get(field, 0.0) for row in values)
-        half = len(column) // 2
-        middle = column[half] if len(column) % 2 else (column[half - 1] + column[half]) / 2
-        width = (column[-1] - column[0]) or 1.0
-        for k, row in enumerate(values):
-            out[k] += abs(row.get(field, 0.0) - middle) / width
-    return out

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import random
 
-from env import Episode
-from gridbench.agents.base import atypicality, call, discover, hidden_cells, passes_slot, slot_passing
-from gridbench.errors import UserError
+from core.errors import UserError
+from gridbench.agents.base import call, discover, hidden_cells, passes_slot, slot_passing
+from gridbench.env import Episode
+from pipeline.integrity.features import atypicality
 
 
 class RandomAgent:

@@ -17,12 +17,12 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from env import Episode
+from core.task import GlobalRule, Slot, Task
+from core.vocabulary import RuleKind
 from gridbench.agents.base import call, hidden_cells, passes_slot
-from gridbench.vocabulary import RuleKind
+from gridbench.env import Episode
 from solvers.cpsat import CpSatModel
 from solvers.results import FEASIBLE
-from solvers.task import GlobalRule, Slot, Task
 
 Cell = tuple[int, int]
 MAX_TRIES = 50  # completions tried with global checks before giving up

@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass, fields
 from typing import Any
 
+from core.errors import UserError
 from gridbench.agents.baselines import AGENTS
 from gridbench.agents.budget_aware import BudgetAwareAgent
-from gridbench.errors import UserError
 
 BASELINES: dict[str, Any] = {**AGENTS, "budget_aware": BudgetAwareAgent}
 

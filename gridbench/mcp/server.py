@@ -32,10 +32,10 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from env import EnvSettings
-from env.tools import RESULT_SCHEMA, tools_for
+from core.errors import UserError
 from gridbench.adapters.core import Session, env_settings, result_text, select
-from gridbench.errors import UserError
+from gridbench.env import EnvSettings
+from gridbench.env.tools import RESULT_SCHEMA, tools_for
 
 SCORE_URI = "gridbench://score"
 PROMPT_URI = "gridbench://prompt"

@@ -30,7 +30,7 @@ from typing import Any
 
 import polars as pl
 
-from gridbench.errors import UserError
+from core.errors import UserError
 
 MAX_ROW_BYTES = 4 * 1024 * 1024
 EPISODE_ID = re.compile(r"^[0-9a-f]{16}$")

@@ -16,7 +16,6 @@ is a gap, never a line across it.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -25,9 +24,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
-from pipeline.evaluation.depth import depth_table, wilson  # noqa: E402
+from pipeline.storage.depth import depth_table, wilson  # noqa: E402
 from solvers.ladder import FIXPOINT, ONE_ROUND, PROBING, RUNGS  # noqa: E402
-from solvers.task import Answer, Task  # noqa: E402
 
 Z = 1.959964
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -163,46 +161,13 @@ def validation_figure(meta: pl.DataFrame, calls: pl.DataFrame, source: str, titl
 __all__ = ["depth_table", "validation_figure", "wilson"]
 
 
-def ideal_calls(pairs: Sequence[tuple[Task, Answer]]) -> pl.DataFrame:
-    """Play the ideal agent (``budget_aware``, the paper's budgets, no tool failures) on every
-    (task, answer): its tool calls and success per task."""
-    import random
-
-    from env import EnvSettings, Episode, score
-    from gridbench.agents.budget_aware import BudgetAwareAgent
-
-    rows = []
-    for task, answer in pairs:
-        episode = Episode(task, EnvSettings(query_budget="paper", check_budget="paper"), seed=0)
-        BudgetAwareAgent().play(episode, random.Random(0))
-        graded = score(episode, answer)
-        rows.append(
-            {
-                "domain": task.domain,
-                "hidden_slots": task.hidden_slots,
-                "decoy_budget": task.decoy_budget,
-                "failure_rate": 0.0,
-                "steps": graded["steps"],
-                "success": graded["success"],
-            }
-        )
-    return pl.DataFrame(rows)
-
-
-def validation_report(release: Path, runs: pl.DataFrame | None, out: Path) -> list[str]:
-    """``validation.png`` for ``release`` (the ideal agent's calls from a ``budget_aware`` run
-    in ``runs`` when there is one, else played here) and the Markdown that goes with it."""
-    from pipeline.storage.read import release_pairs
-
+def validation_report(release: Path, calls: pl.DataFrame, source: str, out: Path) -> list[str]:
+    """``validation.png`` for ``release`` (``calls``: the ideal agent's episodes, one row each
+    with domain, hidden_slots, decoy_budget, failure_rate, steps and success; ``source`` says
+    where they come from) and the Markdown that goes with it."""
     meta = pl.read_parquet(release / "metadata.parquet")
     if "depth" not in meta.columns or meta["depth"].null_count() == meta.height:
         return ["## Do the dials work?", "", f"{release.name} records no reasoning depth (built before it)."]
-    columns = ("domain", "hidden_slots", "decoy_budget", "failure_rate", "steps", "success")
-    ideal = runs.filter(pl.col("policy") == "budget_aware") if runs is not None and "policy" in runs else None
-    if ideal is not None and ideal.height:
-        calls, source = ideal.select(columns), "budget_aware runs"
-    else:
-        calls, source = ideal_calls(release_pairs(release)), "budget_aware played here, paper budgets"
     title = f"Do the dials work? {release.name}"
     path = validation_figure(meta, calls, source, title, out / "validation.png")
     solved = sum(bool(v) for v in calls["success"].to_list()) / max(calls.height, 1)
@@ -219,3 +184,6 @@ def validation_report(release: Path, runs: pl.DataFrame | None, out: Path) -> li
         "",
         f"![validation]({path.name})",
     ]
+
+
+__all__ = ["validation_figure", "validation_report"]

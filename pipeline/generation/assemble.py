@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from core.task import Answer, Slot, SlotRoles, Task
 from pipeline.generation.draft import Cell, Draft
 from pipeline.generation.instruction import write_instruction
-from solvers.task import Answer, Slot, SlotRoles, Task
 
 
 def build_task(

@@ -11,6 +11,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from core.records import CrossCheck
+from core.task import Answer, Task
 from domains import get_domain
 from pipeline.generation.assemble import build_answer, build_task
 from pipeline.generation.cages import draw_cages
@@ -26,9 +28,7 @@ from pipeline.generation.seal import seal
 from pipeline.generation.validate import decoy_cell_count, search_bits, validate_key
 from solvers.checker import enumerate_completions, locally_valid_candidates
 from solvers.cpsat import SOLVER_NAME, SOLVER_VERSION
-from solvers.records import CrossCheck
 from solvers.results import SolverSettings, SolverTimeout
-from solvers.task import Answer, Task
 
 # Generation solves stop after time_limit_s units of CP-SAT's deterministic time (the same on
 # every machine: a draft that times out is re-drawn everywhere, so output does not depend on the

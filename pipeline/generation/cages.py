@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import math
 
+from core.task import GlobalRule
+from core.vocabulary import RuleKind, Scope
 from domains import NumericAttribute
-from gridbench.vocabulary import RuleKind, Scope
 from pipeline.generation.draft import Cell, Draft
 from solvers.checker import rule_measure
-from solvers.task import GlobalRule
 
 
 def draw_cages(draft: Draft, size: int, free_bits: float = 0.0) -> list[tuple[Cell, ...]]:

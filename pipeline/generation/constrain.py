@@ -14,13 +14,13 @@ Large decoy budgets (``GenerationSettings.cage_bits``): the cage windows of
 
 from __future__ import annotations
 
+from core.task import GlobalRule
+from core.vocabulary import SUM_KINDS, RuleKind, Scope
 from domains import GlobalRuleTemplate
-from gridbench.vocabulary import SUM_KINDS, RuleKind, Scope
 from pipeline.generation.cages import cage_rules
 from pipeline.generation.draft import Draft
 from pipeline.generation.keys import GenerationSettings
 from solvers.checker import rule_groups, rule_measure
-from solvers.task import GlobalRule
 
 
 def truth_measures(draft: Draft, rule: GlobalRule) -> list[int]:

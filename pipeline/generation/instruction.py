@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from core.task import GlobalRule, SlotRule
+from core.vocabulary import RuleKind
 from domains import Domain
-from gridbench.vocabulary import RuleKind
-from solvers.task import GlobalRule, SlotRule
 
 _SCOPE = {"grid": "in the whole grid", "row": "in each {row}", "col": "in each {col}"}
 

@@ -6,10 +6,22 @@ import hashlib
 import random
 from dataclasses import dataclass, field, fields
 
-from gridbench.errors import UserError
+from core.errors import UserError
 from solvers.ladder import RUNGS
 
 ALLOCATION_POLICIES = ("paper", "spread", "concentrated")
+ROOM_OVER_BUDGET = 2  # the paper's K = max(candidates_per_slot, B + 2)
+
+
+def candidates_for(candidates_per_slot: int, room_over_budget: int | None, budget: int) -> int:
+    """K, the candidates of a hidden cell: ``max(candidates_per_slot, B + room_over_budget)``
+    (the paper's rule, room 2), or ``candidates_per_slot`` at every B when the room is None
+    (large budgets: B = 600 on 20x20 keeps K = 25). The one place this rule lives."""
+    if room_over_budget is None:
+        return candidates_per_slot
+    return max(candidates_per_slot, budget + room_over_budget)
+
+
 CROSSCHECK_SOLVERS = ("highs", "cbc")
 
 

@@ -19,7 +19,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gridbench.vocabulary import RuleKind
+from core.records import Distance, Measures
+from core.task import Answer, GlobalRule, Task
+from core.vocabulary import RuleKind
 from solvers.checker import (
     VIOLATED,
     fill,
@@ -32,9 +34,7 @@ from solvers.checker import (
 from solvers.cpsat import CpSatModel
 from solvers.ladder import reasoning_depth
 from solvers.propagation import decoy_resistance
-from solvers.records import Distance, Measures
 from solvers.results import FEASIBLE, UNKNOWN, SolverSettings, SolverTimeout
-from solvers.task import Answer, GlobalRule, Task
 
 Cell = tuple[int, int]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.task import Answer, Task
 from pipeline.generation.keys import TaskKey
-from solvers.task import Answer, Task
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ falls short is re-drawn whole by the caller.
 
 from __future__ import annotations
 
+from core.task import GlobalRule, Task
 from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
 from pipeline.generation.draft import Draft
 from pipeline.generation.keys import GenerationSettings
@@ -22,7 +23,6 @@ from solvers.cpsat import CpSatModel
 from solvers.ladder import ONE_ROUND, SEARCH, SLOT, reasoning_depth, rung_index
 from solvers.propagation import decoy_resistance, linear_rows
 from solvers.results import FEASIBLE, UNKNOWN, SolverSettings, SolverTimeout
-from solvers.task import GlobalRule, Task
 
 
 def qualifies(draft: Draft) -> bool:

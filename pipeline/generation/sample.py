@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import random
 
+from core.task import SlotRule
 from domains import Domain, NumericAttribute
 from pipeline.generation.draft import Draft, Record
-from solvers.task import SlotRule
 
 
 def draw_threshold(attribute: NumericAttribute, op: str, rng: random.Random) -> int:

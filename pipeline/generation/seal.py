@@ -7,13 +7,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from core.records import Certificate, CrossCheck, Measures
+from core.task import Answer, Task
 from pipeline.generation.certify import certify
 from pipeline.generation.measures import measure
 from solvers.cpsat import CpSatModel
 from solvers.milp import crosscheck_answer
-from solvers.records import Certificate, CrossCheck, Measures
 from solvers.results import SolverSettings
-from solvers.task import Answer, Task
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from core.task import Answer, GlobalRule, Slot, SlotRoles, SlotRule, Task, TaskFormatError
+from core.vocabulary import RuleKind
 from domains import get_domain
-from gridbench.vocabulary import RuleKind
 from pipeline.generation.instruction import write_instruction
 from pipeline.generation.keys import TaskKey
+from pipeline.storage.card import DataLicence
 from pipeline.storage.safe import load_json, read_user_file
-from pipeline.storage.write import DataLicence
-from solvers.task import Answer, GlobalRule, Slot, SlotRoles, SlotRule, Task, TaskFormatError
 
 SOURCE_DEPTH = 16  # file > instances > instance > slots > slot > constraints > ...: 7 in practice
 

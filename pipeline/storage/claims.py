@@ -19,9 +19,9 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.storage.layout import DETERMINISTIC, NAME, SCHEMA_DIR, VERSION
 from pipeline.storage.parquet import read_arrow_table
 from pipeline.storage.safe import ReleaseError, read_bytes, read_json, unsafe_text
-from pipeline.storage.write import DETERMINISTIC, NAME, SCHEMA_DIR, VERSION
 
 MANIFEST_KEYS = {
     "format",
@@ -377,7 +377,7 @@ def _card_and_licence(
     release cannot prove: named as unverified); ``README.md`` is the card the release's own
     files give, written again and compared."""
     from pipeline.storage.agentce import licence_of
-    from pipeline.storage.write import GENERATED_LICENCE
+    from pipeline.storage.card import GENERATED_LICENCE
 
     config: dict[str, Any] = manifest["config"] if isinstance(manifest.get("config"), dict) else {}
     imported = "source" in config
@@ -412,9 +412,9 @@ def _card(
     failures: list[str],
     notes: list[str],
 ) -> None:
-    from pipeline.evaluation.integrity import audit, audit_markdown
-    from pipeline.storage.write import dataset_card
-    from solvers.task_io import answer_from_dict, task_from_dict
+    from core.task_io import answer_from_dict, task_from_dict
+    from pipeline.integrity import audit, audit_markdown
+    from pipeline.storage.card import dataset_card
 
     names = [f"{d}/{t}.json" for d, t in zip(meta["domain"], meta["task_id"], strict=True)]
     if not all(f"tasks/{n}" in sound and f"answers/{n}" in sound for n in names):

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gridbench.errors import UserError
+from core.errors import UserError
+from core.task import Answer, Task
+from core.task_io import answer_from_dict, task_from_dict
+from pipeline.storage.layout import RELEASE_FORMAT
 from pipeline.storage.safe import ReleaseError, checked_relative, load_json, read_bytes, read_json
-from pipeline.storage.write import RELEASE_FORMAT
-from solvers.task import Answer, Task
-from solvers.task_io import answer_from_dict, task_from_dict
 
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
 
@@ -111,14 +111,6 @@ class ReleaseRecord:
             raise ReleaseError(f"{self.release}/{relative}: is not a {self.domain} task (run `make verify`)")
         return value
 
-    def episode(self, settings: Any = None, seed: int = 0) -> Any:
-        """A fresh tool environment on this task (``gridbench.env.EnvSettings``)."""
-        from env import EnvSettings, Episode
-
-        if settings is not None and not isinstance(settings, EnvSettings):
-            raise UserError(f"settings: pass a gridbench.EnvSettings, got {type(settings).__name__}")
-        return Episode(task_from_dict(self.task), settings or EnvSettings(), seed=seed)
-
 
 @functools.lru_cache(maxsize=1024)
 def _checked_bytes(release: Path, relative: str) -> bytes:
@@ -131,7 +123,10 @@ def _checked_bytes(release: Path, relative: str) -> bytes:
 
 class Release:
     """A release on disk: ``len()``, iteration, indexing and filtering over its tasks, read
-    lazily (the index comes from ``metadata.parquet``; files are read when asked for)."""
+    lazily (the index comes from ``metadata.parquet``; files are read when asked for).
+    ``record_class`` is the class of its records (the public face's opens episodes)."""
+
+    record_class: type[ReleaseRecord] = ReleaseRecord
 
     def __init__(self, path: str | Path, records: list[ReleaseRecord] | None = None) -> None:
         self.path = Path(path)
@@ -141,8 +136,8 @@ class Release:
     def _index(self) -> list[ReleaseRecord]:
         import polars as pl
 
+        from pipeline.storage.metadata import METADATA_SCHEMA
         from pipeline.storage.parquet import read_arrow_table
-        from pipeline.storage.write import METADATA_SCHEMA
 
         table = read_arrow_table(
             read_bytes(self.path, "metadata.parquet"), f"{self.path.name}/metadata.parquet"
@@ -161,7 +156,7 @@ class Release:
                     f"{self.path}/metadata.parquet lists {task_file}, which the manifest does not"
                 )
             records.append(
-                ReleaseRecord(
+                self.record_class(
                     self.path,
                     task_file,
                     row["domain"],
@@ -204,7 +199,7 @@ class Release:
             and (wanted_h is None or r.hidden_slots in wanted_h)
             and (wanted_b is None or r.decoy_budget in wanted_b)
         ]
-        return Release(self.path, keep)
+        return type(self)(self.path, keep)
 
     def __repr__(self) -> str:
         return f"Release({str(self.path)!r}, {len(self)} tasks)"

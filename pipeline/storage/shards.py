@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gridbench.errors import UserError
+from core.errors import UserError
 from pipeline.storage.parquet import read_arrow_table
 from pipeline.storage.safe import ReleaseError, load_json, read_bytes, read_json, unsafe_text
 
@@ -77,6 +77,159 @@ class ShardJob:
         }
 
 
+MAX_TASKS = 100_000_000
+MAX_SHARDS = 99_999  # shard folders are named with five digits
+
+
+@dataclass(frozen=True)
+class TrainPart:
+    """One part of a training set: a grid and the ranges its tasks draw H and B from."""
+
+    grid: str
+    hidden_slots: tuple[int, int]
+    decoy_budgets: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class TrainPlan:
+    """A sharded training set as ``make train`` builds it (``conf/apps/train.yaml``), read
+    from a command's configuration or from a manifest's recorded one."""
+
+    name: str
+    version: str
+    size: int
+    seed: int
+    domains: tuple[str, ...]
+    parts: tuple[TrainPart, ...]
+    shard_size: int
+    candidates_per_slot: int
+    crosscheck: bool
+
+    @staticmethod
+    def from_config(config: Any) -> TrainPlan:
+        """The plan a plain mapping describes; :class:`UserError` naming what is missing or
+        of the wrong type (a manifest's recorded config is untrusted)."""
+        if not isinstance(config, dict):
+            raise UserError("the configuration is not a mapping")
+        try:
+            parts = tuple(
+                TrainPart(str(p["grid"]), _pair(p["hidden_slots"]), _pair(p["decoy_budgets"]))
+                for p in config["parts"]
+            )
+            return TrainPlan(
+                str(config["name"]),
+                str(config["version"]),
+                _whole(config["size"], "size"),
+                _whole(config["seed"], "seed"),
+                tuple(str(d) for d in config["domains"]),
+                parts,
+                _whole(config["shard_size"], "shard_size"),
+                _whole(config["candidates_per_slot"], "candidates_per_slot"),
+                bool(config["crosscheck"]),
+            )
+        except (KeyError, TypeError) as error:
+            raise UserError(f"the configuration lacks or mistypes {str(error)[:60]}") from None
+
+
+def _whole(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UserError(f"{name}={str(value)[:40]!r} must be a whole number")
+    return value
+
+
+def _pair(value: Any) -> tuple[int, int]:
+    pair = [_whole(v, "a range bound") for v in value]
+    if len(pair) != 2:
+        raise TypeError("a [low, high] range")
+    return pair[0], pair[1]
+
+
+def shard_jobs(plan: TrainPlan, root: Path) -> list[ShardJob]:
+    """The shards of the build ``plan`` describes (every argument is checked first)."""
+    from pipeline.generation.dataset import create_dataset
+
+    size, shard_size = plan.size, plan.shard_size
+    if size < 1 or shard_size < 1:
+        raise UserError(f"size={size} and shard_size={shard_size} must be >= 1")
+    if size > MAX_TASKS or -(-size // shard_size) > MAX_SHARDS:
+        raise UserError(
+            f"size={size}, shard_size={shard_size}: at most {MAX_TASKS} tasks in {MAX_SHARDS} shards"
+        )
+    if not plan.parts:
+        raise UserError(
+            "parts: give at least one {grid, hidden_slots: [low, high], decoy_budgets: [low, high]}"
+        )
+    for part in plan.parts:
+        for name in ("hidden_slots", "decoy_budgets"):
+            low, high = getattr(part, name)
+            if low > high:
+                raise UserError(f"parts: {part.grid} {name}={[low, high]}: give [low, high] with low <= high")
+        # every (domain, H, B) of the part is checked now, before any shard is made
+        create_dataset(
+            domains=list(plan.domains),
+            size=1,
+            seed=plan.seed,
+            grid=part.grid,
+            hidden_slots=range(part.hidden_slots[0], part.hidden_slots[1] + 1),
+            decoy_budgets=range(part.decoy_budgets[0], part.decoy_budgets[1] + 1),
+            candidates_per_slot=plan.candidates_per_slot,
+        )
+    jobs = []
+    for index, start in enumerate(range(0, size, shard_size)):
+        part = plan.parts[index % len(plan.parts)]
+        jobs.append(
+            ShardJob(
+                str(root),
+                index,
+                min(shard_size, size - start),
+                shard_seed(plan.seed, index),
+                plan.domains,
+                part.grid,
+                part.hidden_slots,
+                part.decoy_budgets,
+                plan.candidates_per_slot,
+                plan.crosscheck,
+            )
+        )
+    return jobs
+
+
+def card(name: str, version: str, domains: list[str], tasks: int, per_grid: dict[str, int]) -> str:
+    """The dataset card: a Hugging Face header whose configurations read every shard."""
+    import yaml
+
+    from pipeline.storage.card import GENERATED_LICENCE, hub_header
+
+    configs: list[dict[str, Any]] = [
+        {
+            "config_name": domain,
+            "data_files": [{"split": "train", "path": f"shards/*/tasks-{domain}.parquet"}],
+        }
+        for domain in domains
+    ]
+    configs.append(
+        {"config_name": "answers", "data_files": [{"split": "train", "path": "shards/*/answers.parquet"}]}
+    )
+    configs[0]["default"] = True
+    header = hub_header(
+        name,
+        version,
+        GENERATED_LICENCE.spdx,
+        ["agents", "planning", "tool-use", "constraint-satisfaction", "gridbench", "training"],
+        tasks,
+        configs,
+    )
+    grids = ", ".join(f"{grid}: {count}" for grid, count in sorted(per_grid.items()))
+    return (
+        "---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n\n"
+        f"# {name} v{version}\n\nA training set of {tasks} certified gridbench tasks ({grids}), in "
+        "Parquet shards: `shards/<k>/tasks-<domain>.parquet` and `shards/<k>/answers.parquet`. "
+        "Rows decode to task and answer files with `pipeline.storage.tables.decode_task` / "
+        "`decode_answer`; `make verify` re-proves every task, shard by shard.\n\n"
+        f"{GENERATED_LICENCE.statement}\n"
+    )
+
+
 def shard_seed(seed: int, index: int) -> int:
     """The ``create_dataset`` seed of shard ``index`` of a build with ``seed``."""
     return int.from_bytes(hashlib.sha256(f"gridbench-train|{seed}|{index}".encode()).digest()[:7], "big")
@@ -100,7 +253,7 @@ def finished_shard(root: Path, name: str) -> dict[str, Any] | None:
 
 def make_shard(job: ShardJob) -> dict[str, Any]:
     """Generate and write one shard (in a worker); its record, as in ``shard.json``."""
-    import gridbench
+    from pipeline.generation.dataset import create_dataset
     from pipeline.generation.keys import GenerationSettings
     from pipeline.storage.tables import ANSWER, table_bytes, task_type
 
@@ -113,7 +266,7 @@ def make_shard(job: ShardJob) -> dict[str, Any]:
                 "version (version=...) or delete the folder"
             )
         return done
-    dataset = gridbench.create_dataset(
+    dataset = create_dataset(
         domains=list(job.domains),
         size=job.count,
         seed=job.seed,
@@ -166,6 +319,7 @@ def verify_shard(args: tuple[str, str, dict[str, str], Any, str | None]) -> dict
     """Re-prove every task of one shard: its tables' schemas, and each task with CP-SAT (and
     the MILP when ``milp`` names one). Returns the shard's name, rows per domain, task ids,
     tasks proved and failures (a malformed row is a failure of that row, not of the run)."""
+    from core.task import TaskFormatError
     from pipeline.storage.tables import (
         ANSWER,
         decode_answer,
@@ -174,8 +328,7 @@ def verify_shard(args: tuple[str, str, dict[str, str], Any, str | None]) -> dict
         schema_of,
         task_prompt,
     )
-    from pipeline.storage.verify import prove_data
-    from solvers.task import TaskFormatError
+    from pipeline.storage.verification import prove_data
 
     root, name, files, solver, milp = args
     base = Path(root)
@@ -252,7 +405,7 @@ def is_sharded(path: Path) -> bool:
 def check_name(name: str, version: str) -> None:
     """Refuse a release name or version that could leave the output folder or cannot be shown
     (the rules of ``release.name`` and ``release.version``)."""
-    from pipeline.storage.write import NAME, VERSION
+    from pipeline.storage.layout import NAME, VERSION
 
     for value, rule in ((name, NAME), (version, VERSION)):
         if not rule.match(value) or ".." in value:
@@ -269,11 +422,8 @@ def verify_sharded(path: Path, solver: Any, milp: str | None, workers: int) -> t
     hold (no task id twice). (rows, proved, failures)."""
     import re
 
-    from omegaconf import OmegaConf
-
     from pipeline.parallel import parallel_imap
-    from pipeline.storage.verify import VerifyReport, check_files
-    from pipeline.train import shard_jobs
+    from pipeline.storage.verification import VerifyReport, check_files
 
     manifest = read_shards_manifest(path)
     report = VerifyReport()
@@ -283,8 +433,8 @@ def verify_sharded(path: Path, solver: Any, milp: str | None, workers: int) -> t
     try:
         if any("${" in text for text in _strings(manifest.get("config"))):
             raise UserError("an interpolation (${...}) in a recorded config is never resolved")
-        config = OmegaConf.create(manifest.get("config"))
-        plan = {job.name: job.recipe() for job in shard_jobs(config, path)}  # type: ignore[arg-type]
+        config = TrainPlan.from_config(manifest.get("config"))
+        plan = {job.name: job.recipe() for job in shard_jobs(config, path)}
         failures += _sharded_claims(path, manifest, config, sound)
     except UserError as error:
         failures.append(f"manifest.json: its config does not describe a build ({str(error)[:200]})")
@@ -371,15 +521,14 @@ def _strings(value: Any) -> list[str]:
     return out
 
 
-def _sharded_claims(path: Path, manifest: dict[str, Any], config: Any, sound: set[str]) -> list[str]:
+def _sharded_claims(path: Path, manifest: dict[str, Any], config: TrainPlan, sound: set[str]) -> list[str]:
     """The name and version the manifest and its config give, the card written again from the
     counts, and the licence a build writes."""
-    from pipeline.storage.write import GENERATED_LICENCE
-    from pipeline.train import card
+    from pipeline.storage.card import GENERATED_LICENCE
 
     failures = []
     for key in ("name", "version"):
-        if manifest.get(key) != config.get(key) or unsafe_text(str(manifest.get(key)), 64):
+        if manifest.get(key) != getattr(config, key) or unsafe_text(str(manifest.get(key)), 64):
             failures.append(f"manifest.json: {key} {str(manifest.get(key))[:40]!r} is not its config's")
     counts: dict[str, Any] = manifest["counts"] if isinstance(manifest.get("counts"), dict) else {}
     if "LICENSE" in sound and read_bytes(path, "LICENSE") != GENERATED_LICENCE.text.encode():

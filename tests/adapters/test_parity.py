@@ -13,9 +13,9 @@ import anyio
 import pytest
 
 import gridbench
-from env import EnvSettings, Episode
-from env.scoring import score_grid
-from solvers.task_io import task_from_dict
+from core.task_io import task_from_dict
+from gridbench.env import EnvSettings, Episode
+from gridbench.env.scoring import score_grid
 from tests.adapters.helpers import inspect_policy, scripted_moves, truth_of
 from tests.helpers_release import build_small
 

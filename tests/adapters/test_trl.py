@@ -12,9 +12,9 @@ import pytest
 from transformers.utils import get_json_schema
 
 import gridbench
-from env import openai_schemas
+from core.errors import UserError
 from gridbench.adapters.trl import environments
-from gridbench.errors import UserError
+from gridbench.env import openai_schemas
 from tests.adapters.helpers import solving_moves
 from tests.helpers_release import build_small
 

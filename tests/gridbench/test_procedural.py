@@ -12,8 +12,8 @@ import sys
 import pytest
 
 import gridbench
-from gridbench.errors import UserError
-from pipeline.storage.write import dumps
+from core.errors import UserError
+from pipeline.storage.layout import dumps
 from tests import ROOT
 
 SMALL = dict(
@@ -45,8 +45,8 @@ def test_the_same_arguments_give_the_same_bytes_in_any_order_and_process():
 
 
 def test_items_are_certified_and_a_second_solver_agrees():
+    from core.task_io import answer_from_dict, task_from_dict
     from solvers.milp import crosscheck_answer
-    from solvers.task_io import answer_from_dict, task_from_dict
 
     for item in gridbench.create_dataset(seed=5, **SMALL):
         key = item.key

@@ -9,9 +9,9 @@ import dataclasses
 import pytest
 
 import gridbench
-from env import EnvSettings, Episode, score
-from env.scoring import score_grid, solve_truth
-from solvers.task import GlobalRule
+from core.task import GlobalRule
+from gridbench.env import EnvSettings, Episode, score
+from gridbench.env.scoring import score_grid, solve_truth
 from tests.tiny import ANSWER, TASK, TRUTH
 
 

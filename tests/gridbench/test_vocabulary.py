@@ -1,15 +1,15 @@
 """The one vocabulary: the JSON Schemas, the checker, the domains and the tool schemas all
-take rule kinds, slot operators, scopes and query operators from gridbench.vocabulary."""
+take rule kinds, slot operators, scopes and query operators from core.vocabulary."""
 
 from __future__ import annotations
 
 import json
 
+from core.task import RULE_KINDS, SLOT_OPS, GlobalRule
+from core.vocabulary import UPPER_BOUND_KINDS, QueryOp, RuleKind, Scope, SlotOp
 from domains import GLOBAL_KINDS, SCOPES, domain_names, get_domain
-from env import openai_schemas
-from gridbench.vocabulary import UPPER_BOUND_KINDS, QueryOp, RuleKind, Scope, SlotOp
-from pipeline.storage.write import SCHEMA_DIR
-from solvers.task import RULE_KINDS, SLOT_OPS, GlobalRule
+from gridbench.env import openai_schemas
+from pipeline.storage.layout import SCHEMA_DIR
 
 
 def test_the_task_schema_enums_are_the_code_enums():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gridbench.errors import UserError
+from core.errors import UserError
 from tests import ROOT
 from tests.helpers_release import build_small, compose_config, small_release_overrides
 
@@ -70,7 +70,7 @@ def test_a_fractional_decoy_budget_is_not_truncated(tmp_path):
     from pipeline.generate import generate
 
     cfg = compose_config(
-        ["domain=toy", "task.decoy_budget=1.5", "task.hidden_slots=2", f"release.cells_root={tmp_path}/cells"]
+        ["domain=toy", "task.decoy_budget=1.5", "task.hidden_slots=2", f"release.cache_root={tmp_path}/cells"]
     )
     with pytest.raises(UserError, match=r"task.decoy_budget=1.5 must be a whole number"):
         generate(cfg)
@@ -160,7 +160,7 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
         "pipeline.release",
         "release.name=interrupted",
         f"release.output_root={tmp_path}",
-        f"release.cells_root={tmp_path}/cells",
+        f"release.cache_root={tmp_path}/cells",
         "release.tasks_per_cell=3",
         f"hydra.run.dir={tmp_path}/hydra",
     ]  # the whole grid

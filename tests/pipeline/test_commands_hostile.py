@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gridbench.errors import UserError
+from core.errors import UserError
 from tests.helpers_release import compose_config
 from tests.hostile import snapshot, tiny_overrides
 

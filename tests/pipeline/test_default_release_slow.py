@@ -10,11 +10,11 @@ import json
 import polars as pl
 import pytest
 
-from pipeline.evaluation.companion import companion_pairs
-from pipeline.evaluation.depth import wilson
-from pipeline.evaluation.integrity import audit
+from pipeline.integrity import audit
+from pipeline.storage.companion import companion_pairs
+from pipeline.storage.depth import wilson
 from pipeline.storage.read import release_pairs
-from pipeline.storage.verify import verify_release
+from pipeline.storage.verification import verify_release
 from solvers.ladder import FIXPOINT
 from solvers.results import SolverSettings
 from tests.helpers_release import compose_config
@@ -36,7 +36,7 @@ def test_paper_preset_builds_and_verifies(tmp_path, grid, tasks, milp):
     from pipeline.release import build
 
     cfg = compose_config(
-        [f"grid={grid}", f"release.output_root={tmp_path}", f"release.cells_root={tmp_path}/c"]
+        [f"grid={grid}", f"release.output_root={tmp_path}", f"release.cache_root={tmp_path}/c"]
     )
     assert build(cfg) == 0
     release = tmp_path / "gridbench-v1.0.0"

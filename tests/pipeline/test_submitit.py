@@ -38,7 +38,7 @@ def test_a_submitit_multirun_fills_the_cell_store_the_release_assembles(tmp_path
         "domain=toy,course",
         "task.hidden_slots=2,4",
         "task.decoy_budget=0",
-        f"release.cells_root={cells}",
+        f"release.cache_root={cells}",
         f"hydra.sweep.dir={tmp_path}/sweep",
     )
     assert sweep.returncode == 0, sweep.stderr[-2000:]
@@ -48,7 +48,7 @@ def test_a_submitit_multirun_fills_the_cell_store_the_release_assembles(tmp_path
         "release.domains=[toy,course]",
         "grid.hidden_slots=[2,4]",
         "grid.decoy_budgets=[0]",
-        f"release.cells_root={cells}",
+        f"release.cache_root={cells}",
         f"release.output_root={tmp_path}/releases",
         f"hydra.run.dir={tmp_path}/run",
     )

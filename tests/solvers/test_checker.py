@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from core.task import GlobalRule, SlotRule
 from solvers.checker import PENDING, SATISFIED, VIOLATED, rule_status, slot_rule_holds
-from solvers.task import GlobalRule, SlotRule
 
 ITEMS = {
     "a": {"cost": 5, "color": "red"},

@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from core.task import GlobalRule, SlotRule
 from solvers.checker import (
     PENDING,
     SATISFIED,
@@ -18,7 +19,6 @@ from solvers.checker import (
     rule_status,
     slot_rule_holds,
 )
-from solvers.task import GlobalRule, SlotRule
 from tests.brute import completions
 from tests.tiny import ITEMS, OPEN_TASK, TASK
 

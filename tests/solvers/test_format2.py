@@ -10,13 +10,13 @@ import json
 import jsonschema
 import pytest
 
+from core.task import GlobalRule, TaskFormatError
+from core.task_io import task_from_dict
 from domains import get_domain
-from pipeline import GenerationSettings, TaskKey, generate_task
+from pipeline.generation import GenerationSettings, TaskKey, generate_task
 from pipeline.generation.instruction import describe_rule
+from pipeline.storage.layout import SCHEMA_DIR
 from pipeline.storage.tables import decode_task, read_table, table_bytes, task_type
-from pipeline.storage.write import SCHEMA_DIR
-from solvers.task import GlobalRule, TaskFormatError
-from solvers.task_io import task_from_dict
 
 CAGED = TaskKey("course", 5, 7, 11, 15, 25, seed=2)
 

@@ -11,9 +11,9 @@ import random
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from pipeline import GenerationSettings, TaskKey, generate_task
+from core.task import GlobalRule, Slot, Task
+from pipeline.generation import GenerationSettings, TaskKey, generate_task
 from solvers.ladder import PROBING, RUNGS, SEARCH, reasoning_depth, rung_domains, rung_index
-from solvers.task import GlobalRule, Slot, Task
 from tests.brute import completions
 from tests.solvers.test_propagation import brute_round
 from tests.strategies import small_tasks

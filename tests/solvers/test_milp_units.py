@@ -7,10 +7,10 @@ import dataclasses
 
 import pytest
 
-from gridbench.errors import UserError
+from core.errors import UserError
+from core.task import SlotRoles
 from solvers.milp import MILP_SOLVERS, MilpModel, crosscheck, crosscheck_answer, solver_version
 from solvers.results import FEASIBLE, INFEASIBLE, UNKNOWN, SolverSettings
-from solvers.task import SlotRoles
 from tests.tiny import ANSWER, OPEN_TASK, TASK
 
 TRUTH = ANSWER.truth_choice()
@@ -84,8 +84,8 @@ def test_the_solvers_print_nothing(solver, capfd):
 
 def test_an_item_without_the_attribute_never_passes_a_slot_rule_on_it():
     """As in the checker: a missing value meets no rule, not even ``not_in``."""
+    from core.task import SlotRule
     from solvers.checker import locally_valid_candidates
-    from solvers.task import SlotRule
 
     items = {**TASK.items, "A": {k: v for k, v in TASK.items["A"].items() if k != "color"}}
     for rule in (SlotRule("color", "not_in", ("blue",)), SlotRule("color", "in", ("red",))):
@@ -93,3 +93,22 @@ def test_an_item_without_the_attribute_never_passes_a_slot_rule_on_it():
         task = dataclasses.replace(TASK, items=items, slots=slots)
         assert "A" not in MilpModel(task).options[(0, 1)]
         assert MilpModel(task).options[(0, 1)] == locally_valid_candidates(task, task.slots[0])
+
+
+@pytest.mark.parametrize("solver", MILP_SOLVERS)
+def test_an_integer_infeasible_model_that_crashes_cbc_without_preprocessing_is_infeasible(solver):
+    """CBC 2.10.3 with "preprocess off" dies (segmentation fault) on this model; the solve is
+    repeated with preprocessing, and the verdict is the true one on both solvers."""
+    from solvers.milp import Row, _solve_cbc, _solve_highs
+
+    rows = [
+        Row("one", ((0, 1), (1, 1), (2, 1)), "==", 1),
+        Row("cap", ((0, 1), (1, 2)), "<=", 1),
+        Row("floor", ((0, 1), (1, 2)), ">=", 1),
+        Row("not_truth", ((0, 1),), "<=", 0),
+    ]
+    solve = _solve_cbc if solver == "cbc" else _solve_highs
+    status, values, _ = solve(3, rows, {}, False, SolverSettings())
+    assert (status, values) == (INFEASIBLE, [])
+    feasible, values, _ = solve(3, rows[:3], {}, False, SolverSettings())
+    assert feasible == FEASIBLE and [round(v) for v in values] == [1, 0, 0]

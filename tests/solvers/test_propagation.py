@@ -7,7 +7,7 @@ import itertools
 import pytest
 from hypothesis import example, given
 
-from pipeline import GenerationSettings, TaskKey, generate_task
+from pipeline.generation import GenerationSettings, TaskKey, generate_task
 from solvers.checker import locally_valid_candidates, rule_groups, rule_measure
 from solvers.propagation import decoy_resistance, propagate
 from tests.brute import completions

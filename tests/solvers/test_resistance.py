@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from hypothesis import example, given
 
+from core.records import Resistance
 from solvers.checker import locally_valid_candidates
 from solvers.propagation import decoy_resistance
-from solvers.records import Resistance
 from tests.brute import completions
 from tests.examples import LOOSENING_CAP, ROW_REPEAT, VISIBLE_BREAKS
 from tests.solvers.test_propagation import brute_round

@@ -11,7 +11,7 @@ import pytest
 from pipeline.generation.certify import certify
 from pipeline.generation.measures import distance_to_ambiguity, measure
 from pipeline.generation.seal import seal
-from pipeline.storage.verify import prove_data
+from pipeline.storage.verification import prove_data
 from solvers.cpsat import CpSatModel
 from solvers.milp import MILP_SOLVERS, MilpModel, crosscheck, crosscheck_answer
 from solvers.results import FEASIBLE, UNKNOWN, SolverSettings, SolverTimeout
@@ -139,7 +139,7 @@ def test_an_imported_instance_whose_proofs_time_out_is_neither_unique_nor_certif
 def test_generation_re_draws_on_a_time_out_and_never_certifies_from_one():
     """Repair's uniqueness solve, the final certificate and the measures all stop at once
     with a tiny limit: every draw is discarded and the key fails with a clear error."""
-    from pipeline import GenerationSettings, TaskKey, generate_task
+    from pipeline.generation import GenerationSettings, TaskKey, generate_task
     from pipeline.generation.keys import GenerationError
 
     with pytest.raises(GenerationError, match="SolverTimeout"):

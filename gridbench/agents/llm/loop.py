@@ -25,8 +25,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from env import Episode
 from gridbench.agents.llm.toolcalls import MAX_TEXT, ToolCall, structured_calls, text_calls
+from gridbench.env import Episode
 
 END_REASONS = ("done", "max_steps", "no_tool_call", "context_length", "api_error")
 REMINDER = (

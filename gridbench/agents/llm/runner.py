@@ -33,10 +33,10 @@ from typing import Any
 import httpx2
 import openai
 
-from env import Episode, openai_schemas
+from core.errors import UserError
 from gridbench.agents.llm.loop import END_REASONS, AgentLoop, LoopSettings, Outcome, Reply, parse_reply
 from gridbench.agents.llm.prompt import PromptTemplates, render
-from gridbench.errors import UserError
+from gridbench.env import Episode, openai_schemas
 
 __all__ = ["END_REASONS", "AuthenticationStop", "LLMAgent", "LLMSettings", "Outcome", "make_client"]
 

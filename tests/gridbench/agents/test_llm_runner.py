@@ -111,7 +111,7 @@ def test_a_fatal_model_behaviour_ends_the_episode_with_its_reason(
 def test_an_api_that_keeps_failing_stops_the_run_and_is_retried_on_resume(
     release, server, tmp_path, monkeypatch
 ):
-    from pipeline.evaluation.episodes import RunStopped
+    from gridbench.agents.harness import RunStopped
 
     loopback, url = server
     loopback.script = Script(at={("*", 1): "http_500_always"})
@@ -154,7 +154,7 @@ def test_a_run_with_some_api_errors_exits_3_and_says_how_many(release, server, t
 
 
 def test_a_refused_key_stops_the_run_at_once_with_one_line(release, server, tmp_path, monkeypatch):
-    from pipeline.evaluation.episodes import RunStopped
+    from gridbench.agents.harness import RunStopped
 
     loopback, url = server
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
@@ -288,7 +288,7 @@ def test_reminders_end_the_episode_only_when_they_come_in_a_row(release, server,
 
 
 def test_another_server_is_another_run_never_a_silent_reuse(release, server, tmp_path, monkeypatch):
-    from gridbench.errors import UserError
+    from core.errors import UserError
 
     loopback, url = server
     first = run(release, url, tmp_path, "domains=[toy]", monkeypatch=monkeypatch)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gridbench.errors import UserError
+from core.errors import UserError
 from tests.helpers_release import compose_config, run_module
 from tests.hostile import file_size_limit, snapshot, tiny_overrides
 

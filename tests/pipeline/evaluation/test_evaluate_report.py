@@ -69,8 +69,8 @@ def test_report_groups_by_run_and_works_on_empty_partial_and_stale_runs(release,
     import json
     import os
 
-    from pipeline.evaluation.report import make_report
     from pipeline.evaluation.runs import RunStore
+    from pipeline.evaluation.summary import make_report
 
     runs = tmp_path / "runs"
     one = _evaluate(release, runs, "greedy_local", "domains=[toy]", "workers=1")
@@ -103,7 +103,7 @@ def test_report_groups_by_run_and_works_on_empty_partial_and_stale_runs(release,
 
 
 def test_wilson_interval_matches_the_textbook_values():
-    from pipeline.evaluation.report import wilson
+    from pipeline.evaluation.summary import wilson
 
     low, high = wilson(8, 10)
     assert abs(low - 0.4902) < 1e-3 and abs(high - 0.9433) < 1e-3
@@ -158,7 +158,7 @@ def test_results_are_current_after_ctrl_c(release, tmp_path, capsys):
 
 
 def test_a_run_folder_refuses_a_command_of_another_configuration(release, tmp_path):
-    from gridbench.errors import UserError
+    from core.errors import UserError
 
     toy = ("domains=[toy]", "workers=1")
     _evaluate(release, tmp_path, "greedy_local", *toy)
@@ -192,9 +192,9 @@ def test_unknown_agents_and_empty_filters_are_clear_errors(release, tmp_path):
 def test_swapped_answers_and_a_corrupt_results_file_are_clear_errors(release, tmp_path):
     import shutil
 
-    from gridbench.errors import UserError
+    from core.errors import UserError
     from pipeline.evaluate import evaluate
-    from pipeline.evaluation.report import make_report
+    from pipeline.evaluation.summary import make_report
     from tests.helpers_release import copy_release
 
     copy = copy_release(release, tmp_path / "swapped")

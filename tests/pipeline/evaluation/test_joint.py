@@ -11,14 +11,14 @@ from collections import Counter
 import pytest
 
 from domains import NumericAttribute, get_domain
-from pipeline import GenerationSettings, TaskKey, generate_task
-from pipeline.evaluation.integrity import (
+from pipeline.generation import GenerationSettings, TaskKey, generate_task
+from pipeline.integrity import (
     RULE_READING_POLICIES,
     decoy_cells,
     policy_scores,
     rule_free_failures,
 )
-from pipeline.evaluation.joint import (
+from pipeline.integrity.joint import (
     Board,
     EqualColTotals,
     EqualLineTotals,

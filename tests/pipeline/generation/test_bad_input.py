@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from core.task import GlobalRule, TaskFormatError
+from core.task_io import task_from_dict
 from domains import Domain, DomainError, GlobalRuleTemplate, NumericAttribute, SlotRuleTemplate
 from domains.registry import register
-from pipeline import GenerationError, GenerationSettings, TaskKey, generate_task
-from solvers.task import GlobalRule, TaskFormatError
-from solvers.task_io import task_from_dict
+from pipeline.generation import GenerationError, GenerationSettings, TaskKey, generate_task
 
 
 def key(**changes) -> TaskKey:

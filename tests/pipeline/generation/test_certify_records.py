@@ -7,11 +7,11 @@ import dataclasses
 
 import pytest
 
+from core.task import SlotRoles
 from pipeline.generation.certify import certify
 from pipeline.generation.seal import Sealed, seal
 from solvers.cpsat import SOLVER_NAME, SOLVER_VERSION, CpSatModel
 from solvers.results import FEASIBLE, INFEASIBLE, SolverSettings
-from solvers.task import SlotRoles
 from tests.tiny import ANSWER, OPEN_TASK, TASK
 
 SETTINGS = SolverSettings(time_limit_s=20.0, seed=7, workers=1)
@@ -116,7 +116,7 @@ def test_sealing_runs_what_is_asked_and_carries_the_records():
 
 
 def test_every_filtered_item_is_checked_and_counted():
-    from solvers.task import SlotRule
+    from core.task import SlotRule
 
     slots = (
         TASK.slots[0],

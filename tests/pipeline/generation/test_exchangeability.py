@@ -18,7 +18,7 @@ import pytest
 from scipy.stats import chisquare
 
 from domains import NumericAttribute, get_domain
-from pipeline import TaskKey, generate_task
+from pipeline.generation import TaskKey, generate_task
 from pipeline.generation.keys import GenerationSettings
 from solvers.checker import locally_valid_candidates
 

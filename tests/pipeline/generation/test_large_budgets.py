@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.vocabulary import RuleKind, Scope
 from domains import NumericAttribute
-from gridbench.vocabulary import RuleKind, Scope
 from pipeline.generation.build import draw_draft, generate_task
 from pipeline.generation.cages import draw_cages
 from pipeline.generation.draft import Draft
@@ -169,7 +169,7 @@ def test_a_large_budget_task_certifies_and_is_deterministic(name):
 
 
 def test_room_over_budget_null_keeps_k_at_every_budget():
-    from pipeline.config import candidates_for
+    from pipeline.config import grid_candidates as candidates_for
     from tests.helpers_release import compose_config
 
     paper = compose_config(["grid=5x7"]).grid

@@ -7,7 +7,7 @@ from collections import Counter
 
 from hypothesis import given
 
-from pipeline import GenerationSettings, TaskKey, generate_task
+from pipeline.generation import GenerationSettings, TaskKey, generate_task
 from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
 from pipeline.generation.build import draw_draft
 from pipeline.generation.constrain import truth_measures
@@ -139,7 +139,7 @@ def test_a_solver_time_out_is_never_a_proof(monkeypatch):
 def test_surface_shortcuts_stay_near_chance():
     """Deterministic sample (fixed keys): surface policies pick the truth on decoy cells about
     as often as a uniform guess among the candidates that pass the slot rules."""
-    from pipeline.evaluation.integrity import decoy_cells, policy_scores
+    from pipeline.integrity import decoy_cells, policy_scores
 
     cells = []
     for domain in ("course", "meal", "pc_build", "shopping", "travel", "workforce"):

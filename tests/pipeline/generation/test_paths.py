@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from gridbench.errors import SolverTimeout
-from pipeline import GenerationError, GenerationSettings, TaskKey, decoy_cell_count, generate_task
+from core.errors import SolverTimeout
+from pipeline.generation import GenerationError, GenerationSettings, TaskKey, decoy_cell_count, generate_task
 from solvers.cpsat import CpSatModel
 from solvers.results import UNKNOWN, SolveResult
 from tests.helpers_release import compose_config, run_module
@@ -68,7 +68,7 @@ def test_multirun_cells_are_stored_and_reused_by_the_release(tmp_path, capsys):
         "grid=5x5",
         "task.hidden_slots=2,3",
         "task.decoy_budget=0,2",
-        f"release.cells_root={cells}",
+        f"release.cache_root={cells}",
         f"hydra.sweep.dir={tmp_path}/sweep",
     )
     assert done.returncode == 0, done.stderr
@@ -79,7 +79,7 @@ def test_multirun_cells_are_stored_and_reused_by_the_release(tmp_path, capsys):
             "grid=5x5",
             "grid.hidden_slots=[2,3]",
             "grid.decoy_budgets=[0,2]",
-            f"release.cells_root={cells}",
+            f"release.cache_root={cells}",
             f"release.output_root={tmp_path}/out",
             "release.workers=1",
         ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline import GenerationSettings, TaskKey
+from pipeline.generation import GenerationSettings, TaskKey
 from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
 from pipeline.generation.build import draw_draft
 from pipeline.generation.constrain import truth_measures

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gridbench.errors import UserError
+from core.errors import UserError
 from tests.helpers_release import compose_config, copy_release
 from tests.hostile import (
     MEMORY_LIMIT_MB,
@@ -35,8 +35,8 @@ def tiny(tiny_release) -> Path:
 def _table_schema(relative: str):
     import polars as pl
 
+    from pipeline.storage.metadata import METADATA_SCHEMA
     from pipeline.storage.tables import ANSWER, schema_of, task_type
-    from pipeline.storage.write import METADATA_SCHEMA
 
     if relative == "metadata.parquet":
         return pl.DataFrame(schema=METADATA_SCHEMA).to_arrow().schema, "task_id"

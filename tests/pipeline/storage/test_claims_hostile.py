@@ -33,7 +33,7 @@ def _edit_manifest(release: Path, change) -> None:
 def _claim_failures(release: Path) -> tuple[list[str], list[str]]:
     """The file and release failures of ``release`` (no proofs), and what is unverified."""
     from pipeline.storage.read import read_manifest
-    from pipeline.storage.verify import VerifyReport, check_files, check_release
+    from pipeline.storage.verification import VerifyReport, check_files, check_release
 
     report = VerifyReport()
     try:
@@ -230,7 +230,7 @@ WORDS = [
 
 @pytest.mark.parametrize(("change", "message"), WORDS, ids=[str(n) for n in range(len(WORDS))])
 def test_words_that_cannot_be_shown_and_a_ragged_truth_are_refused(change, message, tiny):
-    from pipeline.storage.verify import prove_data
+    from pipeline.storage.verification import prove_data
     from solvers.results import SolverSettings
 
     task, answer, relative = _task_pair(tiny)

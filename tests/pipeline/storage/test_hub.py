@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gridbench.errors import UserError
+from core.errors import UserError
 from tests import ROOT
 from tests.helpers_release import build_small, compose_config, copy_release
 

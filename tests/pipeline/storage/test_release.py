@@ -14,9 +14,9 @@ from hydra.errors import ConfigCompositionException
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pipeline.storage.layout import SCHEMA_DIR
 from pipeline.storage.safe import ReleaseError
-from pipeline.storage.verify import verify_release
-from pipeline.storage.write import SCHEMA_DIR
+from pipeline.storage.verification import verify_release
 from solvers.results import SolverSettings
 from tests import ROOT
 from tests.helpers_release import (
@@ -314,7 +314,7 @@ _JSON = st.recursive(
 def test_release_json_layout_round_trips(record):
     """The release files' JSON layout (two levels indented, compact below) parses back to the
     same value, and the same value always gives the same bytes."""
-    from pipeline.storage.write import dumps
+    from pipeline.storage.layout import dumps
 
     data = dumps(record)
     assert json.loads(data) == record

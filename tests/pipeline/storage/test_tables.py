@@ -53,17 +53,17 @@ def test_every_row_decodes_to_its_file_and_every_file_has_one_row(release):
 
 
 def test_every_task_row_has_a_ready_prompt_and_verify_checks_it(release, tmp_path):
+    from core.task_io import task_from_dict
     from gridbench.agents.llm import load_templates, render
-    from pipeline.storage.verify import verify_release
+    from pipeline.storage.verification import verify_release
     from solvers.results import SolverSettings
-    from solvers.task_io import task_from_dict
     from tests.helpers_release import copy_release, redigest
 
     tasks = _files(release, "tasks")
     table = next((release / "data" / "tasks").glob("*.parquet"))
     rows = pq.read_table(table).to_pylist()
     for row in rows:
-        from env import EnvSettings, Episode
+        from gridbench.env import EnvSettings, Episode
 
         episode = Episode(task_from_dict(tasks[row["task_id"]]), EnvSettings())
         assert row["prompt"] == render(load_templates(), episode)  # what the LLM runner sends
@@ -176,7 +176,7 @@ def test_the_codec_round_trips_shapes_the_generator_does_not_make_today(release)
 
 
 def test_a_key_without_a_column_is_an_error_naming_it(release):
-    from gridbench.errors import UserError
+    from core.errors import UserError
 
     task = copy.deepcopy(next(iter(_files(release, "tasks").values())))
     task["slots"][0]["secret"] = 1
@@ -189,7 +189,7 @@ def test_a_key_without_a_column_is_an_error_naming_it(release):
 
 
 def test_a_release_made_before_the_prompt_column_still_verifies(release, tmp_path):
-    from pipeline.storage.verify import verify_release
+    from pipeline.storage.verification import verify_release
     from solvers.results import SolverSettings
     from tests.helpers_release import copy_release, redigest
 

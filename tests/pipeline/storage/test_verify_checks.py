@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.storage.verify import consistency, prove_data, task_shape, verify_release
+from core.task import SlotRoles
+from pipeline.storage.verification import consistency, prove_data, task_shape, verify_release
 from solvers.results import SolverSettings
-from solvers.task import SlotRoles
 from tests.helpers_release import build_small, copy_release
 from tests.tiny import ANSWER, TASK, TRUTH
 
@@ -199,8 +199,8 @@ def test_files_with_a_stale_digest_are_neither_decompressed_nor_proved(small, tm
 
 
 def test_files_are_checked_against_the_manifest(tmp_path):
-    from pipeline.storage.verify import VerifyReport, check_files
-    from pipeline.storage.write import sha256
+    from pipeline.storage.layout import sha256
+    from pipeline.storage.verification import VerifyReport, check_files
 
     (tmp_path / "tasks").mkdir()
     (tmp_path / "tasks" / "a.json").write_bytes(b"a")
@@ -221,7 +221,7 @@ def test_files_are_checked_against_the_manifest(tmp_path):
 
 
 def test_release_counts_folders_and_pairs(tmp_path):
-    from pipeline.storage.verify import VerifyReport, check_release
+    from pipeline.storage.verification import VerifyReport, check_release
 
     listed = [
         "tasks/toy/a.json",

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from core.task import Task
 from domains import CategoricalAttribute, NumericAttribute, get_domain
 from solvers.checker import locally_valid_candidates
-from solvers.task import Task
 
 Cell = tuple[int, int]
 SWEEPS = 12

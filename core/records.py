@@ -9,7 +9,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from gridbench.errors import UserError
+from core.errors import UserError
 
 Record = TypeVar("Record")
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import gridbench
-from env import EnvSettings, Episode, openai_schemas
-from env.tools import ArgumentError, Param
-from gridbench.errors import UserError
+from core.errors import UserError
+from gridbench.env import EnvSettings, Episode, openai_schemas
+from gridbench.env.tools import ArgumentError, Param
 from tests.tiny import ANSWER, ITEMS, OPEN_TASK, TRUTH
 
 TASK = OPEN_TASK
@@ -24,10 +24,10 @@ CELL = {"row": 0, "col": 1}
 
 
 def test_the_tool_schemas_models_read_are_the_reviewed_ones():
-    """tests/env/tool_schemas_toy.json is the reviewed text; after an intended change to a tool
+    """tests/gridbench/env/tool_schemas_toy.json is the reviewed text; after an intended change to a tool
     description or parameter, write the new one with
     ``python -c "import json; from env import openai_schemas; json.dump(openai_schemas('toy'),
-    open('tests/env/tool_schemas_toy.json', 'w'), indent=1, sort_keys=True)"``."""
+    open('tests/gridbench/env/tool_schemas_toy.json', 'w'), indent=1, sort_keys=True)"``."""
     assert openai_schemas("toy") == json.loads(SCHEMAS.read_text())
 
 

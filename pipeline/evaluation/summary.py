@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from gridbench.errors import UserError
+from core.errors import UserError
 from pipeline.evaluation.figures import domain_heatmap, heatmap, success_vs_budget, wilson
 from pipeline.evaluation.runs import RunStore, results_frame
 from pipeline.storage.parquet import read_arrow_table

@@ -8,7 +8,7 @@ import reprlib
 from dataclasses import dataclass
 from typing import Any
 
-from gridbench.vocabulary import QueryOp
+from core.vocabulary import QueryOp
 
 ECHO_LIMIT = 120  # characters of an agent's input repeated back in an error message
 MESSAGE_LIMIT = 1000

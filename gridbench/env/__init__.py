@@ -1,9 +1,9 @@
 """The tool environment: episode state, tools, budgets, failures, schemas and scoring."""
 
-from env.budgets import UNLIMITED, EnvSettings
-from env.episode import Episode
-from env.scoring import score
-from env.tools import ArgumentError, Tool, openai_schemas, tools_for
+from core.budgets import UNLIMITED, EnvSettings
+from gridbench.env.episode import Episode
+from gridbench.env.scoring import score
+from gridbench.env.tools import ArgumentError, Tool, openai_schemas, tools_for
 
 __all__ = [
     "UNLIMITED",

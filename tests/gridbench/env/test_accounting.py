@@ -8,8 +8,8 @@ import operator
 
 import pytest
 
-from env import UNLIMITED, EnvSettings, Episode
-from gridbench.errors import UserError
+from core.errors import UserError
+from gridbench.env import UNLIMITED, EnvSettings, Episode
 from solvers.checker import check_global
 from tests.tiny import ITEMS
 from tests.tiny import OPEN_TASK as TASK

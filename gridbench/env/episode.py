@@ -13,11 +13,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from env.budgets import UNLIMITED, EnvSettings
-from env.tools import MESSAGE_LIMIT, ArgumentError, Tool, bounded, clip, echo, tools_for
-from gridbench.vocabulary import CATEGORY_QUERY_OPS, NUMERIC_QUERY_OPS
+from core.budgets import UNLIMITED, EnvSettings
+from core.task import Task
+from core.vocabulary import CATEGORY_QUERY_OPS, NUMERIC_QUERY_OPS
+from gridbench.env.tools import MESSAGE_LIMIT, ArgumentError, Tool, bounded, clip, echo, tools_for
 from solvers.checker import check_global, slot_rule_holds
-from solvers.task import Task
 
 Cell = tuple[int, int]
 NUMERIC_OPS = NUMERIC_QUERY_OPS

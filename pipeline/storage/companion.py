@@ -10,11 +10,11 @@ from typing import Any
 
 import polars as pl
 
-from gridbench.errors import UserError
+from core.errors import UserError
+from core.task import Answer, Task
 from pipeline.generation.keys import GenerationSettings, TaskKey
-from pipeline.storage.cells import make_tasks
+from pipeline.storage.cache import make_tasks
 from pipeline.storage.read import read_manifest
-from solvers.task import Answer, Task
 
 
 def recorded_settings(manifest: dict[str, Any]) -> GenerationSettings:

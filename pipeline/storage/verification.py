@@ -23,19 +23,19 @@ from typing import Any
 import jsonschema
 import polars as pl
 
+from core.task import Answer, Task, TaskFormatError
+from core.task_io import answer_from_dict, task_from_dict
 from domains import DomainError, get_domain
 from pipeline.generation.instruction import write_instruction
 from pipeline.generation.seal import Sealed, seal
 from pipeline.parallel import parallel_imap
 from pipeline.storage.claims import check_claims
+from pipeline.storage.layout import SCHEMA_DIR, sha256
 from pipeline.storage.parquet import read_arrow_table, read_table_rows
 from pipeline.storage.read import has_manifest, read_manifest
 from pipeline.storage.safe import ReleaseError, read_bytes, read_json, unsafe_text, walk
-from pipeline.storage.write import SCHEMA_DIR, sha256
 from solvers.milp import crosscheck_answer
 from solvers.results import SolverSettings
-from solvers.task import Answer, Task, TaskFormatError
-from solvers.task_io import answer_from_dict, task_from_dict
 
 
 @dataclass
@@ -197,7 +197,7 @@ def _check_metadata(
     """``metadata.parquet``: the declared columns, one row per task, and every value what the
     task and answer files give (it is the index ``load_release`` filters on). The frame when
     it has the declared columns and one row per task (the claims are checked against it)."""
-    from pipeline.storage.write import METADATA_SCHEMA
+    from pipeline.storage.metadata import METADATA_SCHEMA
 
     if "metadata.parquet" not in listed:
         failures.append("manifest.json: metadata.parquet is not listed")
@@ -247,7 +247,7 @@ def _metadata_differs(path: Path, row: dict[str, Any], name: str, answer: str) -
     from types import SimpleNamespace
 
     from pipeline.generation.records import CertifiedTask
-    from pipeline.storage.write import metadata_row
+    from pipeline.storage.metadata import metadata_row
 
     try:
         task_bytes, answer_bytes = read_bytes(path, name), read_bytes(path, answer)

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from env import EnvSettings, Episode, openai_schemas, score
 from gridbench.agents import make_agent
-from pipeline import TaskKey, generate_task
+from gridbench.env import EnvSettings, Episode, openai_schemas, score
+from pipeline.generation import TaskKey, generate_task
 
 MADE = generate_task(TaskKey("course", 5, 7, 5, 8, 25, seed=4))
 TASK, ANSWER = MADE.task, MADE.answer

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from solvers.records import Certificate, CrossCheck, Measures, Record, record_from
-from solvers.task import (
+from core.records import Certificate, CrossCheck, Measures, Record, record_from
+from core.task import (
     SCHEMA_VERSION,
     TASK_SCHEMA_VERSIONS,
     Answer,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from env.tools import ECHO_LIMIT, ArgumentError, Param, Tool, clip, openai_schemas, tools_for
+from gridbench.env.tools import ECHO_LIMIT, ArgumentError, Param, Tool, clip, openai_schemas, tools_for
 
 
 def test_each_kind_of_parameter_has_its_schema():

@@ -27,23 +27,24 @@ import random
 import re
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from env import EnvSettings, Episode, score
+from core.errors import UserError
+from core.task import Answer, Task
+from core.task_io import answer_from_dict, task_from_dict
 from gridbench.agents.registry import AgentSpec, make_agent
-from gridbench.errors import UserError
+from gridbench.env import EnvSettings, Episode, score
 from pipeline.evaluation.runs import RunStore, call_columns, encode_transcript
 from pipeline.parallel import Progress, parallel_imap
+from pipeline.storage.metadata import METADATA_SCHEMA
 from pipeline.storage.parquet import read_arrow_table
 from pipeline.storage.read import read_manifest, shown
 from pipeline.storage.safe import inside, read_bytes, read_json
-from pipeline.storage.write import METADATA_SCHEMA
-from solvers.task import Answer, Task
-from solvers.task_io import answer_from_dict, task_from_dict
 
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@=,+-]{0,127}$")
 # How a run talks to its server, not what it asks: left out of an episode's identity.
@@ -481,3 +482,29 @@ def _summary(
                 f"  failure rate {row['failure_rate']}: success {row['success']:.3f} over {row['len']} "
                 f"of the {total // max(len(request.failure_rates), 1)} selected episodes"
             )
+
+
+def ideal_calls(pairs: Sequence[tuple[Task, Answer]]) -> pl.DataFrame:
+    """Play the ideal agent (``budget_aware``, the paper's budgets, no tool failures) on every
+    (task, answer): its tool calls and success per task."""
+    import random
+
+    from gridbench.agents.budget_aware import BudgetAwareAgent
+    from gridbench.env import EnvSettings, Episode, score
+
+    rows = []
+    for task, answer in pairs:
+        episode = Episode(task, EnvSettings(query_budget="paper", check_budget="paper"), seed=0)
+        BudgetAwareAgent().play(episode, random.Random(0))
+        graded = score(episode, answer)
+        rows.append(
+            {
+                "domain": task.domain,
+                "hidden_slots": task.hidden_slots,
+                "decoy_budget": task.decoy_budget,
+                "failure_rate": 0.0,
+                "steps": graded["steps"],
+                "success": graded["success"],
+            }
+        )
+    return pl.DataFrame(rows)

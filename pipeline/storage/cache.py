@@ -1,5 +1,6 @@
-"""Generated cells on disk: a swept (domain, H, B) cell is stored once and reused by the
-release step. A stored task is keyed by its task key and a fingerprint of the settings."""
+"""The task cache on disk (``release.cache_root``): a generated task is stored once and reused
+by later commands (the release step after a Hydra sweep, a rebuild). A cached task is keyed by
+its task key and a fingerprint of the generation settings."""
 
 from __future__ import annotations
 
@@ -9,32 +10,32 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-from gridbench.errors import UserError
+from core.errors import UserError
+from core.task_io import answer_from_dict, task_from_dict
 from pipeline.generation.build import CertifiedTask, generate_task
 from pipeline.generation.keys import GenerationSettings, TaskKey
 from pipeline.parallel import parallel_imap
 from pipeline.storage.safe import ReleaseError, load_json, read_bytes
-from solvers.task_io import answer_from_dict, task_from_dict
 
-FORMAT = "gridbench-cell-1"
+FORMAT = "gridbench-cache-1"
 
 
 def settings_fingerprint(settings: GenerationSettings, salt: str = "") -> str:
-    """Cells made with other settings or another salt live in another folder (the salt enters
+    """Tasks made with other settings or another salt live in another folder (the salt enters
     only through its hash)."""
     salt_hash = hashlib.sha256(salt.encode()).hexdigest() if salt else ""
     text = json.dumps({"format": FORMAT, "settings": asdict(settings), "salt": salt_hash}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def cell_path(root: Path, key: TaskKey, fingerprint: str) -> Path:
-    """Where the cell store under ``root`` keeps ``key``'s task made with settings ``fingerprint``."""
+def cached_path(root: Path, key: TaskKey, fingerprint: str) -> Path:
+    """Where the cache under ``root`` keeps ``key``'s task made with settings ``fingerprint``."""
     return root / fingerprint / key.domain / f"{key.task_id}.json"
 
 
-def load_cell(path: Path, key: TaskKey) -> CertifiedTask | None:
+def load_cached(path: Path, key: TaskKey) -> CertifiedTask | None:
     """The task stored at ``path``, or None when it is missing, unreadable, or of another key or format."""
-    try:  # read like any file from elsewhere: a FIFO, a link or a bomb is a missing cell
+    try:  # read like any file from elsewhere: a FIFO, a link or a bomb is a missing task
         record = load_json(read_bytes(path.parent, path.name), str(path))
     except ReleaseError:
         return None
@@ -52,7 +53,7 @@ def load_cell(path: Path, key: TaskKey) -> CertifiedTask | None:
         return None
 
 
-def store_cell(path: Path, made: CertifiedTask) -> None:
+def store_cached(path: Path, made: CertifiedTask) -> None:
     """Write ``made`` to ``path`` atomically (through a temporary file)."""
     record = {
         "format": FORMAT,
@@ -67,23 +68,23 @@ def store_cell(path: Path, made: CertifiedTask) -> None:
     try:
         temporary.write_text(json.dumps(record))
         temporary.replace(path)
-    except OSError:  # a full disk: no half-written cell is left behind
+    except OSError:  # a full disk: no half-written task is left behind
         temporary.unlink(missing_ok=True)
         raise
 
 
 def make_task(key: TaskKey, settings: GenerationSettings, root: Path | None) -> tuple[CertifiedTask, bool]:
-    """The certified task of ``key``: from the cell store when present, else generated (and
+    """The certified task of ``key``: from the cache when present, else generated (and
     stored). Returns (task, reused)."""
     fingerprint = settings_fingerprint(settings, key.salt)
-    path = cell_path(root, key, fingerprint) if root is not None else None
+    path = cached_path(root, key, fingerprint) if root is not None else None
     if path is not None and path.exists():
-        cached = load_cell(path, key)
+        cached = load_cached(path, key)
         if cached is not None:
             return cached, True
     made = generate_task(key, settings)
     if path is not None:
-        store_cell(path, made)
+        store_cached(path, made)
     return made, False
 
 

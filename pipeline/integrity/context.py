@@ -6,12 +6,12 @@ grid (differences and z-scores), the row's and the column's visible totals again
 rows' and columns' (and their products with the option's z-score in its cell: the pattern of
 a generator that balances rows), per categorical attribute how often the option's value
 appears among the visible items of its row, column and grid, and which option each rule-free
-policy of :mod:`pipeline.evaluation.joint` picks.
+policy of :mod:`pipeline.integrity.joint` picks.
 """
 
 from __future__ import annotations
 
-from pipeline.evaluation.joint import Board
+from pipeline.integrity.joint import Board
 
 Cell = tuple[int, int]
 Features = dict[str, float]

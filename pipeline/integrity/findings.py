@@ -1,0 +1,177 @@
+"""The whole audit, its verdict and its Markdown: every policy (overall and by H), every
+classifier when asked, the transfer classifiers when a companion build is given; a rule-free
+reader above chance + :data:`TOLERANCE` (its interval clear of that line) fails it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from statistics import mean
+from typing import Any
+
+from core.task import Answer, Task
+from pipeline.integrity.classifiers import (
+    FEATURE_SETS,
+    MODELS,
+    RULE_FREE_FEATURE_SETS,
+    RULE_READING_POLICIES,
+    TOLERANCE,
+    classifier_score,
+    transfer_score,
+)
+from pipeline.integrity.policies import DecoyCell, decoy_cells, policy_scores
+
+
+def rule_free_failures(report: dict[str, Any]) -> list[str]:
+    """Every rule-free policy or classifier whose accuracy is above chance + ``TOLERANCE`` with
+    its interval clear of that line, as ``name: accuracy vs chance`` (empty: the audit passes)."""
+    readers = {
+        f"policy {name}": score
+        for name, score in report["policies"].items()
+        if name not in RULE_READING_POLICIES
+    }
+    for name, score in {**report["classifiers"], **report.get("transfer", {})}.items():
+        if name.split("/")[0] in RULE_FREE_FEATURE_SETS:
+            readers[f"classifier {name}"] = score
+    return [
+        f"{name}: {score['accuracy']:.3f} [{score['low']:.3f}, {score['high']:.3f}] vs chance "
+        f"{score['chance']:.3f}"
+        for name, score in readers.items()
+        if score["low"] > score["chance"] + TOLERANCE
+    ]
+
+
+def audit(
+    pairs: Iterable[tuple[Task, Answer]],
+    splits: int = 20,
+    seed: int = 0,
+    step: Callable[[str], None] | None = None,
+    companion: Iterable[tuple[Task, Answer]] | None = None,
+) -> dict[str, Any]:
+    """Policies (overall and by H) and, when ``splits`` > 0, every classifier on every
+    feature set, over the decoy cells of ``pairs``; with a ``companion`` build (another seed),
+    the rule-free classifiers trained on it and tested on ``pairs``. ``failures`` lists every
+    rule-free reader above chance + TOLERANCE. ``step(name)``, when given, is told each stage
+    as it starts (a progress display)."""
+    step = step or (lambda name: None)
+    step("reading the decoy cells")
+    cells: list[DecoyCell] = []
+    hidden: dict[str, int] = {}
+    for task, answer in pairs:
+        cells += decoy_cells(task, answer)
+        hidden[task.task_id] = task.hidden_slots
+    by_h: dict[int, list[DecoyCell]] = {}
+    for cell in cells:
+        by_h.setdefault(hidden[cell.task_id], []).append(cell)
+    step(f"policies on {len(cells)} decoy cells")
+    report: dict[str, Any] = {
+        "decoy_cells": len(cells),
+        "tasks": len(hidden),
+        "chance": mean(c.chance for c in cells) if cells else None,
+        "policies": policy_scores(cells),
+        "policies_by_hidden_slots": {h: policy_scores(part) for h, part in sorted(by_h.items())},
+        "classifiers": {},
+        "splits": splits,
+        "seed": seed,
+    }
+    if splits > 0 and len(hidden) >= 4:
+        for feature_set in FEATURE_SETS:
+            for model in MODELS:
+                step(f"classifier {model} on {feature_set} ({splits} splits)")
+                score = classifier_score(cells, feature_set, model, splits, seed)
+                report["classifiers"][f"{feature_set}/{model}"] = score
+    if companion is not None and cells:
+        step("transfer classifiers (trained on the companion build)")
+        train = [cell for task, answer in companion for cell in decoy_cells(task, answer)]
+        report["transfer"] = {
+            f"{feature_set}/{model}": transfer_score(train, cells, feature_set, model, seed)
+            for feature_set in RULE_FREE_FEATURE_SETS
+            for model in MODELS
+        }
+        report["transfer_train_cells"] = len(train)
+    report["failures"] = rule_free_failures(report)
+    return report
+
+
+def _row(name: str, score: dict[str, float]) -> str:
+    lift = score["accuracy"] - score["chance"]
+    return (
+        f"| {name} | {score['accuracy']:.3f} | [{score['low']:.3f}, {score['high']:.3f}] | "
+        f"{score['chance']:.3f} | {lift:+.3f} |"
+    )
+
+
+def _verdict(report: dict[str, Any]) -> list[str]:
+    failures = report.get("failures", [])
+    if not failures:
+        return [
+            f"**Verdict: pass.** No policy or classifier that reads no rule is more than "
+            f"{TOLERANCE} above chance (95% interval clear of that line)."
+        ]
+    return [
+        f"**Verdict: FAIL.** {len(failures)} rule-free reader(s) more than {TOLERANCE} above "
+        "chance, interval clear of it:",
+        "",
+        *(f"- {failure}" for failure in failures),
+    ]
+
+
+def audit_markdown(report: dict[str, Any]) -> str:
+    """The audit as a markdown section (dataset card, `make audit`)."""
+    head = "| | top-1 accuracy | 95% interval | chance | lift |\n|---|---|---|---|---|"
+    free = {n: s for n, s in report["policies"].items() if n not in RULE_READING_POLICIES}
+    reading = {n: s for n, s in report["policies"].items() if n in RULE_READING_POLICIES}
+    lines = [
+        f"Decoy cells: {report['decoy_cells']} in {report['tasks']} tasks; a uniform guess "
+        f"among a cell's locally valid candidates is right {report['chance'] or 0:.3f} of the "
+        "time.",
+        "",
+        *_verdict(report),
+        "",
+        "### Policies that read no rule (per cell, and joint over rows, columns, the grid)",
+        "",
+        head,
+        *(_row(name, score) for name, score in free.items()),
+        "",
+        "### Policies that read a bound (the reasoning the task asks for)",
+        "",
+        head,
+        *(_row(name, score) for name, score in reading.items()),
+    ]
+    if report["classifiers"]:
+        lines += [
+            "",
+            f"### Classifiers (train on half of the tasks, test on the other half, "
+            f"{report['splits']} random splits)",
+            "",
+            head,
+        ]
+        lines += [_row(name, score) for name, score in report["classifiers"].items()]
+        lines += ["", *(f"- `{name}`: {text}" for name, text in FEATURE_SETS.items())]
+    if report.get("transfer"):
+        lines += [
+            "",
+            f"### Transfer: trained on another seed's build ({report['transfer_train_cells']} decoy "
+            "cells), tested on this one",
+            "",
+            head,
+            *(_row(name, score) for name, score in report["transfer"].items()),
+        ]
+    lines += [
+        "",
+        "### 'closest to (bound - visible sum) / open cells' by H",
+        "",
+        "| H | cells | accuracy | chance |",
+        "|---|---|---|---|",
+    ]
+    for hidden, scores in report["policies_by_hidden_slots"].items():
+        score = scores["closest_to_needed_share"]
+        lines.append(f"| {hidden} | {score['cells']:.0f} | {score['accuracy']:.3f} | {score['chance']:.3f} |")
+    lines += [
+        "",
+        "Reading: (a) is what the candidates alone give away and (c) what the candidates and "
+        "the visible cells give away; both must sit at chance, as must every policy that "
+        "reads no rule. What (b) adds over (a) is arithmetic on the rules: a sum that contains "
+        "the truth correlates with it (exactly at H = 1, about 1/sqrt(H) beyond); the "
+        "`arithmetic` and `readable_without_arithmetic` rows split (b) into that part and the rest.",
+    ]
+    return "\n".join(lines) + "\n"
