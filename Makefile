@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+GB := $(VENV)/bin/gridbench
 STAMP := $(VENV)/.installed
 ARGS ?=
 
@@ -14,7 +15,7 @@ help: ## List the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev]' --config-settings editable_mode=compat
 	@# the build leaves gridbench.egg-info here; from this folder it would shadow the installed
 	@# metadata (its entry points and editable marker, which Inspect AI reads): remove it
 	rm -rf gridbench.egg-info
@@ -48,31 +49,31 @@ bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_train.py $(ARGS)
 
 release: $(STAMP) ## Build the default release (5x7, six domains, 324 tasks); ARGS="..." = Hydra overrides
-	$(PY) -m pipeline.release $(ARGS)
+	$(GB) release $(ARGS)
 
 train: $(STAMP) ## A large training set in Parquet shards (conf/apps/train.yaml): make train ARGS="size=10000"
-	$(PY) -m pipeline.train $(ARGS)
+	$(GB) train $(ARGS)
 
-verify: $(STAMP) ## Re-prove a release: make verify ARGS="release=outputs/releases/gridbench-v1.0.0"
-	$(PY) -m pipeline.verify $(if $(findstring release=,$(ARGS)),,release=outputs/releases/gridbench-v1.0.0) $(ARGS)
+verify: $(STAMP) ## Re-prove a release: make verify [ARGS="release=PATH"] (default: the default release)
+	$(GB) verify $(ARGS)
 
 import: $(STAMP) ## Import the reference (AgentCE) 5x5 files from ../shared/anchors into a release
-	$(PY) -m pipeline.import_agentce $(ARGS)
+	$(GB) import $(ARGS)
 
 audit: $(STAMP) ## Integrity audit (policies, classifiers): make audit ARGS="release=PATH splits=20"
-	$(PY) -m pipeline.audit $(ARGS)
+	$(GB) audit $(ARGS)
 
 eval: $(STAMP) ## Run an agent over a release: make eval ARGS="agent=search failure_rates=[0.0,0.1,0.3]"
-	$(PY) -m pipeline.evaluate $(ARGS)
+	$(GB) eval $(ARGS)
 
 show: $(STAMP) ## Print one transcript: make show ARGS="run=outputs/runs/R/RUN task=TASK_ID [failure_rate=0.1]"
-	$(PY) -m pipeline.show $(ARGS)
+	$(GB) show $(ARGS)
 
 report: $(STAMP) ## Heatmaps, tables and summary of the runs of a release
-	$(PY) -m pipeline.report $(ARGS)
+	$(GB) report $(ARGS)
 
 hub: $(STAMP) ## Publish a release to the Hugging Face Hub: make hub ARGS="release=PATH repo_id=ORG/NAME [dry_run=true]"
-	$(PY) -m pipeline.hub $(ARGS)
+	$(GB) hub $(ARGS)
 
 clean: ## Remove caches (keeps .venv and outputs/)
 	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis

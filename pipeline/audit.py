@@ -16,6 +16,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from core import paths
 from core.errors import UserError
 from pipeline.cli import command
 from pipeline.config import register_configs
@@ -26,7 +27,7 @@ from pipeline.storage.read import release_pairs, shown
 from pipeline.storage.safe import inside
 
 register_configs()
-AUDITS = Path("outputs/audits")
+AUDITS = paths.OUTPUTS / "audits"
 FOLDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")  # a release folder's name, e.g. gridbench-v1.0.0
 
 

@@ -20,8 +20,8 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from core.errors import SolverTimeout, UserError
+from core.paths import CONF_DIR as CONF
 
-CONF = Path(__file__).resolve().parent.parent / "conf"
 USER_ERRORS: tuple[type[BaseException], ...] = (UserError, FileNotFoundError, SolverTimeout)
 
 

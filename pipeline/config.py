@@ -11,6 +11,7 @@ from typing import Any, Optional, get_type_hints
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from core import paths
 from core.errors import UserError
 from domains import PAPER_DOMAINS
 from pipeline.generation.keys import GenerationSettings, TaskKey, candidates_for
@@ -49,8 +50,8 @@ class ReleaseConf:
     domains: list[str] = field(default_factory=lambda: list(PAPER_DOMAINS))  # conf/release/*.yaml
     tasks_per_cell: int = 1
     seed: int = 0
-    output_root: str = "outputs/releases"
-    cache_root: str = "outputs/cache"
+    output_root: str = str(paths.RELEASES)
+    cache_root: str = str(paths.CACHE)
     overwrite: bool = False
     workers: int = 2
     crosscheck: bool = True
@@ -191,7 +192,7 @@ class AgentConf:
 class EvaluateConfig:
     """The schema of the evaluate command (``conf/apps/evaluate.yaml``)."""
 
-    release: str = "outputs/releases/gridbench-v1.0.0"
+    release: str = str(paths.RELEASE)
     agent: AgentConf = field(default_factory=AgentConf)
     shard: str = ""  # "I/N": this machine's share of the episodes
     run_name: str = ""  # default: the agent (llm-<model>) plus its budgets
@@ -202,7 +203,7 @@ class EvaluateConfig:
     trials: int = 1
     env: EnvConf = field(default_factory=EnvConf)
     workers: int = 2
-    output_root: str = "outputs/runs"
+    output_root: str = str(paths.RUNS)
     traces: bool = True
     resume: bool = True
     executor: str = "local"  # local: this machine's process pool | ray
@@ -213,7 +214,7 @@ class EvaluateConfig:
 class AuditConfig:
     """The schema of the audit command (``conf/apps/audit.yaml``)."""
 
-    release: str = "outputs/releases/gridbench-v1.0.0"
+    release: str = str(paths.RELEASE)
     splits: int = 10
     seed: int = 0
     output: str = ""
@@ -226,7 +227,7 @@ class AuditConfig:
 class HubConfig:
     """The schema of the publish command (``conf/apps/hub.yaml``)."""
 
-    release: str = "outputs/releases/gridbench-v1.0.0"
+    release: str = str(paths.RELEASE)
     repo_id: str = ""
     dry_run: bool = False
     verbose: bool = False  # with dry_run: every file, not one line per folder
@@ -258,7 +259,7 @@ class TrainConfig:
     shard_size: int = 1000
     candidates_per_slot: int = 25
     crosscheck: bool = False
-    output_root: str = "outputs/releases"
+    output_root: str = str(paths.RELEASES)
     workers: int = 2
     executor: str = "local"
     ray: RayConf = field(default_factory=RayConf)
@@ -268,8 +269,8 @@ class TrainConfig:
 class ReportConfig:
     """The schema of the report command (``conf/apps/report.yaml``)."""
 
-    runs_root: Any = "outputs/runs/gridbench-v1.0.0"  # a folder, or a list of them
-    output: str = "outputs/reports/gridbench-v1.0.0"
+    runs_root: Any = str(paths.RUNS / paths.DEFAULT_NAME)  # a folder, or a list of them
+    output: str = str(paths.REPORTS / paths.DEFAULT_NAME)
     release: str = ""  # the release to validate; "": outputs/releases/<first runs_root's name>
 
 
@@ -277,6 +278,8 @@ def register_configs() -> None:
     """Register the schemas so that a misspelt key fails with a message naming it. Group
     files are typed through the fields of the top-level schema, so no group is registered
     (a registered `release` group would clash with `verify release=PATH`)."""
+    if not OmegaConf.has_resolver("path"):
+        OmegaConf.register_new_resolver("path", paths.default)
     store = ConfigStore.instance()
     store.store(name="base_config", node=Config)
     store.store(name="base_verify", node=VerifyConfig)

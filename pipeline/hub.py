@@ -28,11 +28,20 @@ REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-
 ANSWER_FILES = ("answers/", "data/answers.parquet")
 
 
+def require_hub() -> None:
+    """One line naming the extra to install when huggingface_hub is missing."""
+    try:
+        import huggingface_hub  # noqa: F401
+    except ImportError:
+        raise UserError("publishing needs huggingface_hub: pip install 'gridbench[hub]'") from None
+
+
 def check_repo_id(repo_id: str) -> None:
     """Refuse, before anything else (a dry run too), a repository id the Hub would refuse:
     ORG/NAME of ASCII letters, digits, '-', '_' and '.', each part 1-96 characters that start
     with a letter or digit and do not end with '-' or '.', no '--' or '..', not ending in
     '.git' (``huggingface_hub``'s own check runs as well)."""
+    require_hub()
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     example = "give the dataset repository as ORG/NAME, e.g. repo_id=me/gridbench"

@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 from omegaconf import DictConfig
 
+from core import paths
 from core.errors import UserError
 from gridbench.agents.harness import ideal_calls
 from pipeline.cli import command
@@ -52,7 +53,7 @@ def report(cfg: DictConfig) -> int:
     return code
 
 
-RELEASES = Path("outputs/releases")  # where a run folder's release is looked for by name
+RELEASES = paths.RELEASES  # where a run folder's release is looked for by name
 
 
 main = command("report")(report)

@@ -40,13 +40,14 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, score
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import ToolDef, ToolParams
 
+from core import paths
 from core.errors import UserError
 from gridbench.adapters.core import Session, env_settings, result_text, select
 from gridbench.agents.llm.loop import AgentLoop, LoopSettings, Reply
 from gridbench.agents.llm.toolcalls import NOT_JSON, ToolCall, parse_arguments
 from pipeline.storage.safe import read_json
 
-DEFAULT_RELEASE = "outputs/releases/gridbench-v1.0.0"
+DEFAULT_RELEASE = str(paths.RELEASE)
 FINISH = {"max_tokens": "length", "tool_calls": "tool_calls", "stop": "stop"}
 TASK_ARGS = (
     "release",

@@ -34,6 +34,7 @@ from typing import Any
 
 import polars as pl
 
+from core import paths
 from core.errors import UserError
 from core.task import Answer, Task
 from core.task_io import answer_from_dict, task_from_dict
@@ -77,7 +78,7 @@ class EvalRequest:
     hidden_slots: tuple[int, ...] = ()
     decoy_budgets: tuple[int, ...] = ()
     shard: tuple[int, int] | None = None
-    output_root: Path = Path("outputs/runs")
+    output_root: Path = paths.RUNS
     run_name: str = ""
     workers: int = 2
     traces: bool = True

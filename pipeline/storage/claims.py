@@ -19,7 +19,8 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.storage.layout import DETERMINISTIC, NAME, SCHEMA_DIR, VERSION
+from core.paths import SCHEMA_DIR
+from pipeline.storage.layout import DETERMINISTIC, NAME, VERSION
 from pipeline.storage.parquet import read_arrow_table
 from pipeline.storage.safe import ReleaseError, read_bytes, read_json, unsafe_text
 

@@ -17,9 +17,6 @@ from pipeline.storage.safe import ReleaseError
 RELEASE_FORMAT = "gridbench-release-1"
 
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
-
-
 PACKAGES = ("gridbench", "ortools", "pulp", "polars", "pyarrow", "hydra-core", "omegaconf")
 
 

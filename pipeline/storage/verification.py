@@ -30,7 +30,8 @@ from pipeline.generation.instruction import write_instruction
 from pipeline.generation.seal import Sealed, seal
 from pipeline.parallel import parallel_imap
 from pipeline.storage.claims import check_claims
-from pipeline.storage.layout import SCHEMA_DIR, sha256
+from core.paths import SCHEMA_DIR
+from pipeline.storage.layout import sha256
 from pipeline.storage.parquet import read_arrow_table, read_table_rows
 from pipeline.storage.read import has_manifest, read_manifest
 from pipeline.storage.safe import ReleaseError, read_bytes, read_json, unsafe_text, walk

@@ -9,7 +9,7 @@ from core.task import RULE_KINDS, SLOT_OPS, GlobalRule
 from core.vocabulary import UPPER_BOUND_KINDS, QueryOp, RuleKind, Scope, SlotOp
 from domains import GLOBAL_KINDS, SCOPES, domain_names, get_domain
 from gridbench.env import openai_schemas
-from pipeline.storage.layout import SCHEMA_DIR
+from core.paths import SCHEMA_DIR
 
 
 def test_the_task_schema_enums_are_the_code_enums():

@@ -14,7 +14,7 @@ from hydra.errors import ConfigCompositionException
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.storage.layout import SCHEMA_DIR
+from core.paths import SCHEMA_DIR
 from pipeline.storage.safe import ReleaseError
 from pipeline.storage.verification import verify_release
 from solvers.results import SolverSettings

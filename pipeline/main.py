@@ -1,0 +1,105 @@
+"""The ``gridbench`` command: ``gridbench <command> [key=value ...]`` from any folder.
+
+Each command is one of the Hydra apps (``python -m pipeline.<module>`` runs the same code);
+``gridbench <command> --help`` prints that app's own help and configuration. Outputs go
+below ``outputs/`` of the folder the command runs in (``core.paths``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: the module that runs it and one line of help."""
+
+    module: str
+    summary: str
+    argv_style: bool = False  # main(argv) -> exit code instead of a Hydra main()
+
+
+COMMANDS: dict[str, Command] = {
+    "release": Command("pipeline.release", "build a release (default: 5x7, six domains, 324 tasks)"),
+    "generate": Command("pipeline.generate", "generate and print tasks of one domain without a release"),
+    "verify": Command("pipeline.verify", "re-prove a release: every digest, schema and task"),
+    "audit": Command("pipeline.audit", "integrity audit: rule-free policies and classifiers"),
+    "eval": Command("pipeline.evaluate", "run an agent (baseline or LLM) over a release"),
+    "show": Command("pipeline.show", "print one episode's transcript", argv_style=True),
+    "report": Command("pipeline.report", "tables, heatmaps and the validation figure of runs"),
+    "train": Command("pipeline.train", "a large training set in Parquet shards"),
+    "import": Command("pipeline.import_agentce", "import reference (AgentCE) files into a release"),
+    "hub": Command("pipeline.hub", "publish a release to the Hugging Face Hub"),
+    "mcp": Command("gridbench.mcp.server", "serve a release's episodes over MCP", argv_style=True),
+}
+
+USAGE = "usage: gridbench <command> [key=value ...]   (gridbench <command> --help for its options)"
+
+
+def usage() -> str:
+    """The help text: the commands, one line each."""
+    width = max(map(len, COMMANDS))
+    lines = [USAGE, "", "commands:"]
+    lines += [f"  {name:{width}s}  {command.summary}" for name, command in COMMANDS.items()]
+    lines += [
+        "",
+        "Every command reads its defaults from the packaged conf/; key=value overrides them",
+        "(Hydra syntax). Outputs go below ./outputs/. Docs: docs/ in the source repository.",
+    ]
+    return "\n".join(lines)
+
+
+def version() -> str:
+    """The installed package's version."""
+    from gridbench import __version__
+
+    return __version__
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Dispatch ``argv`` (default ``sys.argv[1:]``) to a command; the exit code."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0 if args else 2
+    if args[0] in ("-V", "--version"):
+        print(f"gridbench {version()}")
+        return 0
+    name, rest = args[0], args[1:]
+    command = COMMANDS.get(name)
+    if command is None:
+        close = [c for c in COMMANDS if c.startswith(name[:2])]
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        print(f"error: unknown command {name[:40]!r}{hint}; `gridbench --help` lists them", file=sys.stderr)
+        return 2
+    from core.paths import require_data
+
+    require_data()
+    module = importlib.import_module(command.module)
+    entry: Callable[..., int | None] = module.main
+    if command.argv_style:
+        return int(entry(rest) or 0)
+    sys.argv = [f"gridbench {name}", *rest]
+    entry()
+    return 0
+
+
+def run() -> None:
+    """The console script's entry point."""
+    from core.errors import UserError
+
+    try:
+        sys.exit(main())
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    except BrokenPipeError:  # `gridbench verify --help | head`
+        sys.stderr.close()
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    run()
