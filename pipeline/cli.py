@@ -13,7 +13,6 @@ from __future__ import annotations
 import errno
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import hydra

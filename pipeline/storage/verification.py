@@ -23,6 +23,7 @@ from typing import Any
 import jsonschema
 import polars as pl
 
+from core.paths import SCHEMA_DIR
 from core.task import Answer, Task, TaskFormatError
 from core.task_io import answer_from_dict, task_from_dict
 from domains import DomainError, get_domain
@@ -30,7 +31,6 @@ from pipeline.generation.instruction import write_instruction
 from pipeline.generation.seal import Sealed, seal
 from pipeline.parallel import parallel_imap
 from pipeline.storage.claims import check_claims
-from core.paths import SCHEMA_DIR
 from pipeline.storage.layout import sha256
 from pipeline.storage.parquet import read_arrow_table, read_table_rows
 from pipeline.storage.read import has_manifest, read_manifest

@@ -10,11 +10,11 @@ from typing import Any
 
 import polars as pl
 
+from core.paths import SCHEMA_DIR
 from pipeline.generation.records import CertifiedTask
 from pipeline.integrity import audit, audit_markdown
 from pipeline.storage.atomic import _write, atomic_folder
 from pipeline.storage.card import GENERATED_LICENCE, DataLicence, dataset_card
-from core.paths import SCHEMA_DIR
 from pipeline.storage.layout import DETERMINISTIC, RELEASE_FORMAT, dumps, software_versions
 from pipeline.storage.metadata import METADATA_SCHEMA, counts, metadata_row, parquet_bytes
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
+from core.paths import SCHEMA_DIR
 from core.task import RULE_KINDS, SLOT_OPS, GlobalRule
 from core.vocabulary import UPPER_BOUND_KINDS, QueryOp, RuleKind, Scope, SlotOp
 from domains import GLOBAL_KINDS, SCOPES, domain_names, get_domain
 from gridbench.env import openai_schemas
-from core.paths import SCHEMA_DIR
 
 
 def test_the_task_schema_enums_are_the_code_enums():

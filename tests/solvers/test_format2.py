@@ -10,12 +10,12 @@ import json
 import jsonschema
 import pytest
 
+from core.paths import SCHEMA_DIR
 from core.task import GlobalRule, TaskFormatError
 from core.task_io import task_from_dict
 from domains import get_domain
 from pipeline.generation import GenerationSettings, TaskKey, generate_task
 from pipeline.generation.instruction import describe_rule
-from core.paths import SCHEMA_DIR
 from pipeline.storage.tables import decode_task, read_table, table_bytes, task_type
 
 CAGED = TaskKey("course", 5, 7, 11, 15, 25, seed=2)
