@@ -1,7 +1,7 @@
 """Large grids and large decoy budgets (issues 12 and 17): per-task medians on one core for
-four sizes at their largest budgets (K = 25; 5x7 as in the SPEC, K = B + 2), the construction
-without cages on one large key (not certifiable), and the 20x20 release commands (start-up
-included).
+four sizes at their largest budgets (K = 25; 5x7 as in docs/spec.md, section 4 "Configurations
+to ship": K = B + 2), the construction without cages on one large key (not certifiable), and
+the 20x20 release commands (start-up included).
 
     make bench                             # part of the benchmark suite
     .venv/bin/python bench/bench_large.py --seeds 3

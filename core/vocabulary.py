@@ -9,7 +9,7 @@ from enum import StrEnum
 
 
 class RuleKind(StrEnum):
-    """What a global rule bounds (SPEC section 7)."""
+    """What a global rule bounds (docs/spec.md, section 7 "Releases", "Task and answer files")."""
 
     SUM_MAX = "sum_max"
     SUM_MIN = "sum_min"

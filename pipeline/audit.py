@@ -1,7 +1,7 @@
 """`python -m pipeline.audit release=PATH` (make audit): can the truth be read off a release
 without checking the rules? Policies (per cell and joint over rows, columns and the grid) and
-classifiers (pipeline/evaluation/integrity.py) on the decoy cells of every task, and rule-free
-classifiers trained on a companion build of another seed (pipeline/evaluation/companion.py);
+classifiers (pipeline/integrity/) on the decoy cells of every task, and rule-free
+classifiers trained on a companion build of another seed (pipeline/storage/companion.py);
 writes `audit.json` and `audit.md` under `output`, prints the tables, and exits 1 when a
 policy or classifier that reads no rule is above chance + 0.03 (its interval clear of it).
 """

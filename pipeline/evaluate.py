@@ -5,7 +5,7 @@
     make eval ARGS="+experiment=paper agent=llm agent.model=M shard=0/4"  # one machine of four
 
 The configuration is checked and turned into an :class:`EvalRequest` here; the run itself is
-``pipeline/evaluation/episodes.py``.
+``gridbench/agents/harness.py``.
 """
 
 from __future__ import annotations

@@ -3,10 +3,11 @@
 Pure Python, integer arithmetic only, no solver. The CP-SAT and CBC models are tested
 against it by brute force on small grids.
 
-Partial grids (SPEC section 1): upper-bound rules (``sum_max``, ``repeat_max``,
-``count_max``) are judged on the filled cells and are ``violated`` as soon as the filled
-cells break them, ``satisfied`` otherwise; lower-bound rules (``sum_min``, ``count_min``,
-``count_min_threshold``) are ``pending`` until the grid is complete.
+Partial grids (docs/spec.md, section 1 "The task", "Partial grids"): upper-bound rules
+(``sum_max``, ``repeat_max``, ``count_max``) are judged on the filled cells and are
+``violated`` as soon as the filled cells break them, ``satisfied`` otherwise; lower-bound
+rules (``sum_min``, ``count_min``, ``count_min_threshold``) are ``pending`` until the grid is
+complete.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Scoring (SPEC section 6): of a grid against the truth, and of an episode."""
+"""Scoring (docs/spec.md, section 6 "Scoring"): of a grid against the truth, and of an episode."""
 
 from __future__ import annotations
 
