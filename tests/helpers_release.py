@@ -11,9 +11,10 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 
+from core.paths import CONF_DIR as CONF
 from pipeline.config import register_configs
+from tests import ROOT
 
-CONF = Path(__file__).resolve().parent.parent / "conf"
 register_configs()
 
 
@@ -21,7 +22,7 @@ def run_module(module: str, *args: str, timeout: float = 300) -> subprocess.Comp
     """``python -m module args`` from the repository root, output captured as text."""
     return subprocess.run(
         [sys.executable, "-m", module, *args],
-        cwd=CONF.parent,
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=timeout,

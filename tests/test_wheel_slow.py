@@ -1,0 +1,94 @@
+"""The wheel as a user installs it: built from the checkout, installed with its core
+dependencies only into a fresh virtual environment outside the checkout, then
+``gridbench release`` and ``gridbench verify`` from an empty folder. Slow (it downloads or
+reuses the dependencies): ``make test-slow``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def run(command: list[str], cwd: Path, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    out = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, (command, out.stdout[-2000:], out.stderr[-4000:])
+    return out
+
+
+def test_the_wheel_installs_anywhere_and_its_command_builds_and_verifies(tmp_path):
+    dist = tmp_path / "dist"
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(dist),
+            str(ROOT),
+        ],
+        tmp_path,
+    )
+    (wheel,) = dist.glob("gridbench-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for needed in (
+        "core/_data/conf/config.yaml",
+        "core/_data/conf/apps/verify.yaml",
+        "core/_data/conf/apps/agent/llm.yaml",  # a link in the checkout, a file in the wheel
+        "core/_data/schemas/task.schema.json",
+        "core/templates/system.txt",
+        "core/py.typed",
+        "gridbench/py.typed",
+        "pipeline/main.py",
+    ):
+        assert needed in names, needed
+    assert not any(name.startswith(("tests/", "bench/", "outputs/")) for name in names)
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", str(venv)], tmp_path)
+    run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)], tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    gridbench = str(venv / "bin" / "gridbench")
+    assert "release" in run([gridbench, "--help"], work).stdout
+    run(
+        [
+            gridbench,
+            "release",
+            "release.domains=[toy,course]",
+            "grid=5x5",
+            "grid.hidden_slots=[2]",
+            "grid.decoy_budgets=[0,3]",
+            "release.name=wheel",
+            "release.workers=1",
+        ],
+        work,
+    )
+    release = work / "outputs" / "releases" / "wheel-v1.0.0"
+    assert (release / "manifest.json").is_file()
+    out = run([gridbench, "verify", f"release={release}"], work)
+    assert "failed" in out.stdout and " 0\n" in out.stdout.splitlines()[-1] + "\n"
+    code = (
+        "import gridbench, sys; r = gridbench.load_release(sys.argv[1]); t = r[0]; "
+        "print(len(r), gridbench.score(t.task, t.answer['truth'], t.answer)['success'])"
+    )
+    out = run([str(venv / "bin" / "python"), "-c", code, str(release)], work)
+    assert out.stdout.split() == ["4", "True"], out.stdout
+    # the core install has neither the audit's nor the Hub's extra, and says which to add
+    out = subprocess.run(
+        [gridbench, "hub", f"release={release}", "repo_id=me/x", "dry_run=true"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 2 and "gridbench[hub]" in out.stderr, out.stderr
