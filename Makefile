@@ -29,10 +29,11 @@ test: $(STAMP) ## Run the quick test suite (what CI runs)
 test-slow: $(STAMP) ## Run the slow tests too
 	$(PY) -m pytest -m "slow or not slow"
 
-lint: $(STAMP) ## ruff and mypy on the packages
+lint: $(STAMP) ## ruff and mypy on the packages (strict on core and gridbench)
 	$(PY) -m ruff check core domains solvers pipeline gridbench tests bench
 	$(PY) -m ruff format --check core domains solvers pipeline gridbench tests bench
 	$(PY) -m mypy core domains solvers pipeline gridbench
+	$(PY) -m mypy --strict core gridbench
 
 mutate: $(STAMP) ## Mutation testing (mutmut) of the proving, verifying and scoring code: make mutate ARGS="solvers env"
 	$(PY) tests/mutation/mutate.py $(ARGS)

@@ -15,8 +15,6 @@ The public face: what users import, re-exported from the layers below it (docs/a
 
 from __future__ import annotations
 
-from importlib import metadata as _metadata
-
 from core.budgets import EnvSettings
 from core.errors import SolverTimeout, UserError
 from gridbench.agents.registry import AgentSpec, agent_spec, make_agent
@@ -26,10 +24,21 @@ from gridbench.release import Release, ReleaseRecord, load_release
 from gridbench.scoring import score
 from pipeline.generation import CertifiedTask, GenerationError, GenerationSettings, TaskKey, generate_task
 
-try:
-    __version__ = _metadata.version("gridbench")
-except _metadata.PackageNotFoundError:  # a checkout on sys.path without an install
-    __version__ = "0+unknown"
+
+def __getattr__(name: str) -> str:
+    """``__version__``, read from the installed distribution's metadata at first use (reading
+    it costs about 60 ms, which ``import gridbench`` does not pay)."""
+    if name != "__version__":
+        raise AttributeError(f"module 'gridbench' has no attribute {name!r}")
+    from importlib import metadata
+
+    try:
+        version = metadata.version("gridbench")
+    except metadata.PackageNotFoundError:  # a checkout on sys.path without an install
+        version = "0+unknown"
+    globals()["__version__"] = version
+    return version
+
 
 __all__ = [
     "AgentSpec",

@@ -338,7 +338,8 @@ def salt_record(salt: str) -> dict[str, Any]:
 
 
 def sweep_keys(cfg: DictConfig, domain: str, hidden: int, budget: int) -> list[TaskKey]:
-    """The task keys of one (domain, H, B) cell, one per ``release.tasks_per_cell``."""
+    """The task keys of one (domain, H, B) point of the sweep, one per ``release.tasks_per_cell``
+    (the SPEC's name for the setting; everywhere else a "cell" is a grid cell)."""
     grid, salt = cfg.grid, release_salt(cfg)
     return [
         TaskKey(

@@ -1,4 +1,4 @@
-"""`python -m pipeline.generate`: generate one (domain, H, B) cell, or every cell of a grid.
+"""`python -m pipeline.generate`: the tasks of one (domain, H, B) key, or of every key of a preset.
 
     python -m pipeline.generate domain=travel task.hidden_slots=7 task.decoy_budget=8
     python -m pipeline.generate -m domain=course,meal task.hidden_slots=1,5,7 task.decoy_budget=0,4,8

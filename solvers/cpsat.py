@@ -32,12 +32,9 @@ else:
 
 
 def _version() -> str:
-    from importlib import metadata
+    import ortools  # the package's __init__ only (the solver itself loads at the first model)
 
-    try:
-        return metadata.version("ortools")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return str(getattr(ortools, "__version__", "unknown"))
 
 
 SOLVER_VERSION = _version()

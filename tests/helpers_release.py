@@ -43,7 +43,7 @@ def small_release_overrides(root: Path, name: str = "small", workers: int = 1) -
         "grid.candidates_per_slot=6",
         f"release.name={name}",
         f"release.output_root={root}",
-        f"release.cache_root={root}/cells-{name}",
+        f"release.cache_root={root}/cache-{name}",
         f"release.workers={workers}",
     ]
 

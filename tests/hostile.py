@@ -36,7 +36,7 @@ def tiny_overrides(root: Path, name: str = "tiny") -> list[str]:
         "grid.candidates_per_slot=6",
         f"release.name={name}",
         f"release.output_root={root}",
-        f"release.cache_root={root}/cells-{name}",
+        f"release.cache_root={root}/cache-{name}",
         "release.workers=1",
     ]
 

@@ -113,7 +113,7 @@ def test_a_checkout_named_gridbench_does_not_shadow_the_install(tmp_path):
     """From the folder that holds a checkout called ``gridbench``, ``import gridbench`` is the
     package (not the checkout as a namespace) and its names work."""
     (tmp_path / "gridbench").symlink_to(ROOT, target_is_directory=True)
-    code = "import gridbench, core.paths; print(gridbench.__file__); print(gridbench.load_release, gridbench.score)"
+    code = "import gridbench; print(gridbench.__file__); print(gridbench.load_release, gridbench.score)"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr

@@ -262,7 +262,7 @@ def env_settings(
 ) -> EnvSettings:
     """:class:`EnvSettings` from adapter options (numbers may come as strings)."""
 
-    def budget(value: Any) -> str | int:
+    def budget(value: Any) -> Any:  # checked by EnvSettings
         if isinstance(value, str) and value.strip().isdigit():
             return int(value)
         return value

@@ -84,7 +84,7 @@ class GridEnv(gym.Env[str, Any]):
         self.ended: str | None = None  # "terminated" or "truncated" once the episode has ended
         self._spec: Any = None
 
-    @property  # type: ignore[override]
+    @property
     def spec(self) -> Any:
         """The environment's ``EnvSpec``, with ``max_episode_steps`` the episode's step limit
         (the environment truncates there itself, so ``gymnasium.make`` adds no TimeLimit)."""
@@ -166,7 +166,7 @@ class GridEnv(gym.Env[str, Any]):
             **extra,
         }
 
-    def render(self) -> str | None:  # type: ignore[override]
+    def render(self) -> str | None:
         """``ansi``: the grid as it is now, one row per line (``.`` for an empty cell)."""
         if self.render_mode != "ansi" or self.session is None:
             return None

@@ -40,7 +40,7 @@ def hidden_cells(episode: Episode) -> list[tuple[int, int]]:
     return [(r, c) for r, row in enumerate(episode.task.grid) for c, cell in enumerate(row) if cell is None]
 
 
-def discover(episode: Episode, cell: tuple[int, int], field: str | None = None) -> list[dict]:
+def discover(episode: Episode, cell: tuple[int, int], field: str | None = None) -> list[dict[str, Any]]:
     """Every candidate of a cell with one attribute (a condition that every value meets)."""
     d = episode.task.domain
     fields = episode.attributes

@@ -4,9 +4,10 @@ policies that audit integrity (they must do no better than chance on decoy cells
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from core.errors import UserError
-from gridbench.agents.base import call, discover, hidden_cells, passes_slot, slot_passing
+from gridbench.agents.base import Agent, call, discover, hidden_cells, passes_slot, slot_passing
 from gridbench.env import Episode
 from pipeline.integrity.features import atypicality
 
@@ -104,7 +105,7 @@ class ShortcutAgent:
         return min(zip(scores, options, strict=True))[1]
 
 
-AGENTS = {
+AGENTS: dict[str, Callable[[], Agent]] = {
     "random": RandomAgent,
     "greedy_local": GreedyLocalAgent,
     "search": SearchAgent,
@@ -114,7 +115,7 @@ AGENTS = {
 }
 
 
-def make_agent(name: str):  # type: ignore[no-untyped-def]
+def make_agent(name: str) -> Agent:
     """A new agent of the baseline policy ``name``; an unknown name is a :class:`UserError`."""
     if name not in AGENTS:
         raise UserError(f"unknown agent {name!r}; agents: {sorted(AGENTS)}")

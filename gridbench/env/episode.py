@@ -179,7 +179,8 @@ class Episode:
         ):
             self.failures += 1
             return _result("failed", "the tool failed this time; nothing changed, try again")
-        return self.handlers[tool.name](**args)
+        result: dict[str, Any] = self.handlers[tool.name](**args)
+        return result
 
     def _validate(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         """Every check of an argument against the task; raises :class:`ArgumentError`."""
@@ -357,7 +358,9 @@ def _matches(actual: Any, operator: str, value: Any) -> bool:
     if operator == "not_in":
         return actual not in value
     if operator == "=":
-        return actual == value
+        return bool(actual == value)
     if isinstance(actual, str):
         return False
-    return {">": actual > value, ">=": actual >= value, "<": actual < value, "<=": actual <= value}[operator]
+    return bool(
+        {">": actual > value, ">=": actual >= value, "<": actual < value, "<=": actual <= value}[operator]
+    )

@@ -122,7 +122,7 @@ class ScriptedPolicy:
             ]
             self.plans[answer["task_id"]] = [*plan, ("done", {})]
 
-    def next_calls(self, task_id: str, messages: list[dict[str, Any]], count: int = 1) -> list:
+    def next_calls(self, task_id: str, messages: list[dict[str, Any]], count: int = 1) -> list[Any]:
         """The first ``count`` steps of the plan that have not succeeded yet (``done`` only
         once every cell is placed)."""
         plan = self.plans.get(task_id, [("done", {})])

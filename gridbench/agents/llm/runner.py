@@ -346,7 +346,7 @@ class LLMAgent:
         return loop.outcome
 
     async def _ask(
-        self, client: openai.AsyncOpenAI, loop: AgentLoop, tools: list[dict], deadline: float | None
+        self, client: openai.AsyncOpenAI, loop: AgentLoop, tools: list[dict[str, Any]], deadline: float | None
     ) -> Reply | None:
         """One model reply, with retries; None when the episode ended on a failure instead."""
         outcome = loop.outcome
@@ -369,7 +369,11 @@ class LLMAgent:
                 self.activity.retries += 1
 
     async def _attempt(
-        self, client: openai.AsyncOpenAI, messages: list[dict], tools: list[dict], deadline: float | None
+        self,
+        client: openai.AsyncOpenAI,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        deadline: float | None,
     ) -> Reply:
         """One request, bounded as a whole by ``timeout`` (and the episode's deadline)."""
         budget = self.settings.timeout
@@ -385,7 +389,7 @@ class LLMAgent:
         self.activity.requests += 1
         try:
             raw = await asyncio.wait_for(
-                client.chat.completions.with_raw_response.create(  # type: ignore[call-overload]
+                client.chat.completions.with_raw_response.create(
                     model=self.settings.model, messages=[], extra_body=body
                 ),
                 budget,

@@ -258,7 +258,7 @@ def test_salted_releases_are_private_and_verify_without_the_salt(small, tmp_path
         assert manifest["config"]["release"]["salted"] is True
         assert manifest["config"]["release"]["salt_sha256"] != secrets[name]
         assert "This release is **salted**" in (release / "README.md").read_text()
-        for path in [*release.rglob("*"), *(tmp_path / f"cells-{name}").rglob("*")]:
+        for path in [*release.rglob("*"), *(tmp_path / f"cache-{name}").rglob("*")]:
             if path.is_file():
                 data = path.read_bytes()
                 assert all(s.encode() not in data for s in secrets.values()), path

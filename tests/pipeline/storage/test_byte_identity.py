@@ -1,0 +1,29 @@
+"""A release is the same bytes as before the code moved: the deterministic files of a small
+release (tasks, answers, data tables, metadata, schemas, card, licence) have the SHA-256
+digests recorded in tests/data/small_release_digests.json, which were taken from a build by
+the code before the issue-18 restructuring (commit e4875ae). A change that alters a release
+must update the file on purpose, and say why in its commit."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from pipeline.storage.layout import DETERMINISTIC
+from tests import ROOT
+from tests.helpers_release import build_small
+
+GOLDEN = ROOT / "tests" / "data" / "small_release_digests.json"
+
+
+def test_a_small_release_is_byte_identical_to_the_recorded_one(tmp_path):
+    release = build_small(tmp_path, "golden", workers=1)
+    digests = {}
+    for path in sorted(release.rglob("*")):
+        relative = path.relative_to(release).as_posix()
+        if path.is_file() and any(relative == d or relative.startswith(d) for d in DETERMINISTIC):
+            digests[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
+    expected = json.loads(GOLDEN.read_text())
+    assert sorted(digests) == sorted(expected)
+    changed = sorted(name for name in expected if digests[name] != expected[name])
+    assert not changed, f"these files of the release changed: {changed}"
