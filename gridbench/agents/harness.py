@@ -38,7 +38,7 @@ from core.errors import UserError
 from core.task import Answer, Task
 from core.task_io import answer_from_dict, task_from_dict
 from gridbench.agents.registry import AgentSpec, make_agent
-from gridbench.env import EnvSettings, Episode, score
+from gridbench.env import EnvSettings, Episode, score_episode
 from pipeline.evaluation.runs import RunStore, call_columns, encode_transcript
 from pipeline.parallel import Progress, parallel_imap
 from pipeline.storage.metadata import METADATA_SCHEMA
@@ -190,7 +190,7 @@ def episode_row(
     wall_ms: float,
 ) -> dict[str, Any]:
     """One results row (see the README's accounting table)."""
-    result = score(episode, answer)
+    result = score_episode(episode, answer)
     calls = result.pop("calls")
     end = extra.pop(
         "end_reason",
@@ -490,13 +490,13 @@ def ideal_calls(pairs: Sequence[tuple[Task, Answer]]) -> pl.DataFrame:
     import random
 
     from gridbench.agents.budget_aware import BudgetAwareAgent
-    from gridbench.env import EnvSettings, Episode, score
+    from gridbench.env import EnvSettings, Episode, score_episode
 
     rows = []
     for task, answer in pairs:
         episode = Episode(task, EnvSettings(query_budget="paper", check_budget="paper"), seed=0)
         BudgetAwareAgent().play(episode, random.Random(0))
-        graded = score(episode, answer)
+        graded = score_episode(episode, answer)
         rows.append(
             {
                 "domain": task.domain,
