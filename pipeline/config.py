@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field, fields, make_dataclass
-from typing import Any, Optional, get_type_hints
+from typing import TYPE_CHECKING, Any, Optional, get_type_hints
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
@@ -17,6 +17,9 @@ from pipeline.generation.keys import GenerationSettings, TaskKey, candidates_for
 from pipeline.generation.validate import MAX_SIDE  # rows and columns of a grid
 from pipeline.parallel import check_workers
 from solvers.results import SolverSettings
+
+if TYPE_CHECKING:
+    from pipeline.storage.verification import VerifySettings
 
 
 @dataclass
@@ -304,6 +307,22 @@ def generation_settings(cfg: DictConfig) -> GenerationSettings:
 def solver_settings(cfg: DictConfig) -> SolverSettings:
     """The :class:`SolverSettings` of ``cfg.solver``."""
     return SolverSettings(time_limit_s=float(cfg.solver.time_limit_s), workers=int(cfg.solver.workers))
+
+
+def verify_settings(cfg: DictConfig) -> VerifySettings:
+    """The :class:`VerifySettings` of a verify configuration (``conf/apps/verify.yaml``),
+    checked: ``verify.workers``, the ``solver`` group and ``verify.crosscheck_solver``."""
+    from pipeline.storage.read import shown
+    from pipeline.storage.verification import VerifySettings
+
+    check_workers(cfg.verify.workers, "verify.workers")
+    check_solver(cfg)
+    if str(cfg.verify.crosscheck_solver) not in ("highs", "cbc"):
+        raise UserError(
+            f"verify.crosscheck_solver={shown(cfg.verify.crosscheck_solver, 40)}: use highs or cbc"
+        )
+    milp = str(cfg.verify.crosscheck_solver) if cfg.verify.crosscheck else None
+    return VerifySettings(solver_settings(cfg), milp, int(cfg.verify.workers))
 
 
 def grid_candidates(grid: DictConfig, budget: int) -> int:
