@@ -13,6 +13,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from core.errors import UserError
 from domains import PAPER_DOMAINS
+from gridbench.agents.settings import LLMSettings, field_names, yaml_defaults
 from pipeline.generation.keys import GenerationSettings, TaskKey, candidates_for
 from pipeline.generation.validate import MAX_SIDE  # rows and columns of a grid
 from pipeline.parallel import check_workers
@@ -162,32 +163,45 @@ class EnvConf:
     max_steps: int = 1_000_000  # tool calls per episode
 
 
-@dataclass
-class AgentConf:
-    """Every agent's configuration (``conf/agent/*.yaml``); the LLM fields are ignored by the
-    baselines. ``_target_`` (with ``kwargs``) names your own agent class."""
+def _schema_type(hint: Any) -> Any:
+    """A field type as OmegaConf reads it: ``X | None`` as ``Optional[X]`` for a scalar X,
+    anything else (a mapping) as ``Any``."""
+    scalars = (str, int, float, bool)
+    if hint in scalars:
+        return hint
+    args = [a for a in getattr(hint, "__args__", ()) if a is not type(None)]
+    if len(args) == 1 and args[0] in scalars and type(None) in hint.__args__:
+        return Optional[args[0]]  # noqa: UP045 (OmegaConf reads typing.Optional)
+    return Any
 
-    name: str = "search"
-    _target_: str = ""
-    kwargs: Any = None  # a mapping (Any, so that `agent.kwargs={...}` can set new keys)
-    model: str = ""
-    base_url: Optional[str] = None  # noqa: UP045 (OmegaConf reads typing.Optional)
-    api_key_env: str = "OPENAI_API_KEY"
-    temperature: Optional[float] = None  # noqa: UP045
-    top_p: Optional[float] = None  # noqa: UP045
-    max_tokens: Optional[int] = None  # noqa: UP045
-    seed: Optional[int] = None  # noqa: UP045
-    max_steps: int = 200
-    timeout: float = 120.0
-    episode_timeout: Optional[float] = None  # noqa: UP045
-    max_retries: int = 4
-    tool_choice: Optional[str] = "auto"  # noqa: UP045
-    parallel_tool_calls: Optional[bool] = None  # noqa: UP045
-    extra_body: Any = None  # a mapping passed through to the server
-    max_reminders: int = 3
-    concurrency: int = 32
-    max_reply_bytes: int = 16 * 1024 * 1024
-    prompt_dir: Optional[str] = None  # noqa: UP045
+
+def _llm_fields() -> list[tuple[str, Any, Any]]:
+    """The LLM settings as schema fields: the types of :class:`LLMSettings`, the defaults of
+    ``conf/agent/llm.yaml`` (its ``???`` stays missing until a run gives it)."""
+    hints = get_type_hints(LLMSettings)
+    defaults = yaml_defaults()
+    return [
+        (
+            name,
+            _schema_type(hints[name]),
+            field(default=MISSING if defaults[name] == "???" else defaults[name]),
+        )
+        for name in field_names()
+    ]
+
+
+# Every agent's configuration (conf/agent/*.yaml): name, a custom agent's class and arguments
+# (_target_, kwargs), and the LLM settings (ignored by the other agents), made from
+# LLMSettings so that no field or default is written twice.
+AgentConf = make_dataclass(
+    "AgentConf",
+    [
+        ("name", str, field(default="search")),
+        ("_target_", str, field(default="")),
+        ("kwargs", Any, field(default=None)),  # a mapping (Any: `agent.kwargs={...}` sets new keys)
+        *_llm_fields(),
+    ],
+)
 
 
 @dataclass
@@ -195,7 +209,7 @@ class EvaluateConfig:
     """The schema of the evaluate command (``conf/apps/evaluate.yaml``)."""
 
     release: str = "outputs/releases/gridbench-v1.0.0"
-    agent: AgentConf = field(default_factory=AgentConf)
+    agent: Any = field(default_factory=AgentConf)  # typed by AgentConf
     shard: str = ""  # "I/N": this machine's share of the episodes
     run_name: str = ""  # default: the agent (llm-<model>) plus its budgets
     domains: list[str] = field(default_factory=list)
