@@ -121,3 +121,15 @@ def test_llm_episode_ids_are_those_of_earlier_versions():
         assert isinstance(agent, dict)
         spec = agent_spec({str(k): v for k, v in agent.items()})
         assert episode_id("tasks/toy/x.json", 0.0, 0, identity("rel", spec, EnvSettings())) == pinned
+
+
+def test_the_settings_module_stands_below_pipeline_and_the_http_client():
+    """The schema of every command imports it: no pipeline, no openai, no hydra."""
+    tree = ast.parse((ROOT / "gridbench" / "agents" / "settings.py").read_text())
+    imported = {
+        (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    assert not imported & {"pipeline", "openai", "httpx2", "hydra", "omegaconf"}
