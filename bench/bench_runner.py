@@ -64,7 +64,10 @@ async def _play(tasks: list, url: str, episodes: int, concurrency: int) -> list:
     from gridbench.agents.llm import LLMAgent, LLMSettings, load_templates
     from gridbench.env import EnvSettings, Episode
 
-    agent = LLMAgent(LLMSettings(model="scripted", base_url=url, concurrency=concurrency), load_templates())
+    agent = LLMAgent(
+        LLMSettings.from_yaml_defaults(model="scripted", base_url=url, concurrency=concurrency),
+        load_templates(),
+    )
     gate = asyncio.Semaphore(concurrency)
 
     async def one(n: int):

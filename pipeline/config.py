@@ -6,18 +6,22 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field, fields, make_dataclass
-from typing import Any, Optional, get_type_hints
+from typing import TYPE_CHECKING, Any, Optional, get_type_hints
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from core import paths
 from core.errors import UserError
+from core.llm_settings import LLMSettings, field_names, yaml_defaults
 from domains import PAPER_DOMAINS
 from pipeline.generation.keys import GenerationSettings, TaskKey, candidates_for
 from pipeline.generation.validate import MAX_SIDE  # rows and columns of a grid
 from pipeline.parallel import check_workers
 from solvers.results import SolverSettings
+
+if TYPE_CHECKING:
+    from pipeline.storage.verification import VerifySettings
 
 
 @dataclass
@@ -160,32 +164,45 @@ class EnvConf:
     max_steps: int = 1_000_000  # tool calls per episode
 
 
-@dataclass
-class AgentConf:
-    """Every agent's configuration (``conf/agent/*.yaml``); the LLM fields are ignored by the
-    baselines. ``_target_`` (with ``kwargs``) names your own agent class."""
+def _schema_type(hint: Any) -> Any:
+    """A field type as OmegaConf reads it: ``X | None`` as ``Optional[X]`` for a scalar X,
+    anything else (a mapping) as ``Any``."""
+    scalars = (str, int, float, bool)
+    if hint in scalars:
+        return hint
+    args = [a for a in getattr(hint, "__args__", ()) if a is not type(None)]
+    if len(args) == 1 and args[0] in scalars and type(None) in hint.__args__:
+        return Optional[args[0]]  # noqa: UP045 (OmegaConf reads typing.Optional)
+    return Any
 
-    name: str = "search"
-    _target_: str = ""
-    kwargs: Any = None  # a mapping (Any, so that `agent.kwargs={...}` can set new keys)
-    model: str = ""
-    base_url: Optional[str] = None  # noqa: UP045 (OmegaConf reads typing.Optional)
-    api_key_env: str = "OPENAI_API_KEY"
-    temperature: Optional[float] = None  # noqa: UP045
-    top_p: Optional[float] = None  # noqa: UP045
-    max_tokens: Optional[int] = None  # noqa: UP045
-    seed: Optional[int] = None  # noqa: UP045
-    max_steps: int = 200
-    timeout: float = 120.0
-    episode_timeout: Optional[float] = None  # noqa: UP045
-    max_retries: int = 4
-    tool_choice: Optional[str] = "auto"  # noqa: UP045
-    parallel_tool_calls: Optional[bool] = None  # noqa: UP045
-    extra_body: Any = None  # a mapping passed through to the server
-    max_reminders: int = 3
-    concurrency: int = 32
-    max_reply_bytes: int = 16 * 1024 * 1024
-    prompt_dir: Optional[str] = None  # noqa: UP045
+
+def _llm_fields() -> list[tuple[str, Any, Any]]:
+    """The LLM settings as schema fields: the types of :class:`LLMSettings`, the defaults of
+    ``conf/agent/llm.yaml`` (its ``???`` stays missing until a run gives it)."""
+    hints = get_type_hints(LLMSettings)
+    defaults = yaml_defaults()
+    return [
+        (
+            name,
+            _schema_type(hints[name]),
+            field(default=MISSING if defaults[name] == "???" else defaults[name]),
+        )
+        for name in field_names()
+    ]
+
+
+# Every agent's configuration (conf/agent/*.yaml): name, a custom agent's class and arguments
+# (_target_, kwargs), and the LLM settings (ignored by the other agents), made from
+# LLMSettings so that no field or default is written twice.
+AgentConf = make_dataclass(
+    "AgentConf",
+    [
+        ("name", str, field(default="search")),
+        ("_target_", str, field(default="")),
+        ("kwargs", Any, field(default=None)),  # a mapping (Any: `agent.kwargs={...}` sets new keys)
+        *_llm_fields(),
+    ],
+)
 
 
 @dataclass
@@ -193,7 +210,7 @@ class EvaluateConfig:
     """The schema of the evaluate command (``conf/apps/evaluate.yaml``)."""
 
     release: str = str(paths.RELEASE)
-    agent: AgentConf = field(default_factory=AgentConf)
+    agent: Any = field(default_factory=AgentConf)  # typed by AgentConf
     shard: str = ""  # "I/N": this machine's share of the episodes
     run_name: str = ""  # default: the agent (llm-<model>) plus its budgets
     domains: list[str] = field(default_factory=list)
@@ -307,6 +324,22 @@ def generation_settings(cfg: DictConfig) -> GenerationSettings:
 def solver_settings(cfg: DictConfig) -> SolverSettings:
     """The :class:`SolverSettings` of ``cfg.solver``."""
     return SolverSettings(time_limit_s=float(cfg.solver.time_limit_s), workers=int(cfg.solver.workers))
+
+
+def verify_settings(cfg: DictConfig) -> VerifySettings:
+    """The :class:`VerifySettings` of a verify configuration (``conf/apps/verify.yaml``),
+    checked: ``verify.workers``, the ``solver`` group and ``verify.crosscheck_solver``."""
+    from pipeline.storage.read import shown
+    from pipeline.storage.verification import VerifySettings
+
+    check_workers(cfg.verify.workers, "verify.workers")
+    check_solver(cfg)
+    if str(cfg.verify.crosscheck_solver) not in ("highs", "cbc"):
+        raise UserError(
+            f"verify.crosscheck_solver={shown(cfg.verify.crosscheck_solver, 40)}: use highs or cbc"
+        )
+    milp = str(cfg.verify.crosscheck_solver) if cfg.verify.crosscheck else None
+    return VerifySettings(solver_settings(cfg), milp, int(cfg.verify.workers))
 
 
 def grid_candidates(grid: DictConfig, budget: int) -> int:

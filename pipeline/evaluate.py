@@ -39,7 +39,10 @@ def request_from(cfg: DictConfig) -> EvalRequest:
             f"agent.{unknown[0]} is not an agent setting (see conf/agent/llm.yaml for them all); "
             "arguments of your own agent go in agent.kwargs={...} with agent._target_"
         )
-    spec = agent_spec(agent)  # type: ignore[arg-type]
+    # the one conversion of the agent's settings: a typed AgentSpec (LLMSettings for agent=llm);
+    # a value left missing (the model of agent=llm) is not given
+    given = {str(k): v for k, v in agent.items() if not OmegaConf.is_missing(cfg.agent, str(k))}  # type: ignore[union-attr]
+    spec = agent_spec(given)
     env = EnvSettings(**OmegaConf.to_container(cfg.env, resolve=True))  # type: ignore[arg-type]
     try:
         env.validate()

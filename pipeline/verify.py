@@ -14,12 +14,9 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from core.errors import UserError
 from pipeline.cli import command
-from pipeline.config import check_solver, register_configs, solver_settings
-from pipeline.parallel import check_workers
+from pipeline.config import register_configs, verify_settings
 from pipeline.storage.read import shown
-from pipeline.storage.shards import is_sharded, verify_sharded
 from pipeline.storage.verification import VerifyReport, verify_release
 
 register_configs()
@@ -30,6 +27,8 @@ def print_report(report: VerifyReport, seconds: float, milp: str | None) -> None
     total = Counter(report.tasks.values())
     failed = Counter(report.tasks[t] for t in report.failures if t in report.tasks)
     proof = f"CP-SAT + {milp.upper()}" if milp else "CP-SAT"
+    if report.shards:
+        proof += f", {len(report.shards)} shards"
     print(f"{'domain':12s} {'tasks':>6s} {'proved':>7s} {'failed':>7s}   ({proof}, {seconds:.1f}s)")
     for domain in sorted(total):
         proved = total[domain] - failed[domain]
@@ -50,26 +49,9 @@ def print_report(report: VerifyReport, seconds: float, milp: str | None) -> None
 def verify(cfg: DictConfig) -> int:
     """Check every file digest of ``cfg.release`` and re-prove every task; 0 when all hold, else 1."""
     start = time.perf_counter()
-    check_workers(cfg.verify.workers, "verify.workers")
-    check_solver(cfg)
-    if str(cfg.verify.crosscheck_solver) not in ("highs", "cbc"):
-        raise UserError(
-            f"verify.crosscheck_solver={shown(cfg.verify.crosscheck_solver, 40)}: use highs or cbc"
-        )
-    milp = str(cfg.verify.crosscheck_solver) if cfg.verify.crosscheck else None
-    path = Path(str(cfg.release))
-    if is_sharded(path):
-        tasks, proved, failures = verify_sharded(path, solver_settings(cfg), milp, int(cfg.verify.workers))
-        proof = f"CP-SAT + {milp.upper()}" if milp else "CP-SAT"
-        print(f"{tasks} tasks, {proved} proved ({proof}, {time.perf_counter() - start:.1f}s)")
-        for line in failures:
-            print(f"FAIL {shown(line, 400)}", file=sys.stderr)
-        if failures or proved != tasks:
-            return 1
-        print("release verified: every file matches its digest and every task is re-proved")
-        return 0
-    report = verify_release(Path(str(cfg.release)), solver_settings(cfg), milp, int(cfg.verify.workers))
-    print_report(report, time.perf_counter() - start, milp)
+    settings = verify_settings(cfg)
+    report = verify_release(Path(str(cfg.release)), settings)
+    print_report(report, time.perf_counter() - start, settings.milp)
     if report.ok:
         print("release verified: every file matches its digest and every task is re-proved")
         return 0

@@ -17,7 +17,7 @@ from typing import Any
 from core.errors import UserError
 from core.task import Answer, Task
 from gridbench.env import EnvSettings, Episode, openai_schemas
-from gridbench.env.scoring import score as episode_stats
+from gridbench.env.scoring import score_episode as episode_stats
 from gridbench.env.scoring import score_grid, solve_truth
 from gridbench.scoring import answer_of, task_of
 

@@ -39,7 +39,7 @@ from core.errors import UserError
 from core.task import Answer, Task
 from core.task_io import answer_from_dict, task_from_dict
 from gridbench.agents.registry import AgentSpec, make_agent
-from gridbench.env import EnvSettings, Episode, score
+from gridbench.env import EnvSettings, Episode, score_episode
 from pipeline.evaluation.runs import RunStore, call_columns, encode_transcript
 from pipeline.parallel import Progress, parallel_imap
 from pipeline.storage.metadata import METADATA_SCHEMA
@@ -131,12 +131,12 @@ def run_label(label: str, env: EnvSettings) -> str:
 
 def prompt_sha256(spec: AgentSpec) -> str:
     """The SHA-256 of the prompt templates an LLM agent uses ("" for other agents)."""
-    if spec.name != "llm":
+    if spec.llm is None:
         return ""
     from gridbench.agents.llm import load_templates
 
     try:
-        return load_templates(spec.config.get("prompt_dir")).sha256
+        return load_templates(spec.llm.prompt_dir).sha256
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(f"agent.prompt_dir: {error}") from None
 
@@ -144,10 +144,14 @@ def prompt_sha256(spec: AgentSpec) -> str:
 def identity(release: str, spec: AgentSpec, env: EnvSettings) -> dict[str, Any]:
     """Everything that changes the result of a run's episodes besides the task, the failure
     rate and the trial: the agent (its configuration; for an LLM the model, the server and
-    the prompt) and the environment settings."""
-    agent = {k: v for k, v in sorted(spec.config.items()) if k not in NOT_IN_EPISODE_ID}
-    if spec.name == "llm":
-        agent["base_url"] = str(agent.get("base_url") or "").rstrip("/") or None
+    the prompt) and the environment settings. (``_target_`` and ``kwargs`` are named for
+    every agent, as the configuration mapping of earlier versions named them: the episode ids
+    of an LLM run stay those it had.)"""
+    agent: dict[str, Any] = {"_target_": spec.target, "kwargs": spec.kwargs or None, "name": spec.name}
+    if spec.llm is not None:
+        settings = asdict(spec.llm)
+        agent.update((k, settings[k]) for k in sorted(settings) if k not in NOT_IN_EPISODE_ID)
+        agent["base_url"] = str(spec.llm.base_url or "").rstrip("/") or None
         agent["prompt_sha256"] = prompt_sha256(spec)
     return {"release": release, "agent": spec.label, "config": agent, "env": asdict(env)}
 
@@ -191,7 +195,7 @@ def episode_row(
     wall_ms: float,
 ) -> dict[str, Any]:
     """One results row (see the README's accounting table)."""
-    result = score(episode, answer)
+    result = score_episode(episode, answer)
     calls = result.pop("calls")
     end = extra.pop(
         "end_reason",
@@ -211,7 +215,7 @@ def episode_row(
         "run": job.run,
         "agent": run_label(spec.label, env),
         "policy": spec.name,
-        "model": str(spec.config.get("model") or spec.label),
+        "model": spec.model,
         "query_budget": str(env.query_budget),
         "check_budget": str(env.check_budget),
         "failure_rate": job.failure_rate,
@@ -259,7 +263,7 @@ async def play_async(
     the server refuses, or a first batch of episodes that all end in ``api_error``, stops the
     run (:class:`RunStopped`): the episodes in flight are abandoned, to be played again."""
     agent = make_agent(spec)
-    concurrency = max(1, int(spec.config.get("concurrency") or 32))
+    concurrency = max(1, spec.concurrency)
     gate = asyncio.Semaphore(concurrency)
     prompt = getattr(getattr(agent, "templates", None), "sha256", "")
     activity = getattr(agent, "activity", None)
@@ -303,7 +307,7 @@ def _first_batch_failed(count: int, row: dict[str, Any], spec: AgentSpec) -> str
     which = "the first episode" if count == 1 else f"all {count} episodes of the first batch"
     return (
         f"{which} ended in api_error (the last: {str(row.get('api_error'))[:200]}); the run stops. "
-        f"Check agent.base_url={spec.config.get('base_url')}, agent.model={spec.config.get('model')} "
+        f"Check agent.base_url={spec.llm.base_url if spec.llm else None}, agent.model={spec.model} "
         "and the server; `make show` prints an episode's error"
     )
 
@@ -443,17 +447,17 @@ def duplicate_request_warning(spec: AgentSpec) -> str:
     """A warning when the LLM runner would retry requests against a local server: such
     servers (llama.cpp, Ollama, LM Studio) go on with a request the client gave up on, so a
     retry after a time-out queues a duplicate ("" when there is nothing to warn about)."""
-    if spec.name != "llm" or not int(spec.config.get("max_retries") or 0):
+    if spec.llm is None or not spec.llm.max_retries:
         return ""
     from urllib.parse import urlsplit
 
-    host = (urlsplit(str(spec.config.get("base_url") or "")).hostname or "").lower()
+    host = (urlsplit(str(spec.llm.base_url or "")).hostname or "").lower()
     local = host in ("localhost", "0.0.0.0", "::1") or host.endswith(".local")
     local = local or host.startswith(("127.", "10.", "192.168.")) or host.startswith("172.")
     if not local:
         return ""
     return (
-        f"agent.max_retries={spec.config.get('max_retries')} against a local server ({host}): a server "
+        f"agent.max_retries={spec.llm.max_retries} against a local server ({host}): a server "
         "that goes on with a request the client gave up on (llama.cpp, Ollama, LM Studio) gets a "
         "duplicate queued behind it at every retry after a time-out; for a slow local server use "
         "agent=llm_local (concurrency 1, a 900 s timeout, no retries)"
@@ -491,13 +495,13 @@ def ideal_calls(pairs: Sequence[tuple[Task, Answer]]) -> pl.DataFrame:
     import random
 
     from gridbench.agents.budget_aware import BudgetAwareAgent
-    from gridbench.env import EnvSettings, Episode, score
+    from gridbench.env import EnvSettings, Episode, score_episode
 
     rows = []
     for task, answer in pairs:
         episode = Episode(task, EnvSettings(query_budget="paper", check_budget="paper"), seed=0)
         BudgetAwareAgent().play(episode, random.Random(0))
-        graded = score(episode, answer)
+        graded = score_episode(episode, answer)
         rows.append(
             {
                 "domain": task.domain,

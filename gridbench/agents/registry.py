@@ -16,10 +16,11 @@ from __future__ import annotations
 import inspect
 import math
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import UserError
+from core.llm_settings import LLMSettings, field_names, yaml_defaults
 from gridbench.agents.baselines import AGENTS
 from gridbench.agents.budget_aware import BudgetAwareAgent
 
@@ -28,13 +29,23 @@ BASELINES: dict[str, Any] = {**AGENTS, "budget_aware": BudgetAwareAgent}
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """A validated agent configuration: ``label`` names the run, ``is_async`` picks the
-    executor; ``config`` is the plain configuration (never holds a secret)."""
+    """A validated agent configuration, typed: ``label`` names the run, ``is_async`` picks the
+    executor; ``llm`` holds an LLM agent's settings (never a secret), ``target`` and
+    ``kwargs`` a custom agent's class and constructor arguments; ``concurrency`` is how many
+    episodes of an asynchronous agent are in flight."""
 
     name: str
     label: str
     is_async: bool
-    config: dict[str, Any]
+    llm: LLMSettings | None = None
+    target: str = ""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    concurrency: int = 1
+
+    @property
+    def model(self) -> str:
+        """The model an LLM agent asks (as given); any other agent's label."""
+        return self.llm.model if self.llm is not None else self.label
 
 
 def _label(text: str) -> str:
@@ -42,7 +53,9 @@ def _label(text: str) -> str:
 
 
 def agent_spec(config: dict[str, Any]) -> AgentSpec:
-    """Check an agent configuration; raises ``ValueError`` naming the key and the fix."""
+    """Check an agent configuration (a mapping as ``conf/agent/*.yaml`` writes it: the edge,
+    converted here once) and type it; raises :class:`UserError` naming the key and the fix.
+    An LLM agent's settings not given are those of ``conf/agent/llm.yaml``."""
     if not isinstance(config, dict):
         raise UserError(f"an agent configuration is a mapping, got {type(config).__name__}")
     target = str(config.get("_target_") or "")
@@ -60,23 +73,27 @@ def agent_spec(config: dict[str, Any]) -> AgentSpec:
             "agent.kwargs must be a mapping of constructor arguments, e.g. agent.kwargs={depth: 2}"
         )
     if target:
+        concurrency = config.get("concurrency", yaml_defaults()["concurrency"])
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= 4096:
+            raise UserError(f"agent.concurrency={concurrency!r} is out of range: use 1..4096")
         return AgentSpec(
             name or target,
             _label(target.rsplit(".", 1)[-1]),
             inspect.iscoroutinefunction(getattr(_target(target), "play", None)),
-            config,
+            target=target,
+            kwargs=dict(config.get("kwargs") or {}),
+            concurrency=concurrency,
         )
     if name == "llm":
-        if not config.get("model"):
-            raise UserError("agent=llm needs agent.model=<model name>")
-        llm_settings(config).validate()
-        return AgentSpec(name, _label(f"llm-{config['model']}"), True, config)
+        llm = LLMSettings.from_yaml_defaults(**{k: v for k, v in config.items() if k in field_names()})
+        llm.validate()
+        return AgentSpec(name, _label(f"llm-{llm.model}"), True, llm=llm, concurrency=llm.concurrency)
     if name not in BASELINES:
         raise UserError(
             f"unknown agent {name!r}; agents: {sorted([*BASELINES, 'llm'])}, or "
             "agent._target_=package.Class for your own"
         )
-    return AgentSpec(name, name, False, config)
+    return AgentSpec(name, name, False)
 
 
 def _target(path: str) -> Any:
@@ -92,22 +109,12 @@ def make_agent(spec: AgentSpec) -> Any:
     """The agent object of a spec (built where it plays: a worker process or the event loop)."""
     if not isinstance(spec, AgentSpec):
         raise UserError(f"make_agent takes gridbench.agent_spec(...), got {type(spec).__name__}")
-    if spec.config.get("_target_"):
+    if spec.target:
         from hydra.utils import instantiate
 
-        return instantiate({"_target_": spec.config["_target_"], **(spec.config.get("kwargs") or {})})
-    if spec.name == "llm":
+        return instantiate({"_target_": spec.target, **spec.kwargs})
+    if spec.llm is not None:
         from gridbench.agents.llm import LLMAgent, load_templates
 
-        return LLMAgent(llm_settings(spec.config), load_templates(spec.config.get("prompt_dir")))
+        return LLMAgent(spec.llm, load_templates(spec.llm.prompt_dir))
     return BASELINES[spec.name]()
-
-
-def llm_settings(config: dict[str, Any]) -> Any:
-    """The :class:`LLMSettings` of an ``agent=llm`` configuration (its other keys ignored)."""
-    from gridbench.agents.llm import LLMSettings
-
-    known = {f.name for f in fields(LLMSettings)}
-    values = {k: v for k, v in config.items() if k in known}
-    values["extra_body"] = dict(values.get("extra_body") or {})
-    return LLMSettings(**values)

@@ -2,7 +2,7 @@
 
 from core.budgets import UNLIMITED, EnvSettings
 from gridbench.env.episode import Episode
-from gridbench.env.scoring import score
+from gridbench.env.scoring import score_episode
 from gridbench.env.tools import ArgumentError, Tool, openai_schemas, tools_for
 
 __all__ = [
@@ -12,6 +12,6 @@ __all__ = [
     "Episode",
     "Tool",
     "openai_schemas",
-    "score",
+    "score_episode",
     "tools_for",
 ]

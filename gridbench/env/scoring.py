@@ -61,7 +61,7 @@ def solve_truth(task: Task) -> dict[Cell, str]:
     return result.solution
 
 
-def score(episode: Episode, answer: Answer) -> dict[str, Any]:
+def score_episode(episode: Episode, answer: Answer) -> dict[str, Any]:
     """An episode's grid against its answer, with what the episode spent."""
     truth = answer.truth_choice()
     graded = score_grid(episode.grid, truth)

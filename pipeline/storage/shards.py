@@ -23,11 +23,15 @@ import shutil
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import UserError
 from pipeline.storage.parquet import read_arrow_table
 from pipeline.storage.safe import ReleaseError, load_json, read_bytes, read_json, unsafe_text
+
+if TYPE_CHECKING:
+    from pipeline.storage.verification import VerifyReport, VerifySettings
+    from solvers.results import SolverSettings
 
 SHARDS_FORMAT = "gridbench-shards/1"
 
@@ -315,10 +319,11 @@ def make_shard(job: ShardJob) -> dict[str, Any]:
     return {**record, "sha256": sha256(shard_json)}
 
 
-def verify_shard(args: tuple[str, str, dict[str, str], Any, str | None]) -> dict[str, Any]:
+def verify_shard(args: tuple[str, str, dict[str, str], SolverSettings, str | None]) -> dict[str, Any]:
     """Re-prove every task of one shard: its tables' schemas, and each task with CP-SAT (and
-    the MILP when ``milp`` names one). Returns the shard's name, rows per domain, task ids,
-    tasks proved and failures (a malformed row is a failure of that row, not of the run)."""
+    the MILP when ``milp`` names one). Returns the shard's name, rows per domain, the
+    [task id, domain] of every row, tasks proved, the failures of named tasks ([task id,
+    reason]) and the others (a malformed row is a failure of that row, not of the run)."""
     from core.task import TaskFormatError
     from pipeline.storage.tables import (
         ANSWER,
@@ -332,8 +337,16 @@ def verify_shard(args: tuple[str, str, dict[str, str], Any, str | None]) -> dict
 
     root, name, files, solver, milp = args
     base = Path(root)
-    out: dict[str, Any] = {"shard": name, "per_domain": {}, "ids": [], "proved": 0, "failures": []}
+    out: dict[str, Any] = {
+        "shard": name,
+        "per_domain": {},
+        "tasks": [],
+        "proved": 0,
+        "failures": [],
+        "task_failures": [],
+    }
     failures: list[str] = out["failures"]
+    task_failures: list[list[str]] = out["task_failures"]
     answers: dict[str, dict[str, Any]] = {}
     relative = f"shards/{name}/answers.parquet"
     try:
@@ -356,14 +369,14 @@ def verify_shard(args: tuple[str, str, dict[str, str], Any, str | None]) -> dict
             try:
                 task = decode_task(row)
                 task_id = str(task.get("task_id"))
-                out["ids"].append(task_id)
+                out["tasks"].append([task_id, domain])
                 if task_id in seen or task_id not in answers:
-                    failures.append(f"{relative}: row {number} ({task_id[:40]}) repeats or has no answer")
+                    task_failures.append([task_id, f"{relative}: row {number} repeats or has no answer"])
                     continue
                 seen.add(task_id)
                 if "prompt" in row and row["prompt"] != task_prompt(task):
-                    failures.append(
-                        f"{relative}: row {number} ({task_id}): its prompt is not the one its task renders"
+                    task_failures.append(
+                        [task_id, f"{relative}: row {number}: its prompt is not the one its task renders"]
                     )
                 _, _, reasons = prove_data(
                     task, answers[task_id], f"tasks/{domain}/{task_id}.json", solver, milp
@@ -371,7 +384,7 @@ def verify_shard(args: tuple[str, str, dict[str, str], Any, str | None]) -> dict
             except (TaskFormatError, UserError, KeyError, TypeError, ValueError, OverflowError) as error:
                 failures.append(f"{relative}: row {number} malformed: {str(error)[:200]}")
                 continue
-            failures += [f"{relative}: {task_id}: {reason}" for reason in reasons]
+            task_failures.extend([task_id, f"{relative}: {reason}"] for reason in reasons)
             out["proved"] += not reasons
     extra = sorted(set(answers) - seen)
     if extra:
@@ -415,20 +428,20 @@ def check_name(name: str, version: str) -> None:
             )
 
 
-def verify_sharded(path: Path, solver: Any, milp: str | None, workers: int) -> tuple[int, int, list[str]]:
-    """Every check on a sharded release: the manifest's files and digests; its shards are the
-    ones its recorded config makes, each made by that config's recipe; then each shard's
-    tables and proofs (shards in parallel); and the manifest's counts against what the shards
-    hold (no task id twice). (rows, proved, failures)."""
+def check_sharded(path: Path, settings: VerifySettings, report: VerifyReport) -> None:
+    """Every check on a sharded release, into ``report`` (use
+    :func:`pipeline.storage.verification.verify_release`, which calls this for a sharded
+    release): the manifest's files and digests; its shards are the ones its recorded config
+    makes, each made by that config's recipe; then each shard's tables and proofs (shards in
+    parallel); and the manifest's counts against what the shards hold (no task id twice)."""
     import re
 
     from pipeline.parallel import parallel_imap
-    from pipeline.storage.verification import VerifyReport, check_files
+    from pipeline.storage.verification import check_files
 
     manifest = read_shards_manifest(path)
-    report = VerifyReport()
     sound = check_files(path, manifest, report)
-    failures = list(report.file_failures)
+    failures = report.file_failures
     plan: dict[str, dict[str, Any]] = {}
     try:
         if any("${" in text for text in _strings(manifest.get("config"))):
@@ -478,16 +491,20 @@ def verify_sharded(path: Path, solver: Any, milp: str | None, workers: int) -> t
             failures.append(f"shards/{name}: a file of the shard is missing or changed")
             continue
         grids[str(record.get("grid"))] += record["tasks"]
-        jobs.append((str(path), name, record["files"], solver, milp))
-    rows, proved = 0, 0
+        jobs.append((str(path), name, record["files"], settings.solver, settings.milp))
+    rows = 0
     per_domain: Counter[str] = Counter()
     ids: Counter[str] = Counter()
-    for result in parallel_imap(verify_shard, jobs, workers, f"verify {path.name}", unit="shard"):
-        proved += result["proved"]
+    for result in parallel_imap(verify_shard, jobs, settings.workers, f"verify {path.name}", unit="shard"):
         failures += result["failures"]
+        for task_id, reason in result["task_failures"]:
+            report.failures[task_id].append(reason)
+        for task_id, domain in result["tasks"]:
+            report.tasks[task_id] = domain
+            ids[task_id] += 1
         per_domain.update(result["per_domain"])
-        ids.update(result["ids"])
-        rows += sum(result["per_domain"].values())
+        report.shards[result["shard"]] = sum(result["per_domain"].values())
+        rows += report.shards[result["shard"]]
     repeated = [task_id for task_id, n in ids.items() if n > 1]
     if repeated:
         failures.append(f"{len(repeated)} task ids appear in more than one row ({repeated[0][:40]}, ...)")
@@ -503,7 +520,6 @@ def verify_sharded(path: Path, solver: Any, milp: str | None, workers: int) -> t
             failures.append(
                 f"manifest.json: counts.{key} is {str(counts.get(key))[:80]}, the shards hold {value}"
             )
-    return rows, proved, failures
 
 
 def _strings(value: Any) -> list[str]:

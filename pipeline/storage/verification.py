@@ -35,23 +35,43 @@ from pipeline.storage.layout import sha256
 from pipeline.storage.parquet import read_arrow_table, read_table_rows
 from pipeline.storage.read import has_manifest, read_manifest
 from pipeline.storage.safe import ReleaseError, read_bytes, read_json, unsafe_text, walk
+from pipeline.storage.shards import check_sharded, is_sharded
 from solvers.milp import crosscheck_answer
 from solvers.results import SolverSettings
 
 
+@dataclass(frozen=True)
+class VerifySettings:
+    """How a release is re-proved: each solver call's limits, the MILP cross-check (``highs``
+    or ``cbc``; None: CP-SAT alone) and the worker processes. No defaults: the command's are
+    ``conf/apps/verify.yaml`` (``pipeline.config.verify_settings`` converts them)."""
+
+    solver: SolverSettings
+    milp: str | None
+    workers: int
+
+
 @dataclass
 class VerifyReport:
-    """What verifying a release found: its tasks, and the failures per task and per file."""
+    """What verifying a release (plain or sharded) found: its tasks, and the failures per
+    task and per file (anything not tied to one task: digests, manifest claims, a malformed
+    row). A sharded release also names its shards with the rows each holds."""
 
     tasks: dict[str, str] = field(default_factory=dict)  # task_id -> domain
     failures: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     file_failures: list[str] = field(default_factory=list)
     unverified: list[str] = field(default_factory=list)  # what the release alone cannot prove
+    shards: dict[str, int] = field(default_factory=dict)  # a sharded release: shard -> rows
 
     @property
     def ok(self) -> bool:
         """Whether nothing failed."""
         return not self.failures and not self.file_failures
+
+    @property
+    def proved(self) -> int:
+        """Tasks with no failure."""
+        return sum(1 for task_id in self.tasks if not self.failures.get(task_id))
 
 
 def check_files(path: Path, manifest: dict[str, Any], report: VerifyReport) -> set[str]:
@@ -417,10 +437,15 @@ def prove_data(
     return task.task_id, task.domain, reasons
 
 
-def verify_release(path: Path, solver: SolverSettings, milp: str | None, workers: int) -> VerifyReport:
-    """Every check on the release at ``path``. A folder without a manifest raises
-    :class:`ReleaseError` (not a release); anything wrong inside one is a failure."""
+def verify_release(path: Path, settings: VerifySettings) -> VerifyReport:
+    """Every check on the release at ``path``, plain or sharded (``make train``; told by its
+    manifest). A folder without a manifest raises :class:`ReleaseError` (not a release);
+    anything wrong inside one is a failure."""
     report = VerifyReport()
+    if is_sharded(path):
+        check_sharded(path, settings, report)
+        return report
+    solver, milp = settings.solver, settings.milp
     try:
         manifest = read_manifest(path)
     except ReleaseError as error:
@@ -436,7 +461,7 @@ def verify_release(path: Path, solver: SolverSettings, milp: str | None, workers
     ]
     jobs = [(str(path), rel, "answers/" + rel[len("tasks/") :], solver, milp) for rel in tasks]
     seen: dict[str, str] = {}
-    for task_id, domain, reasons in parallel_imap(prove_one, jobs, workers, f"verify {path.name}"):
+    for task_id, domain, reasons in parallel_imap(prove_one, jobs, settings.workers, f"verify {path.name}"):
         if task_id in seen and not reasons:
             reasons = [f"the task id appears twice ({seen[task_id]} and again)"]
         seen.setdefault(task_id, domain)

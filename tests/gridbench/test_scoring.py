@@ -10,7 +10,7 @@ import pytest
 
 import gridbench
 from core.task import GlobalRule
-from gridbench.env import EnvSettings, Episode, score
+from gridbench.env import EnvSettings, Episode, score_episode
 from gridbench.env.scoring import score_grid, solve_truth
 from tests.tiny import ANSWER, TASK, TRUTH
 
@@ -133,7 +133,7 @@ def test_the_episode_score_counts_what_the_episode_spent():
     episode.call("set_slot", {"row": 1, "col": 2, "id": "F"})
     episode.call("check_toy_global_constraints")
     episode.call("set_slot", {"row": 9, "col": 9, "id": "C"})  # invalid
-    result = score(episode, ANSWER)
+    result = score_episode(episode, ANSWER)
     assert result == {
         "success": False,
         "fraction_correct": 0.5,
@@ -150,6 +150,27 @@ def test_the_episode_score_counts_what_the_episode_spent():
     }
     episode.call("set_slot", {"row": 1, "col": 2, "id": "G"})
     episode.call("done")
-    final = score(episode, ANSWER)
+    final = score_episode(episode, ANSWER)
     assert final["success"] and final["finished"] and final["decoy_cells_correct"] == 2
     assert list(final["calls"]) == sorted(final["calls"])
+
+
+def test_one_public_function_is_called_score():
+    """``gridbench.score(task, grid, answer)`` is the only public ``score``; the episode's
+    is ``score_episode`` (two functions of one name took different arguments)."""
+    import importlib
+    import pkgutil
+
+    import gridbench.env
+
+    assert gridbench.score is importlib.import_module("gridbench.scoring").score
+    assert not hasattr(gridbench.env, "score") and "score_episode" in gridbench.env.__all__
+    named = []
+    for info in pkgutil.walk_packages(gridbench.__path__, "gridbench."):
+        if ".mcp" in info.name or ".adapters." in info.name:
+            continue  # optional extras (their own dependencies)
+        module = importlib.import_module(info.name)
+        function = getattr(module, "score", None)
+        if callable(function) and getattr(function, "__module__", "") == info.name:
+            named.append(info.name)
+    assert named == ["gridbench.scoring"]

@@ -87,6 +87,29 @@ def test_a_killed_build_resumes_from_its_finished_shards(built, tmp_path):
     assert _verify(copy) == 0
 
 
+def _report(release: Path):
+    from pipeline.storage.verification import VerifySettings, verify_release
+    from solvers.results import SolverSettings
+
+    return verify_release(release, VerifySettings(SolverSettings(), None, 2))
+
+
+def test_one_verifier_gives_a_sharded_release_the_report_of_a_plain_one(built):
+    """``verify_release`` tells a sharded release by its manifest and returns the same
+    :class:`VerifyReport`: every task with its domain, the shards with their rows."""
+    from pipeline.storage.verification import VerifyReport
+
+    report = _report(built)
+    manifest = json.loads((built / "manifest.json").read_text())
+    assert isinstance(report, VerifyReport) and report.ok
+    assert len(report.tasks) == report.proved == 24
+    assert report.shards == {"00000": 8, "00001": 8, "00002": 8}
+    per_domain: dict[str, int] = {}
+    for domain in report.tasks.values():
+        per_domain[domain] = per_domain.get(domain, 0) + 1
+    assert per_domain == manifest["counts"]["per_domain"]
+
+
 def test_verify_fails_on_a_re_signed_shard_whose_answers_lie(built, tmp_path):
     import pyarrow.parquet as pq
 
@@ -103,6 +126,10 @@ def test_verify_fails_on_a_re_signed_shard_whose_answers_lie(built, tmp_path):
         manifest["files"][relative] = hashlib.sha256((copy / relative).read_bytes()).hexdigest()
     (copy / "manifest.json").write_text(json.dumps(manifest))
     assert _verify(copy) == 1
+    report = _report(copy)  # the task left without its answer is named, as in a plain release
+    missing = str(table.column("task_id")[0])
+    assert not report.ok and report.proved == 23 and list(report.failures) == [missing]
+    assert "repeats or has no answer" in report.failures[missing][0]
 
 
 @pytest.mark.slow

@@ -34,6 +34,7 @@ import httpx2
 import openai
 
 from core.errors import UserError
+from core.llm_settings import LLMSettings
 from gridbench.agents.llm.loop import END_REASONS, AgentLoop, LoopSettings, Outcome, Reply, parse_reply
 from gridbench.agents.llm.prompt import PromptTemplates, render
 from gridbench.env import Episode, openai_schemas
@@ -50,64 +51,7 @@ CONTEXT_MARKERS = (
 )
 RETRY_STATUSES = (408, 409, 429)
 MAX_RETRY_AFTER_S = 60.0
-MAX_REPLY_BYTES = 16 * 1024 * 1024
 POOL = 8  # episodes per client (connections per pool)
-
-
-@dataclass(frozen=True)
-class LLMSettings:
-    """What the runner sends and how long it goes on (``conf/agent/llm.yaml``)."""
-
-    model: str
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    temperature: float | None = None
-    top_p: float | None = None
-    max_tokens: int | None = None
-    seed: int | None = None
-    max_steps: int = 200  # model turns per episode
-    timeout: float = 120.0  # seconds per request, the whole request (retries are new requests)
-    episode_timeout: float | None = None  # seconds per episode (None: no limit)
-    max_retries: int = 4  # retries of 429 / 408 / 409 / 5xx / time-outs / lost connections
-    tool_choice: str | None = "auto"
-    parallel_tool_calls: bool | None = None
-    extra_body: dict[str, Any] = field(default_factory=dict)
-    max_reminders: int = 3  # replies in a row without a tool call before end_reason=no_tool_call
-    concurrency: int = 32
-    max_reply_bytes: int = MAX_REPLY_BYTES
-
-    def validate(self) -> None:
-        """Raise :class:`UserError` naming the first setting out of range."""
-        checks = (
-            ("timeout", self.timeout, 0.001, 86_400.0),
-            ("episode_timeout", self.episode_timeout, 0.001, 30 * 86_400.0),
-            ("max_steps", self.max_steps, 1, 1_000_000),
-            ("max_retries", self.max_retries, 0, 100),
-            ("max_reminders", self.max_reminders, 0, 1_000),
-            ("concurrency", self.concurrency, 1, 4_096),
-            ("max_reply_bytes", self.max_reply_bytes, 1_024, 1 << 30),
-        )
-        for name, value, low, high in checks:
-            if value is None and name == "episode_timeout":
-                continue
-            whole = isinstance(value, int) and not isinstance(value, bool)
-            number = whole or isinstance(value, float)
-            if not number or (isinstance(low, int) and not whole) or not low <= float(value) <= high:  # type: ignore[arg-type]
-                raise UserError(f"agent.{name}={value!r} is out of range: use {low}..{high}")
-
-    def request(self) -> dict[str, Any]:
-        """The optional request parameters that are set (with ``extra_body``: every field of
-        the request but the model and the conversation)."""
-        out: dict[str, Any] = dict(self.extra_body)
-        for name in ("temperature", "top_p", "max_tokens", "seed", "tool_choice", "parallel_tool_calls"):
-            value = getattr(self, name)
-            if value is not None:
-                out[name] = value
-        return out
-
-    def loop(self) -> LoopSettings:
-        """The turn limits of the shared agent loop."""
-        return LoopSettings(max_turns=self.max_steps, max_reminders=self.max_reminders)
 
 
 class AuthenticationStop(UserError):
@@ -327,7 +271,8 @@ class LLMAgent:
     async def play(self, episode: Episode) -> Outcome:
         """Play one episode to its end. Never raises for what a server or a model does, except
         :class:`AuthenticationStop` (the key is refused: no episode can succeed)."""
-        loop = AgentLoop(episode, self.settings.loop(), render(self.templates, episode))
+        limits = LoopSettings(max_turns=self.settings.max_steps, max_reminders=self.settings.max_reminders)
+        loop = AgentLoop(episode, limits, render(self.templates, episode))
         tools = openai_schemas(episode.task.domain)
         client = self.clients[self._next % len(self.clients)]
         self._next += 1

@@ -302,3 +302,18 @@ def test_another_server_is_another_run_never_a_silent_reuse(release, server, tmp
         other.stop()
     assert other.requests > 0  # the other server was asked: its results are not the first one's
     assert set(first["episode_id"]).isdisjoint(set(second.filter(pl.col("run") == "other")["episode_id"]))
+
+
+def test_the_model_named_on_the_command_line_reaches_the_results_unchanged(
+    release, server, tmp_path, monkeypatch
+):
+    """``agent.model=...`` travels as one typed value (LLMSettings.model) from the command line
+    to results.parquet and run.json: slashes, colons, dots and case as given. The run's name
+    (and ``agent`` column) is its folder-safe label."""
+    _, url = server
+    model = "Org/Scripted-Model_1.5:Q4 v2"
+    frame = run(release, url, tmp_path, f"agent.model='{model}'", "trials=1", monkeypatch=monkeypatch)
+    assert frame.height and frame["model"].unique().to_list() == [model]
+    assert frame["agent"].unique().to_list() == ["llm-Org-Scripted-Model_1.5-Q4-v2"]
+    (run_json,) = (tmp_path / release.name).glob("*/run.json")
+    assert json.loads(run_json.read_text())["identity"]["config"]["model"] == model

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gridbench.agents import make_agent
-from gridbench.env import EnvSettings, Episode, openai_schemas, score
+from gridbench.env import EnvSettings, Episode, openai_schemas, score_episode
 from pipeline.generation import TaskKey, generate_task
 
 MADE = generate_task(TaskKey("course", 5, 7, 5, 8, 25, seed=4))
@@ -142,7 +142,7 @@ def test_fuzzed_calls_never_raise_and_always_answer(calls):
 def _play(seed: int) -> bool:
     episode = Episode(TASK, EnvSettings(failure_rate=0.3), seed=seed)
     make_agent("search").play(episode, random.Random(seed))
-    return score(episode, ANSWER)["success"]
+    return score_episode(episode, ANSWER)["success"]
 
 
 def test_many_episodes_in_threads_and_processes_do_not_interfere():
@@ -171,7 +171,7 @@ def test_many_episodes_in_threads_and_processes_do_not_interfere():
 def test_agents_play_and_are_scored(agent):
     episode = Episode(TASK)
     make_agent(agent).play(episode, random.Random(0))
-    result = score(episode, ANSWER)
+    result = score_episode(episode, ANSWER)
     assert result["finished"] and result["steps"] > 0 and result["invalid_calls"] == 0
     assert 0.0 <= result["fraction_correct"] <= 1.0
     if agent == "search":
@@ -194,7 +194,7 @@ def _holds(rule, item):
 def test_search_respects_a_check_budget():
     episode = Episode(TASK, EnvSettings(check_budget=3))
     make_agent("search").play(episode, random.Random(0))
-    assert episode.checks_used == 3 and score(episode, ANSWER)["finished"]
+    assert episode.checks_used == 3 and score_episode(episode, ANSWER)["finished"]
 
 
 def _invalid_calls(task):

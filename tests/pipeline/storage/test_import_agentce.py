@@ -11,7 +11,7 @@ import pytest
 from core.task import TaskFormatError
 from core.task_io import task_from_dict
 from pipeline.storage.agentce import convert, read_file
-from pipeline.storage.verification import verify_release
+from pipeline.storage.verification import VerifySettings, verify_release
 from solvers.results import SolverSettings
 from tests import ROOT
 from tests.helpers_release import compose_config
@@ -59,7 +59,7 @@ def _import_and_verify(tmp_path, source: Path, expected: int) -> None:
     report = json.loads((release / "import_report.json").read_text())["instances"]
     assert len(report) == expected
     assert sum(status["unique"] for status in report) == expected  # measured: all are unique
-    verified = verify_release(release, SolverSettings(), milp=None, workers=2)
+    verified = verify_release(release, VerifySettings(SolverSettings(), None, 2))
     assert verified.ok and len(verified.tasks) == expected
     # what the release alone cannot prove is named, not passed over (the card is rebuilt and matches)
     assert any(note.startswith("LICENSE: the imported data's own licence") for note in verified.unverified)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from core.paths import SCHEMA_DIR
 from pipeline.storage.safe import ReleaseError
-from pipeline.storage.verification import verify_release
+from pipeline.storage.verification import VerifySettings, verify_release
 from solvers.results import SolverSettings
 from tests import ROOT
 from tests.helpers_release import (
@@ -100,7 +100,7 @@ def test_small_release_layout_and_verify(small):
     assert meta["unique"].all() and (meta["n_decoys"] == meta["decoy_budget"]).all()
     assert "certify_ms" in pl.read_parquet(small / "timings.parquet").columns
     assert "| H \\ B |" in (small / "README.md").read_text()
-    report = verify_release(small, SolverSettings(), milp="highs", workers=1)
+    report = verify_release(small, VerifySettings(SolverSettings(), "highs", 1))
     assert report.ok, (report.file_failures, dict(report.failures))
     assert len(report.tasks) == 8
 
@@ -123,7 +123,7 @@ def test_changed_byte_is_caught(small, tmp_path):
     data = bytearray(path.read_bytes())
     data[-3] = ord(" ")
     path.write_bytes(bytes(data))
-    report = verify_release(copy, SolverSettings(), milp=None, workers=1)
+    report = verify_release(copy, VerifySettings(SolverSettings(), None, 1))
     assert any("digest mismatch" in line for line in report.file_failures)
 
 
@@ -137,7 +137,7 @@ def test_item_edited_into_a_second_completion_is_caught(small, tmp_path):
     decoy.update({k: v for k, v in items[role["truth"]].items() if k not in ("id", "name")})
     task_path.write_text(json.dumps(task))
     redigest(copy)
-    report = verify_release(copy, SolverSettings(), milp="highs", workers=1)
+    report = verify_release(copy, VerifySettings(SolverSettings(), "highs", 1))
     reasons = " | ".join(report.failures[task["task_id"]])
     assert "a second solution exists" in reasons and "not refuted" in reasons
     assert "highs disagrees" in reasons
@@ -153,7 +153,7 @@ def test_decoy_turned_feasible_by_loosened_bounds_is_caught(small, tmp_path):
         rule["bound"] = 10**6 if upper else 0
     task_path.write_text(json.dumps(rerender(task)))
     redigest(copy)
-    report = verify_release(copy, SolverSettings(), milp=None, workers=1)
+    report = verify_release(copy, VerifySettings(SolverSettings(), None, 1))
     assert any("is not refuted" in r for r in report.failures[task["task_id"]])
 
 
@@ -173,7 +173,7 @@ def test_filtered_item_that_passes_and_schema_error_are_caught(small, tmp_path):
     del broken["instruction"]
     other.write_text(json.dumps(broken))
     redigest(copy)
-    report = verify_release(copy, SolverSettings(), milp=None, workers=1)
+    report = verify_release(copy, VerifySettings(SolverSettings(), None, 1))
     assert any("filtered" in r and "passes its slot" in r for r in report.failures[task["task_id"]])
     assert any("schema error" in r for r in report.failures[broken["task_id"]])
 
@@ -262,7 +262,7 @@ def test_salted_releases_are_private_and_verify_without_the_salt(small, tmp_path
             if path.is_file():
                 data = path.read_bytes()
                 assert all(s.encode() not in data for s in secrets.values()), path
-        report = verify_release(release, SolverSettings(), milp="highs", workers=1)
+        report = verify_release(release, VerifySettings(SolverSettings(), "highs", 1))
         assert report.ok, (report.failures, report.file_failures)
 
 

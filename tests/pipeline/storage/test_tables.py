@@ -55,7 +55,7 @@ def test_every_row_decodes_to_its_file_and_every_file_has_one_row(release):
 def test_every_task_row_has_a_ready_prompt_and_verify_checks_it(release, tmp_path):
     from core.task_io import task_from_dict
     from gridbench.agents.llm import load_templates, render
-    from pipeline.storage.verification import verify_release
+    from pipeline.storage.verification import VerifySettings, verify_release
     from solvers.results import SolverSettings
     from tests.helpers_release import copy_release, redigest
 
@@ -79,7 +79,7 @@ def test_every_task_row_has_a_ready_prompt_and_verify_checks_it(release, tmp_pat
         copy / "data" / "tasks" / table.name,
     )
     redigest(copy, tables=False)
-    report = verify_release(copy, SolverSettings(), milp=None, workers=1)
+    report = verify_release(copy, VerifySettings(SolverSettings(), None, 1))
     assert any("its prompt is not the one its task renders" in f for f in report.file_failures), (
         report.file_failures
     )
@@ -189,7 +189,7 @@ def test_a_key_without_a_column_is_an_error_naming_it(release):
 
 
 def test_a_release_made_before_the_prompt_column_still_verifies(release, tmp_path):
-    from pipeline.storage.verification import verify_release
+    from pipeline.storage.verification import VerifySettings, verify_release
     from solvers.results import SolverSettings
     from tests.helpers_release import copy_release, redigest
 
@@ -197,5 +197,5 @@ def test_a_release_made_before_the_prompt_column_still_verifies(release, tmp_pat
     for table in (copy / "data" / "tasks").glob("*.parquet"):
         pq.write_table(pq.read_table(table).drop_columns(["prompt"]), table, compression="zstd")
     redigest(copy, tables=False)
-    report = verify_release(copy, SolverSettings(), milp=None, workers=1)
+    report = verify_release(copy, VerifySettings(SolverSettings(), None, 1))
     assert report.ok, report.file_failures + report.failures

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from core.task import SlotRoles
-from pipeline.storage.verification import consistency, prove_data, task_shape, verify_release
+from pipeline.storage.verification import VerifySettings, consistency, prove_data, task_shape, verify_release
 from solvers.results import SolverSettings
 from tests.helpers_release import build_small, copy_release
 from tests.tiny import ANSWER, TASK, TRUTH
@@ -187,7 +187,7 @@ def test_files_with_a_stale_digest_are_neither_decompressed_nor_proved(small, tm
     table = sorted((copy / "data" / "tasks").glob("*.parquet"))[0]
     for damaged in (copy / "metadata.parquet", copy / "data" / "answers.parquet", table):
         _garble(damaged)
-    report = verify_release(copy, SOLVER, None, workers=1)
+    report = verify_release(copy, VerifySettings(SOLVER, None, 1))
     stale = {
         f"{p.relative_to(copy).as_posix()}: digest mismatch (file changed)"
         for p in (task_file, copy / "metadata.parquet", copy / "data" / "answers.parquet", table)
@@ -287,7 +287,7 @@ def test_a_repeated_table_row_and_lying_metadata_rows_are_named(small, tmp_path)
     )
     meta.write_parquet(copy / "metadata.parquet")
     _resign(copy, "metadata.parquet", "data/answers.parquet")
-    report = verify_release(copy, SOLVER, None, workers=1)
+    report = verify_release(copy, VerifySettings(SOLVER, None, 1))
     repeated = answers.num_rows
     assert (
         f"data/answers.parquet: row {repeated} ({answers['task_id'][0]}) is not one of its files, or repeats"
@@ -318,6 +318,28 @@ def test_one_task_id_in_two_domains_is_named(small, tmp_path):
         manifest["files"][f"{kind}/course/{twin.name}"] = "0" * 64
     (copy / "manifest.json").write_text(json.dumps(manifest))
     _resign(copy, f"tasks/course/{twin.name}", f"answers/course/{twin.name}")
-    report = verify_release(copy, SOLVER, None, workers=1)
+    report = verify_release(copy, VerifySettings(SOLVER, None, 1))
     (reason,) = report.failures[toy.stem]  # one of the two is proved; the other is named
     assert reason.startswith("the task id appears twice (") and reason.endswith(" and again)")
+
+
+def test_one_verifier_api_below_the_entry_point():
+    """``verify_release(path, settings)`` is the one public verifier (plain and sharded); the
+    modules below ``pipeline.verify`` take typed settings and never see an OmegaConf object."""
+    import ast
+    import inspect
+
+    import pipeline.storage.shards as shards
+    import pipeline.storage.verification as verification
+
+    assert list(inspect.signature(verify_release).parameters) == ["path", "settings"]
+    assert not hasattr(shards, "verify_sharded")
+    for module in (shards, verification):
+        tree = ast.parse(inspect.getsource(module))
+        imported = {
+            alias.name.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])
+        }
+        assert not imported & {"omegaconf", "hydra"}, module.__name__
