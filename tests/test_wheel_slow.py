@@ -27,7 +27,7 @@ def run(command: list[str], cwd: Path, timeout: float = 1800) -> subprocess.Comp
 
 def test_the_wheel_installs_anywhere_and_its_command_builds_and_verifies(tmp_path):
     dist = tmp_path / "dist"
-    # built from a copy: setuptools writes build/ and gridbench.egg-info/ into the source
+    # built from a copy: setuptools writes its build folder and egg-info into the source
     # folder, and an egg-info in the checkout hides the editable install's metadata
     source = tmp_path / "source"
     skip = shutil.ignore_patterns(

@@ -23,6 +23,7 @@ from typing import Any
 import jsonschema
 import polars as pl
 
+from core.errors import UserError
 from core.paths import SCHEMA_DIR
 from core.task import Answer, Task, TaskFormatError
 from core.task_io import answer_from_dict, task_from_dict
@@ -35,7 +36,7 @@ from pipeline.storage.layout import sha256
 from pipeline.storage.parquet import read_arrow_table, read_table_rows
 from pipeline.storage.read import has_manifest, read_manifest
 from pipeline.storage.safe import ReleaseError, read_bytes, read_json, unsafe_text, walk
-from pipeline.storage.shards import check_sharded, is_sharded
+from pipeline.storage.shards import TrainPlan, card, is_sharded, read_shards_manifest, shard_jobs
 from solvers.milp import crosscheck_answer
 from solvers.results import SolverSettings
 
@@ -469,3 +470,210 @@ def verify_release(path: Path, settings: VerifySettings) -> VerifyReport:
         if reasons:
             report.failures[task_id].extend(reasons)
     return report
+
+
+def verify_shard(args: tuple[str, str, dict[str, str], SolverSettings, str | None]) -> dict[str, Any]:
+    """Re-prove every task of one shard: its tables' schemas, and each task with CP-SAT (and
+    the MILP when ``milp`` names one). Returns the shard's name, rows per domain, the
+    [task id, domain] of every row, tasks proved, the failures of named tasks ([task id,
+    reason]) and the others (a malformed row is a failure of that row, not of the run)."""
+    from core.task import TaskFormatError
+    from pipeline.storage.tables import (
+        ANSWER,
+        decode_answer,
+        decode_task,
+        read_task_rows,
+        schema_of,
+        task_prompt,
+    )
+
+    root, name, files, solver, milp = args
+    base = Path(root)
+    out: dict[str, Any] = {
+        "shard": name,
+        "per_domain": {},
+        "tasks": [],
+        "proved": 0,
+        "failures": [],
+        "task_failures": [],
+    }
+    failures: list[str] = out["failures"]
+    task_failures: list[list[str]] = out["task_failures"]
+    answers: dict[str, dict[str, Any]] = {}
+    relative = f"shards/{name}/answers.parquet"
+    try:
+        for row in read_arrow_table(read_bytes(base, relative), relative, schema_of(ANSWER)).to_pylist():
+            answers[str(row["task_id"])] = decode_answer(row)
+    except (ReleaseError, KeyError, TypeError, ValueError) as error:
+        failures.append(f"{relative}: {str(error)[:300]}")
+        return out
+    seen: set[str] = set()
+    for file in sorted(f for f in files if f.startswith("tasks-") and f.endswith(".parquet")):
+        domain = file[len("tasks-") : -len(".parquet")]
+        relative = f"shards/{name}/{file}"
+        try:
+            rows = read_task_rows(read_bytes(base, relative), relative, domain)
+        except (ReleaseError, ValueError) as error:
+            failures.append(str(error)[:300])
+            continue
+        out["per_domain"][domain] = len(rows)
+        for number, row in enumerate(rows):
+            try:
+                task = decode_task(row)
+                task_id = str(task.get("task_id"))
+                out["tasks"].append([task_id, domain])
+                if task_id in seen or task_id not in answers:
+                    task_failures.append([task_id, f"{relative}: row {number} repeats or has no answer"])
+                    continue
+                seen.add(task_id)
+                if "prompt" in row and row["prompt"] != task_prompt(task):
+                    task_failures.append(
+                        [task_id, f"{relative}: row {number}: its prompt is not the one its task renders"]
+                    )
+                _, _, reasons = prove_data(
+                    task, answers[task_id], f"tasks/{domain}/{task_id}.json", solver, milp
+                )
+            except (TaskFormatError, UserError, KeyError, TypeError, ValueError, OverflowError) as error:
+                failures.append(f"{relative}: row {number} malformed: {str(error)[:200]}")
+                continue
+            task_failures.extend([task_id, f"{relative}: {reason}"] for reason in reasons)
+            out["proved"] += not reasons
+    extra = sorted(set(answers) - seen)
+    if extra:
+        failures.append(
+            f"shards/{name}/answers.parquet: {len(extra)} answers of no task ({extra[0][:40]}, ...)"
+        )
+    return out
+
+
+def check_sharded(path: Path, settings: VerifySettings, report: VerifyReport) -> None:
+    """Every check on a sharded release, into ``report`` (use :func:`verify_release`, which
+    calls this for a sharded release): the manifest's files and digests; its shards are the
+    ones its recorded config makes, each made by that config's recipe; then each shard's tables
+    and proofs (shards in parallel); and the manifest's counts against what the shards hold (no
+    task id twice)."""
+    import re
+
+    from pipeline.parallel import parallel_imap
+
+    manifest = read_shards_manifest(path)
+    sound = check_files(path, manifest, report)
+    failures = report.file_failures
+    plan: dict[str, dict[str, Any]] = {}
+    try:
+        if any("${" in text for text in _strings(manifest.get("config"))):
+            raise UserError("an interpolation (${...}) in a recorded config is never resolved")
+        config = TrainPlan.from_config(manifest.get("config"))
+        plan = {job.name: job.recipe() for job in shard_jobs(config, path)}
+        failures += _sharded_claims(path, manifest, config, sound)
+    except UserError as error:
+        failures.append(f"manifest.json: its config does not describe a build ({str(error)[:200]})")
+    except Exception as error:  # whatever is wrong with it, the config cannot be trusted
+        failures.append(f"manifest.json: its config does not describe a build ({type(error).__name__})")
+    names: list[str] = []
+    entries: dict[str, dict[str, Any]] = {}
+    for entry in manifest["shards"]:
+        if not isinstance(entry, dict) or not re.fullmatch(r"[0-9]{5}", str(entry.get("shard"))):
+            failures.append(f"manifest.json: a shard entry is not {{shard: NNNNN, ...}}: {str(entry)[:80]}")
+            continue
+        names.append(str(entry["shard"]))
+        entries[str(entry["shard"])] = entry
+    if len(set(names)) != len(names):
+        failures.append("manifest.json: a shard is listed twice")
+    if plan and sorted(set(names)) != sorted(plan):
+        failures.append(f"manifest.json: lists {len(set(names))} shards; its config makes {len(plan)}")
+    jobs: list[Any] = []
+    grids: Counter[str] = Counter()
+    for name in sorted(set(names)):
+        record_path = f"shards/{name}/shard.json"
+        if record_path not in sound:
+            failures.append(f"{record_path}: missing, unlisted or changed")
+            continue
+        record = read_json(path, record_path)
+        if (
+            not isinstance(record, dict)
+            or not isinstance(record.get("files"), dict)
+            or not isinstance(record.get("tasks"), int)
+        ):
+            failures.append(f"{record_path}: not a shard record")
+            continue
+        if entries[name].get("tasks") != record["tasks"] or entries[name].get("sha256") != sha256(
+            read_bytes(path, record_path)
+        ):
+            failures.append(f"manifest.json: its entry of shard {name} is not the shard's record")
+        if plan and record.get("recipe") != plan.get(name):
+            failures.append(f"{record_path}: the shard was not made by the manifest's config")
+        listed = {f"shards/{name}/{file}" for file in record["files"]}
+        if not listed <= sound:
+            failures.append(f"shards/{name}: a file of the shard is missing or changed")
+            continue
+        grids[str(record.get("grid"))] += record["tasks"]
+        jobs.append((str(path), name, record["files"], settings.solver, settings.milp))
+    rows = 0
+    per_domain: Counter[str] = Counter()
+    ids: Counter[str] = Counter()
+    for result in parallel_imap(verify_shard, jobs, settings.workers, f"verify {path.name}", unit="shard"):
+        failures += result["failures"]
+        for task_id, reason in result["task_failures"]:
+            report.failures[task_id].append(reason)
+        for task_id, domain in result["tasks"]:
+            report.tasks[task_id] = domain
+            ids[task_id] += 1
+        per_domain.update(result["per_domain"])
+        report.shards[result["shard"]] = sum(result["per_domain"].values())
+        rows += report.shards[result["shard"]]
+    repeated = [task_id for task_id, n in ids.items() if n > 1]
+    if repeated:
+        failures.append(f"{len(repeated)} task ids appear in more than one row ({repeated[0][:40]}, ...)")
+    counts: dict[str, Any] = manifest["counts"] if isinstance(manifest.get("counts"), dict) else {}
+    claimed = {
+        "tasks": rows,
+        "shards": len(set(names)),
+        "per_domain": dict(sorted(per_domain.items())),
+        "per_grid": dict(sorted(grids.items())),
+    }
+    for key, value in claimed.items():
+        if counts.get(key) != value:
+            failures.append(
+                f"manifest.json: counts.{key} is {str(counts.get(key))[:80]}, the shards hold {value}"
+            )
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a JSON value (keys too), without recursion."""
+    out, stack = [], [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            out.append(node)
+        elif isinstance(node, dict):
+            out.extend(str(k) for k in node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return out
+
+
+def _sharded_claims(path: Path, manifest: dict[str, Any], config: TrainPlan, sound: set[str]) -> list[str]:
+    """The name and version the manifest and its config give, the card written again from the
+    counts, and the licence a build writes."""
+    from pipeline.storage.card import GENERATED_LICENCE
+
+    failures = []
+    for key in ("name", "version"):
+        if manifest.get(key) != getattr(config, key) or unsafe_text(str(manifest.get(key)), 64):
+            failures.append(f"manifest.json: {key} {str(manifest.get(key))[:40]!r} is not its config's")
+    counts: dict[str, Any] = manifest["counts"] if isinstance(manifest.get("counts"), dict) else {}
+    if "LICENSE" in sound and read_bytes(path, "LICENSE") != GENERATED_LICENCE.text.encode():
+        failures.append("LICENSE: not the licence a build writes (CC BY 4.0); the text was changed")
+    per_domain, per_grid = counts.get("per_domain"), counts.get("per_grid")
+    if "README.md" in sound and isinstance(per_domain, dict) and isinstance(per_grid, dict):
+        text = card(
+            str(config.name), str(config.version), sorted(per_domain), counts.get("tasks", 0), per_grid
+        )
+        if read_bytes(path, "README.md") != text.encode():
+            failures.append("README.md: not the card this release's manifest gives (edited?)")
+    for relative in ("README.md", "LICENSE"):
+        if relative not in manifest.get("files", {}):
+            failures.append(f"manifest.json: {relative} is not listed")
+    return failures
