@@ -35,7 +35,6 @@ DEFAULTS = {
     "hydra": HYDRA,
     "release": RELEASE,
     "release_runs": RUNS / DEFAULT_NAME,
-    "release_reports": REPORTS / DEFAULT_NAME,
 }
 
 

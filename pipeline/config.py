@@ -287,7 +287,7 @@ class ReportConfig:
     """The schema of the report command (``conf/apps/report.yaml``)."""
 
     runs_root: Any = str(paths.RUNS / paths.DEFAULT_NAME)  # a folder, or a list of them
-    output: str = str(paths.REPORTS / paths.DEFAULT_NAME)
+    output: str = ""  # "": outputs/reports/<the first runs_root's name>
     release: str = ""  # the release to validate; "": outputs/releases/<first runs_root's name>
 
 

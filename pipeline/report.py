@@ -29,7 +29,7 @@ def report(cfg: DictConfig) -> int:
     roots = [Path(str(r)) for r in ([cfg.runs_root] if isinstance(cfg.runs_root, str) else cfg.runs_root)]
     if not roots:
         raise UserError("runs_root=[] names no folder; give runs_root=outputs/runs/<release>")
-    out = Path(str(cfg.output))
+    out = Path(str(cfg.output)) if cfg.output else paths.REPORTS / roots[0].name
     release = Path(str(cfg.release)) if cfg.release else RELEASES / roots[0].name
     has_runs = any(any(root.glob(f"*/{name}*")) for root in roots for name in ("results", "episodes"))
     if not has_runs and not cfg.release:

@@ -361,7 +361,7 @@ AFTERWARDS = {
         and ns["made"].task.to_dict()["hidden_slots"] == 11
     ),
     "docs/evaluation.md": lambda ns: (
-        ns["episode"].steps == 1 and "success" in ns["score"](ns["episode"], ns["answer"])
+        ns["episode"].steps == 1 and "success" in ns["score_episode"](ns["episode"], ns["answer"])
     ),
     "docs/harnesses.md": lambda ns: ns["mcp_score"]["success"] is False and isinstance(ns["reward"], float),
     "docs/release.md": lambda ns: len(ns["tasks"]) == 4 and len(ns["answers"]) == 8,
