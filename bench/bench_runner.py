@@ -96,7 +96,7 @@ def _loop_only(outcomes: list, tasks: list) -> float | None:
         replies.append((tasks[n % len(tasks)], [json.dumps(b) for b in bodies]))
     start, turns = time.process_time(), 0
     for task, bodies in replies:
-        loop = AgentLoop(Episode(task, EnvSettings()), LoopSettings(), [])
+        loop = AgentLoop(Episode(task, EnvSettings()), LoopSettings.from_llm(), [])
         for body in bodies:
             if loop.over:
                 break

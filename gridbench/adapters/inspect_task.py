@@ -161,7 +161,7 @@ def _sync_ids(message: ChatMessageAssistant, loop: AgentLoop) -> dict[str, str]:
 
 
 @solver
-def play(release: str, settings: dict[str, Any], max_reminders: int = 3, max_turns: int = 200) -> Any:
+def play(release: str, settings: dict[str, Any], max_reminders: int, max_turns: int) -> Any:
     """Play one sample's task with the shared agent loop: the runner's prompt, the episode's
     tools, one model turn at a time until the loop says the episode is over."""
 
@@ -244,13 +244,13 @@ def gridbench(
     query_budget: str | int = "unlimited",
     check_budget: str | int = "unlimited",
     max_steps: int = 200,
-    max_turns: int = 200,
+    max_turns: int | None = None,
     domains: Any = None,
     hidden_slots: Any = None,
     decoy_budgets: Any = None,
     task_ids: Any = None,
     partial: bool = False,
-    max_reminders: int = 3,
+    max_reminders: int | None = None,
     **unknown: Any,
 ) -> Task:
     """Every task of ``release`` (optionally filtered) as one sample, played with the
@@ -276,7 +276,11 @@ def gridbench(
             "max_steps": _count(max_steps, "max_steps", 1),
         }
         env_settings(**settings)  # a wrong setting stops here, before any model call
-        turns, reminders = _count(max_turns, "max_turns", 1), _count(max_reminders, "max_reminders", 0)
+        limits = LoopSettings.from_llm()  # None: the LLM agent's defaults (conf/agent/llm.yaml)
+        turns = limits.max_turns if max_turns is None else _count(max_turns, "max_turns", 1)
+        reminders = (
+            limits.max_reminders if max_reminders is None else _count(max_reminders, "max_reminders", 0)
+        )
     except TaskArgumentError:
         raise
     except UserError as error:

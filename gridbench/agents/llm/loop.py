@@ -25,6 +25,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.llm_settings import LLMSettings, yaml_defaults
 from gridbench.agents.llm.toolcalls import MAX_TEXT, ToolCall, structured_calls, text_calls
 from gridbench.env import Episode
 
@@ -42,11 +43,21 @@ MAX_CALLS_PER_REPLY = 64
 
 @dataclass(frozen=True)
 class LoopSettings:
-    """How long an episode goes on: model turns, reminders in a row, calls run per reply."""
+    """How long an episode goes on: model turns, reminders in a row, calls run per reply. The
+    first two have their defaults in ``conf/agent/llm.yaml`` (``max_steps``, ``max_reminders``):
+    :meth:`from_llm` takes them from an agent's settings."""
 
-    max_turns: int = 200
-    max_reminders: int = 3
+    max_turns: int
+    max_reminders: int
     max_calls_per_reply: int = MAX_CALLS_PER_REPLY
+
+    @classmethod
+    def from_llm(cls, settings: LLMSettings | None = None) -> LoopSettings:
+        """The turn limits of ``settings`` (default: ``conf/agent/llm.yaml``'s)."""
+        if settings is None:
+            values = yaml_defaults()
+            return cls(max_turns=int(values["max_steps"]), max_reminders=int(values["max_reminders"]))
+        return cls(max_turns=settings.max_steps, max_reminders=settings.max_reminders)
 
 
 @dataclass

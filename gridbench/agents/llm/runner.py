@@ -271,8 +271,7 @@ class LLMAgent:
     async def play(self, episode: Episode) -> Outcome:
         """Play one episode to its end. Never raises for what a server or a model does, except
         :class:`AuthenticationStop` (the key is refused: no episode can succeed)."""
-        limits = LoopSettings(max_turns=self.settings.max_steps, max_reminders=self.settings.max_reminders)
-        loop = AgentLoop(episode, limits, render(self.templates, episode))
+        loop = AgentLoop(episode, LoopSettings.from_llm(self.settings), render(self.templates, episode))
         tools = openai_schemas(episode.task.domain)
         client = self.clients[self._next % len(self.clients)]
         self._next += 1
