@@ -32,7 +32,7 @@ def _evaluate(release, runs, agent, *extra):
     return runs / release.name / agent
 
 
-def test_evaluate_is_resumable_and_report_is_written(release, tmp_path, capsys):
+def test_evaluate_is_resumable_and_report_is_written(release, tmp_path, capsys, monkeypatch):
     runs = tmp_path / "runs"
     out = _evaluate(release, runs, "search")
     first = pl.read_parquet(out / "results.parquet")
@@ -63,6 +63,13 @@ def test_evaluate_is_resumable_and_report_is_written(release, tmp_path, capsys):
     assert len(list((tmp_path / "report").glob("heatmap_*.png"))) == 2
     assert len(list((tmp_path / "report").glob("domains_p*.png"))) == 2
     assert len(list((tmp_path / "report").glob("success_vs_B_p*.png"))) == 2
+    # without output=, the report goes below outputs/reports/<the runs' release name> of the
+    # folder it runs in, whatever the default release is
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert report(compose_config([f"runs_root={runs / release.name}"], "report", "apps")) == 0
+    assert (work / "outputs" / "reports" / release.name / "summary.md").is_file()
 
 
 def test_report_groups_by_run_and_works_on_empty_partial_and_stale_runs(release, tmp_path, capsys):
