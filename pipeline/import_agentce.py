@@ -54,6 +54,9 @@ def certify_instance(args: tuple[Any, ...]) -> tuple[CertifiedTask, dict[str, An
 
 def run_import(cfg: DictConfig) -> int:
     """Import the AgentCE files at ``cfg.source`` as a release of their certified instances; the exit code."""
+    release = cfg.release
+    check_workers(release.workers, "release.workers")  # settings first, before any read
+    check_solver(cfg)
     source = Path(str(cfg.source))
     try:
         files = sorted(source.glob("*.json")) if source.is_dir() else [source]
@@ -62,9 +65,6 @@ def run_import(cfg: DictConfig) -> int:
         raise UserError(f"source={shown(source)}: cannot be read ({error.strerror})") from None
     if not found:
         raise FileNotFoundError(f"no AgentCE dataset files at {source}; pass source=DIR or FILE")
-    release = cfg.release
-    check_workers(release.workers, "release.workers")
-    check_solver(cfg)
     target = release_dir(release.output_root, release.name, release.version)
     check_target(target, bool(release.overwrite))
     solver: SolverSettings = solver_settings(cfg)
