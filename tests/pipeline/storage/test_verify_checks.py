@@ -13,7 +13,7 @@ import pytest
 from core.task import SlotRoles
 from pipeline.storage.verification import consistency, prove_data, task_shape, verify_release
 from solvers.results import SolverSettings
-from tests.helpers_release import build_small, copy_release
+from tests.helpers_release import copy_release
 from tests.tiny import ANSWER, TASK, TRUTH
 
 REL = "tasks/toy/toy-tiny.json"
@@ -166,9 +166,9 @@ def test_a_candidates_per_slot_of_zero_checks_no_count():
     )
 
 
-@pytest.fixture(scope="module")
-def small(tmp_path_factory) -> Path:
-    return build_small(tmp_path_factory.mktemp("stale"), "stale")
+@pytest.fixture
+def small(small_release) -> Path:
+    return small_release
 
 
 def _garble(path: Path) -> None:
