@@ -166,7 +166,7 @@ def test_a_candidates_per_slot_of_zero_checks_no_count():
     )
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def small(small_release) -> Path:
     return small_release
 
@@ -321,3 +321,129 @@ def test_one_task_id_in_two_domains_is_named(small, tmp_path):
     report = verify_release(copy, SOLVER, None, workers=1)
     (reason,) = report.failures[toy.stem]  # one of the two is proved; the other is named
     assert reason.startswith("the task id appears twice (") and reason.endswith(" and again)")
+
+
+BAD = "\x1b[2J"  # a terminal escape: clears the screen of whoever reads the message
+
+
+def _unsafe(task) -> list[str]:
+    from pipeline.storage.verification import unsafe_strings
+
+    return unsafe_strings(task)
+
+
+def test_a_word_that_cannot_be_shown_is_named_wherever_the_task_holds_it():
+    from core.task import GlobalRule, SlotRule
+
+    item = {**TASK.items["A"]}
+    rules = TASK.global_constraints
+    slot = TASK.slots[1]
+    cases = {
+        "task id": (dataclasses.replace(TASK, task_id="toy-" + BAD), "task id 'toy-\\x1b[2J'"),
+        "item id": (
+            dataclasses.replace(TASK, items={**TASK.items, "A" + BAD: {**item, "id": "A" + BAD}}),
+            "item id 'A\\x1b[2J'",
+        ),
+        "attribute name": (
+            dataclasses.replace(TASK, items={**TASK.items, "A": {**item, "co" + BAD: 1}}),
+            "an attribute name 'co\\x1b[2J'",
+        ),
+        "value": (
+            dataclasses.replace(TASK, items={**TASK.items, "A": {**item, "color": "red" + BAD}}),
+            "item 'A' 'color' 'red\\x1b[2J'",
+        ),
+        "global rule name": (
+            dataclasses.replace(TASK, global_constraints=(GlobalRule("n" + BAD, "sum_max", "cost", 1),)),
+            "a global rule's 'n\\x1b[2J'",
+        ),
+        "global rule attribute": (
+            dataclasses.replace(TASK, global_constraints=(GlobalRule("n", "sum_max", "c" + BAD, 1),)),
+            "a global rule's 'c\\x1b[2J'",
+        ),
+        "global rule word": (
+            dataclasses.replace(
+                TASK, global_constraints=(*rules[:2], dataclasses.replace(rules[2], equals="b" + BAD))
+            ),
+            "a global rule's 'b\\x1b[2J'",
+        ),
+        "slot rule attribute": (
+            dataclasses.replace(
+                TASK,
+                slots=(TASK.slots[0], dataclasses.replace(slot, constraints=(SlotRule("w" + BAD, ">=", 2),))),
+            ),
+            "a slot rule of (1,2) 'w\\x1b[2J'",
+        ),
+        "slot rule word": (
+            dataclasses.replace(
+                TASK,
+                slots=(
+                    TASK.slots[0],
+                    dataclasses.replace(slot, constraints=(SlotRule("color", "in", ("red", "b" + BAD)),)),
+                ),
+            ),
+            "a slot rule of (1,2) 'b\\x1b[2J'",
+        ),
+    }
+    for case, (task, named) in cases.items():
+        found = _unsafe(task)
+        assert found == [f"{named} cannot be shown safely: a control or invisible character U+001B"], case
+    # an item's own "id" value is its id, checked once as one (under its key)
+    fine_key = dataclasses.replace(TASK, items={**TASK.items, "A": {**item, "id": "A" + BAD}})
+    assert _unsafe(fine_key) == []
+    assert _unsafe(TASK) == []
+
+
+def test_words_are_quoted_to_forty_characters_limits_are_exact_and_at_most_three_are_named():
+    long_id = "toy-" + "x" * 96  # 100 characters: the most an id may have
+    assert _unsafe(dataclasses.replace(TASK, task_id=long_id)) == []
+    assert _unsafe(dataclasses.replace(TASK, task_id=long_id + "x")) == [
+        f"task id {ascii(long_id[:40])} cannot be shown safely: 101 characters (at most 100)"
+    ]
+    item = TASK.items["A"]
+    name = "n" * 200  # the most a name or other word may have
+    assert _unsafe(dataclasses.replace(TASK, items={**TASK.items, "A": {**item, "name": name}})) == []
+    assert _unsafe(dataclasses.replace(TASK, items={**TASK.items, "A": {**item, "name": name + "n"}})) == [
+        f"item 'A' 'name' {ascii(name[:40])} cannot be shown safely: 201 characters (at most 200)"
+    ]
+    items = {k: {**v, "name": v["name"] + BAD} for k, v in TASK.items.items()}  # eleven bad names
+    found = _unsafe(dataclasses.replace(TASK, items=items))
+    assert [line.split(" ")[1] for line in found] == ["'V00'", "'V02'", "'V10'"]
+
+
+def test_a_task_of_a_domain_this_code_does_not_know_says_so_after_its_other_problems():
+    problems = task_shape(dataclasses.replace(TASK, domain="chess"), REL)
+    assert problems[0] == "file tasks/toy/toy-tiny.json holds task toy-tiny of domain chess"
+    assert len(problems) == 2 and "chess" in problems[1]
+
+
+def test_schema_errors_are_at_most_five_and_name_the_task_when_its_id_can_be_shown():
+    task = TASK.to_dict()
+    broken = {
+        **task,
+        "rows": "two",
+        "cols": "three",
+        "decoy_budget": "four",
+        "grid": 7,
+        "slots": 8,
+        "items": 9,
+    }
+    task_id, domain, reasons = prove_data(broken, _with_certificate(ANSWER), REL, SOLVER, None)
+    assert (task_id, domain) == ("toy-tiny", "?") and len(reasons) == 5
+    assert all(r.startswith("schema error in task file at [") for r in reasons), reasons
+    assert all(len(r) <= len("schema error in task file at []: ") + 60 + 160 for r in reasons)
+    for named in ("x" * 100, 7, None):
+        odd = {**broken, "task_id": named}
+        assert prove_data(odd, _with_certificate(ANSWER), REL, SOLVER, None)[:2] == (REL, "?")
+    assert (
+        prove_data({**broken, "task_id": "x" * 99}, _with_certificate(ANSWER), REL, SOLVER, None)[0]
+        == "x" * 99
+    )
+    answer = _with_certificate(ANSWER)
+    answer["truth"] = "none"
+    task_id, domain, reasons = prove_data(task, answer, REL, SOLVER, None)
+    assert (task_id, domain) == ("toy-tiny", "?") and reasons[0].startswith(
+        "schema error in answer file at ['truth']"
+    )
+    (reason,) = prove_data({**task, "rows": "x" * 500}, _with_certificate(ANSWER), REL, SOLVER, None)[2]
+    assert reason.startswith("schema error in task file at ['rows']: 'xxx")
+    assert len(reason) == len("schema error in task file at ['rows']: ") + 160
