@@ -66,7 +66,7 @@ def test_verify_and_import_configs_compose():
     assert compose_config([], "import_agentce", "apps").release.name == "agentce-5x5"
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def small(small_release) -> Path:
     return small_release
 

@@ -22,7 +22,7 @@ from pipeline.storage.tables import (
 )
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def release(small_release) -> Path:
     return small_release
 

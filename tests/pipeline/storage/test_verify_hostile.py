@@ -21,7 +21,7 @@ from tests import ROOT
 from tests.helpers_release import compose_config, copy_release, redigest, rerender
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def small(small_release) -> Path:
     return small_release
 
