@@ -447,3 +447,62 @@ def test_schema_errors_are_at_most_five_and_name_the_task_when_its_id_can_be_sho
     (reason,) = prove_data({**task, "rows": "x" * 500}, _with_certificate(ANSWER), REL, SOLVER, None)[2]
     assert reason.startswith("schema error in task file at ['rows']: 'xxx")
     assert len(reason) == len("schema error in task file at ['rows']: ") + 160
+
+
+def test_a_dropped_table_row_a_dropped_metadata_row_and_a_lying_answer_digest_are_counted_exactly(
+    small, tmp_path
+):
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    copy = copy_release(small, tmp_path / "copy")
+    toy = copy / "data" / "tasks" / "toy.parquet"
+    pq.write_table(pq.read_table(toy).slice(1), toy)
+    meta = pl.read_parquet(copy / "metadata.parquet")
+    meta.slice(1).write_parquet(copy / "metadata.parquet")
+    _resign(copy, "data/tasks/toy.parquet", "metadata.parquet")
+    report = verify_release(copy, SOLVER, None, workers=1)
+    assert "data/tasks/toy.parquet: 1 of its 4 files have no row" in report.file_failures
+    assert "metadata.parquet: its rows (7) are not the 8 tasks listed" in report.file_failures
+    assert len(report.tasks) == 8 and not report.failures
+
+    lying = copy_release(small, tmp_path / "lying")
+    first = meta["task_id"][0]
+    meta.with_columns(
+        pl.when(pl.col("task_id") == first)
+        .then(pl.lit("0" * 64))
+        .otherwise(pl.col("answer_sha256"))
+        .alias("answer_sha256")
+    ).write_parquet(lying / "metadata.parquet")
+    _resign(lying, "metadata.parquet")
+    failures = verify_release(lying, SOLVER, None, workers=1).file_failures
+    assert f"metadata.parquet: the digests of {first} differ from its files" in failures
+    assert not any(f.startswith(f"metadata.parquet: {first}:") for f in failures)  # one line for it
+
+
+def test_a_table_of_a_domain_this_code_does_not_know_is_named(tmp_path):
+    from pipeline.storage.verification import VerifyReport, check_release
+
+    listed = [
+        "tasks/chess/a.json",
+        "answers/chess/a.json",
+        "data/tasks/chess.parquet",
+        "data/answers.parquet",
+    ]
+    manifest = {"files": dict.fromkeys(listed, "0" * 64), "counts": {"tasks": 1, "per_domain": {"chess": 1}}}
+    report = VerifyReport()
+    assert check_release(tmp_path, manifest, report, sound=set(listed)) == ["tasks/chess/a.json"]
+    assert "data/tasks/chess.parquet: a table of a domain this code does not know" in report.file_failures
+    counted = ("manifest.json: counts.tasks", "manifest.json: counts.per_domain")
+    assert not any(f.startswith(counted) for f in report.file_failures)
+
+
+def test_a_folder_without_a_manifest_is_no_release_and_a_broken_manifest_is_one_failure(tmp_path):
+    from pipeline.storage.safe import ReleaseError
+
+    with pytest.raises(ReleaseError):
+        verify_release(tmp_path, SOLVER, None, workers=1)
+    (tmp_path / "manifest.json").write_text("{not json")
+    report = verify_release(tmp_path, SOLVER, None, workers=1)
+    assert len(report.file_failures) == 1 and "manifest.json" in report.file_failures[0]
+    assert not report.ok and report.tasks == {} and not report.failures
