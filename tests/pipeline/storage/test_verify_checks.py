@@ -506,3 +506,28 @@ def test_a_folder_without_a_manifest_is_no_release_and_a_broken_manifest_is_one_
     report = verify_release(tmp_path, SOLVER, None, workers=1)
     assert len(report.file_failures) == 1 and "manifest.json" in report.file_failures[0]
     assert not report.ok and report.tasks == {} and not report.failures
+
+
+def test_metadata_seed_and_index_are_the_certificate_s_or_for_an_import_the_row_s_own(small, tmp_path):
+    """A build's certificate records its key's seed and index, so a row saying otherwise is
+    named; an imported task's certificate has none, and its row's own are checked elsewhere
+    (against its config): every other column is still compared."""
+    import polars as pl
+
+    from pipeline.storage.layout import sha256
+    from pipeline.storage.verification import _metadata_differs
+
+    copy = copy_release(small, tmp_path / "copy")
+    row = pl.read_parquet(copy / "metadata.parquet").row(0, named=True)
+    name = f"tasks/{row['domain']}/{row['task_id']}.json"
+    answer = "answers/" + name[len("tasks/") :]
+    assert _metadata_differs(copy, row, name, answer) == ""
+    moved = {**row, "seed": row["seed"] + 1, "index": row["index"] + 1}
+    assert _metadata_differs(copy, moved, name, answer) == "index, seed"
+    data = json.loads((copy / answer).read_text())
+    data["certificate"]["seed"] = data["certificate"]["index"] = None  # as an import writes it
+    (copy / answer).write_text(json.dumps(data))
+    imported = {**moved, "answer_sha256": sha256((copy / answer).read_bytes())}
+    assert _metadata_differs(copy, imported, name, answer) == ""
+    lying = {**imported, "hidden_slots": row["hidden_slots"] + 1}
+    assert _metadata_differs(copy, lying, name, answer) == "hidden_slots"
