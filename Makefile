@@ -33,7 +33,7 @@ lint: $(STAMP) ## ruff and mypy on the packages
 	$(PY) -m ruff format --check core domains solvers pipeline gridbench tests bench
 	$(PY) -m mypy core domains solvers pipeline gridbench
 
-mutate: $(STAMP) ## Mutation testing (mutmut) of the proving, verifying and scoring code: make mutate ARGS="solvers env"
+mutate: $(STAMP) ## Mutation testing (mutmut) of the proving, verifying and scoring code, two groups side by side: make mutate ARGS="verify env"
 	$(PY) tests/mutation/mutate.py $(ARGS)
 
 bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
