@@ -153,3 +153,26 @@ def test_the_episode_score_counts_what_the_episode_spent():
     final = score(episode, ANSWER)
     assert final["success"] and final["finished"] and final["decoy_cells_correct"] == 2
     assert list(final["calls"]) == sorted(final["calls"])
+
+
+def test_task_of_and_answer_of_take_objects_or_file_dicts_and_name_anything_else():
+    from gridbench.scoring import answer_of, task_of
+
+    read = task_of(TASK.to_dict())  # a file's dict records its format ("1")
+    assert task_of(TASK) is TASK and dataclasses.replace(read, format=TASK.format) == TASK
+    assert answer_of(ANSWER) is ANSWER and answer_of(ANSWER.to_dict()).truth == ANSWER.truth
+    with pytest.raises(gridbench.UserError, match=r"^score: task must be a task file's dict, got int$"):
+        task_of(7)
+    with pytest.raises(gridbench.UserError, match=r"^score: answer must be an answer file's dict, got str$"):
+        answer_of("x")
+    with pytest.raises(TypeError) as raised:
+        int(None)  # type: ignore[arg-type]
+    why = f"TypeError: {str(raised.value)[:80]}"  # the reason, cut to 80 characters
+    assert len(str(raised.value)) > 80
+    with pytest.raises(gridbench.UserError) as refused:
+        task_of({**TASK.to_dict(), "decoy_budget": None})
+    assert str(refused.value) == f"score: the task is not a task file's dict ({why})"
+    with pytest.raises(gridbench.UserError) as refused:
+        answer_of({**ANSWER.to_dict(), "truth": 5})
+    expected = "score: the answer is not an answer file's dict (TypeError: 'int' object is not iterable)"
+    assert str(refused.value) == expected

@@ -141,3 +141,31 @@ def test_clip():
     assert clip("x" * ECHO_LIMIT) == "x" * ECHO_LIMIT
     assert clip("x" * (ECHO_LIMIT + 5)) == "x" * ECHO_LIMIT + "... (5 more characters)"
     assert clip("abcdef", 3) == "abc... (3 more characters)"
+
+
+def test_each_tool_tells_clients_what_it_changes():
+    """The MCP annotations: reads change nothing and may repeat; a placement or the end of the
+    episode changes the grid (repeating it changes nothing more); a query or a global check
+    spends budget, so repeating it is not the same call."""
+    tools = tools_for("toy")
+    hints = {
+        name: (tools[name].annotations()["readOnlyHint"], tools[name].annotations()["destructiveHint"])
+        for name in tools
+    }
+    assert hints["get_current_grid_state"] == (True, False)
+    assert hints["set_slot"] == (False, True) and hints["done"] == (False, True)
+    assert hints["query_toy_candidate_from_attribute"] == (False, False)
+    assert tools["set_slot"].annotations() == {
+        "title": "set slot",
+        "readOnlyHint": False,
+        "destructiveHint": True,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
+    idempotent = {name for name, tool in tools.items() if tool.annotations()["idempotentHint"]}
+    assert idempotent == set(tools) - {"query_toy_candidate_from_attribute", "check_toy_global_constraints"}
+    assert (
+        tools["done"].annotations()["idempotentHint"]
+        and tools["get_slot_id"].annotations()["title"] == "get slot id"
+    )
+    assert not any(tool.annotations()["openWorldHint"] for tool in tools.values())
