@@ -52,7 +52,7 @@ def load_groups(path: Path = HERE / "modules.toml") -> dict[str, dict[str, Any]]
         raise SystemExit(f"mutate.py: PACKAGES names folders that are no package: {missing_packages}")
     groups = tomllib.loads(path.read_text())
     for name, group in groups.items():
-        unknown = set(group) - {"modules", "tests", "shared_releases"}
+        unknown = set(group) - {"modules", "tests", "shared_releases", "fork_server"}
         if unknown:
             raise SystemExit(f"{path.name}: [{name}] has unknown keys {sorted(unknown)}")
         outside = [p for p in group.get("modules", []) if p.split("/")[0] not in PACKAGES]
@@ -104,6 +104,13 @@ def mutmut_config(group: dict[str, Any]) -> str:
         "timeout_constant": 60.0,
         "timeout_multiplier": 2.0,
     }
+    if group.get("fork_server"):
+        # mutmut forks each mutant's run from its main process, which by then has run the
+        # stats and clean tests in-process; after polars has started its thread pool there a
+        # forked child can wait forever on a lock a pool thread held (seen: every child of the
+        # verify group asleep on a futex). A fork server forks from a process that only
+        # collected the tests.
+        values["process_isolation"] = "forkserver"
     lines = ["", "[tool.mutmut]"] + [f"{key} = {json.dumps(value)}" for key, value in values.items()]
     return "\n".join(lines) + "\n"
 
