@@ -176,3 +176,42 @@ def test_task_of_and_answer_of_take_objects_or_file_dicts_and_name_anything_else
         answer_of({**ANSWER.to_dict(), "truth": 5})
     expected = "score: the answer is not an answer file's dict (TypeError: 'int' object is not iterable)"
     assert str(refused.value) == expected
+
+
+def test_a_truth_that_cannot_be_proved_unique_is_refused_with_what_is_known():
+    import ast
+
+    import solvers.cpsat as cpsat
+    from solvers.results import UNKNOWN, SolveResult
+    from tests.tiny import OPEN_TASK
+
+    long_id = dataclasses.replace(OPEN_TASK, task_id="toy-" + "x" * 70)
+    with pytest.raises(gridbench.UserError) as refused:
+        solve_truth(long_id)
+    message = str(refused.value)
+    head = (
+        f"task {ascii(long_id.task_id[:60])}: its truth is not unique (two completions satisfy every rule; "
+    )
+    assert message.startswith(head + "they differ at [(") and message.endswith(
+        "]); only an answer says which one is meant: score(task, grid, answer)"
+    )
+    cells = ast.literal_eval(message[len(head + "they differ at ") : message.index("]") + 1])
+    assert cells and cells == sorted(cells) and set(cells) <= {(0, 1), (1, 2)}
+
+    real_solve, real_other = cpsat.CpSatModel.solve, cpsat.CpSatModel.other_completion
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cpsat.CpSatModel, "solve", lambda self, *a, **k: SolveResult(UNKNOWN, 1.0))
+        with pytest.raises(gridbench.UserError) as refused:
+            solve_truth(TASK)
+    assert str(refused.value) == (
+        "task 'toy-tiny': the solver found no completion in its time limit; score it with its answer"
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cpsat.CpSatModel, "other_completion", lambda self: SolveResult(UNKNOWN, 1.0))
+        with pytest.raises(gridbench.UserError) as refused:
+            solve_truth(TASK)
+    assert str(refused.value) == (
+        "task 'toy-tiny': uniqueness could not be proved in the solver's time limit; pass the answer"
+    )
+    assert (cpsat.CpSatModel.solve, cpsat.CpSatModel.other_completion) == (real_solve, real_other)
+    assert solve_truth(TASK) == {(0, 1): "C", (1, 2): "G"}
