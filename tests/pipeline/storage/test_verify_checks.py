@@ -531,3 +531,20 @@ def test_metadata_seed_and_index_are_the_certificate_s_or_for_an_import_the_row_
     assert _metadata_differs(copy, imported, name, answer) == ""
     lying = {**imported, "hidden_slots": row["hidden_slots"] + 1}
     assert _metadata_differs(copy, lying, name, answer) == "hidden_slots"
+
+
+def test_a_pair_that_cannot_be_read_or_parsed_is_one_reason_under_its_file_name(tmp_path):
+    from pipeline.storage.verification import prove_one
+
+    for kind in ("tasks", "answers"):
+        (tmp_path / kind / "toy").mkdir(parents=True)
+    (tmp_path / "answers" / REL[len("tasks/") :]).write_text(json.dumps(_with_certificate(ANSWER)))
+    job = (str(tmp_path), REL, "answers/" + REL[len("tasks/") :], SOLVER, None)
+    assert prove_one(job) == (REL, "?", [f"{REL}: missing"])
+    task = {**TASK.to_dict(), "rows": 5}  # the schema's types, but not the grid's shape
+    (tmp_path / REL).write_text(json.dumps(task))
+    assert prove_one(job) == (REL, "?", ["malformed: TaskFormatError: task toy-tiny: grid is not 5 x 3"])
+    (tmp_path / REL).write_text(json.dumps({**task, "task_id": "toy-" + "y" * 300}))
+    _, _, (reason,) = prove_one(job)
+    message = "task toy-" + "y" * 300 + ": grid is not 5 x 3"
+    assert reason == "malformed: TaskFormatError: " + message[:200]
