@@ -169,3 +169,30 @@ def test_each_tool_tells_clients_what_it_changes():
         and tools["get_slot_id"].annotations()["title"] == "get slot id"
     )
     assert not any(tool.annotations()["openWorldHint"] for tool in tools.values())
+
+
+def _nested(levels: int, inner=0):
+    value = inner
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def test_bounded_counts_depth_values_and_text_exactly():
+    from gridbench.env.tools import bounded, echo
+
+    assert bounded(_nested(20)) and not bounded(_nested(21))  # the innermost value at level 20
+    deep_dict: object = 0
+    for _ in range(10):
+        deep_dict = {"k": deep_dict}
+    assert bounded(deep_dict, depth=10) and not bounded({"k": deep_dict}, depth=10)
+    assert bounded(list(range(999))) and not bounded(list(range(1000)))  # the list is a value too
+    assert bounded({str(n): n for n in range(499)}) and not bounded({str(n): n for n in range(500)})
+    assert bounded("x" * 100_000) and not bounded("x" * 100_001)
+    assert not bounded(["x" * 50_000, b"y" * 50_001]) and bounded(["x" * 50_000, b"y" * 50_000])
+    assert not bounded({"k" * 60_000: "v" * 40_001}) and bounded({"k" * 60_000: "v" * 40_000})
+    assert bounded((1, {2}, frozenset({3}))) and not bounded((1, 2, 3), nodes=3)
+    assert bounded(_nested(3), depth=3) and not bounded(_nested(4), depth=3)
+    # echo: the full repr of a bounded value, an abbreviation of one that is not
+    assert echo([1, [2, "a"]]) == "[1, [2, 'a']]"
+    assert echo(_nested(25)) == repr(_nested(5)).replace("[0]", "[...]")
