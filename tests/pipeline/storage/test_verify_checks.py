@@ -548,3 +548,9 @@ def test_a_pair_that_cannot_be_read_or_parsed_is_one_reason_under_its_file_name(
     _, _, (reason,) = prove_one(job)
     message = "task toy-" + "y" * 300 + ": grid is not 5 x 3"
     assert reason == "malformed: TaskFormatError: " + message[:200]
+
+
+def test_the_answer_of_another_task_is_named_by_forty_characters_of_its_id():
+    other = "toy-" + "z" * 60
+    problems = consistency(TASK, dataclasses.replace(ANSWER, task_id=other))
+    assert problems == [f"answer is for task {ascii(other[:40])}"]
