@@ -35,7 +35,7 @@ lint: $(STAMP) ## ruff and mypy on the packages (strict on core and gridbench)
 	$(PY) -m mypy core domains solvers pipeline gridbench
 	$(PY) -m mypy --strict core gridbench
 
-mutate: $(STAMP) ## Mutation testing (mutmut) of the proving, verifying and scoring code: make mutate ARGS="solvers env"
+mutate: $(STAMP) ## Mutation testing (mutmut) of the proving, verifying and scoring code, two groups side by side: make mutate ARGS="verify env"
 	$(PY) tests/mutation/mutate.py $(ARGS)
 
 bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -14,19 +17,51 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True)
-# `make mutate` (tests/mutation/mutate.py): the CI profile's examples and verdicts, without
-# shrinking a failure (a mutant is killed by the first failing example; shrinking it only costs)
+# `make mutate` (tests/mutation/mutate.py): derandomized as in CI (the same examples on every
+# run), a third of the examples (a mutant runs every property test that calls it: at 100
+# examples they were most of a survivor's time) and no shrinking (a mutant is killed by the
+# first failing example; shrinking it only costs)
 settings.register_profile(
     "mutation",
     parent=settings.get_profile("ci"),
+    max_examples=35,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "default"))
 
 
+def _shared_release(tmp_path_factory, name: str, build) -> Path:
+    """The release ``build(folder, name)`` makes, built once per session. With
+    ``GRIDBENCH_TEST_RELEASES`` set (``make mutate``, for groups whose modules the build never
+    calls) it is built once into that folder by the first session and read by every later one:
+    each mutant's run would otherwise build the same bytes again."""
+    cache = os.environ.get("GRIDBENCH_TEST_RELEASES")
+    if not cache:
+        return build(tmp_path_factory.mktemp(name), name)
+    final = Path(cache) / name
+    if not (final / f"{name}-v1.0.0" / "manifest.json").exists():
+        Path(cache).mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=cache, prefix=f".{name}-"))
+        build(staging, name)
+        try:
+            staging.rename(final)  # atomic: a session running beside this one sees all or nothing
+        except OSError:  # that session finished first: its copy is the same bytes
+            shutil.rmtree(staging, ignore_errors=True)
+    return final / f"{name}-v1.0.0"
+
+
 @pytest.fixture(scope="session")
-def tiny_release(tmp_path_factory):
+def tiny_release(tmp_path_factory) -> Path:
     """A four-task release (toy and course) shared by the hostile suites; they change copies."""
     from tests.hostile import build_tiny
 
-    return build_tiny(tmp_path_factory.mktemp("tiny"))
+    return _shared_release(tmp_path_factory, "tiny", build_tiny)
+
+
+@pytest.fixture(scope="session")
+def small_release(tmp_path_factory) -> Path:
+    """The eight-task release of ``build_small`` (toy and course, H = 2 and 4, B = 0 and 3),
+    shared by the suites that only read it or change copies."""
+    from tests.helpers_release import build_small
+
+    return _shared_release(tmp_path_factory, "small", build_small)

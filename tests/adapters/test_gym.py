@@ -13,12 +13,11 @@ import gridbench
 import gridbench.gym  # noqa: F401
 from core.errors import UserError
 from tests.adapters.helpers import solving_moves
-from tests.helpers_release import build_small
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory) -> Path:
-    return build_small(tmp_path_factory.mktemp("gym"), "gym")
+@pytest.fixture(scope="session")
+def release(small_release) -> Path:
+    return small_release
 
 
 def make(release: Path, **kwargs):

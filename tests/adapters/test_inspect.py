@@ -17,12 +17,11 @@ from gridbench.adapters.inspect_task import gridbench as gridbench_task
 from gridbench.adapters.inspect_task import tool_defs
 from gridbench.env import openai_schemas
 from tests.adapters.helpers import inspect_policy, solving_moves
-from tests.helpers_release import build_small
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory) -> Path:
-    return build_small(tmp_path_factory.mktemp("inspect"), "inspect")
+@pytest.fixture(scope="session")
+def release(small_release) -> Path:
+    return small_release
 
 
 def run(release: Path, moves: dict, log_dir: Path, **task_args):

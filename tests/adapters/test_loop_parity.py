@@ -18,7 +18,7 @@ import gridbench
 from gridbench.agents.llm.loopback import LoopbackServer, Script, ScriptedPolicy
 from pipeline.evaluate import evaluate
 from pipeline.evaluation.runs import read_transcript
-from tests.helpers_release import build_small, compose_config
+from tests.helpers_release import compose_config
 
 KEY = "sk-parity"
 RATE = 0.3
@@ -52,9 +52,9 @@ COUNTS = (
 )
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory) -> Path:
-    return build_small(tmp_path_factory.mktemp("loop-parity"), "loopparity")
+@pytest.fixture(scope="session")
+def release(small_release) -> Path:
+    return small_release
 
 
 def serve(release: Path) -> LoopbackServer:

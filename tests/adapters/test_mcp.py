@@ -19,12 +19,11 @@ from gridbench.env import openai_schemas
 from gridbench.env.tools import RESULT_SCHEMA
 from tests import ROOT
 from tests.adapters.helpers import solving_moves
-from tests.helpers_release import build_small
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory) -> Path:
-    return build_small(tmp_path_factory.mktemp("mcp"), "mcp")
+@pytest.fixture(scope="session")
+def release(small_release) -> Path:
+    return small_release
 
 
 async def play(client: Client, record) -> dict:

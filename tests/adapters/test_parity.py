@@ -17,15 +17,14 @@ from core.task_io import task_from_dict
 from gridbench.env import EnvSettings, Episode
 from gridbench.env.scoring import score_grid
 from tests.adapters.helpers import inspect_policy, scripted_moves, truth_of
-from tests.helpers_release import build_small
 
 RATE = 0.3
 MAX_STEPS = 200
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory) -> Path:
-    return build_small(tmp_path_factory.mktemp("parity"), "parity")
+@pytest.fixture(scope="session")
+def release(small_release) -> Path:
+    return small_release
 
 
 @pytest.fixture(scope="module")

@@ -16,12 +16,11 @@ from core.errors import UserError
 from gridbench.adapters.trl import environments
 from gridbench.env import openai_schemas
 from tests.adapters.helpers import solving_moves
-from tests.helpers_release import build_small
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory) -> Path:
-    return build_small(tmp_path_factory.mktemp("trl"), "trl")
+@pytest.fixture(scope="session")
+def release(small_release) -> Path:
+    return small_release
 
 
 def tools_of(instance) -> dict:

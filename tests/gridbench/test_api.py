@@ -10,12 +10,11 @@ import pytest
 
 import gridbench
 from tests import ROOT
-from tests.helpers_release import build_small
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory) -> Path:
-    return build_small(tmp_path_factory.mktemp("api"), "api")
+@pytest.fixture(scope="session")
+def release(small_release) -> Path:
+    return small_release
 
 
 def test_importing_gridbench_runs_no_solver_or_table_library():

@@ -174,3 +174,65 @@ def test_one_public_function_is_called_score():
         if callable(function) and getattr(function, "__module__", "") == info.name:
             named.append(info.name)
     assert named == ["gridbench.scoring"]
+
+
+def test_task_of_and_answer_of_take_objects_or_file_dicts_and_name_anything_else():
+    from gridbench.scoring import answer_of, task_of
+
+    read = task_of(TASK.to_dict())  # a file's dict records its format ("1")
+    assert task_of(TASK) is TASK and dataclasses.replace(read, format=TASK.format) == TASK
+    assert answer_of(ANSWER) is ANSWER and answer_of(ANSWER.to_dict()).truth == ANSWER.truth
+    with pytest.raises(gridbench.UserError, match=r"^score: task must be a task file's dict, got int$"):
+        task_of(7)
+    with pytest.raises(gridbench.UserError, match=r"^score: answer must be an answer file's dict, got str$"):
+        answer_of("x")
+    with pytest.raises(TypeError) as raised:
+        int(None)  # type: ignore[arg-type]
+    why = f"TypeError: {str(raised.value)[:80]}"  # the reason, cut to 80 characters
+    assert len(str(raised.value)) > 80
+    with pytest.raises(gridbench.UserError) as refused:
+        task_of({**TASK.to_dict(), "decoy_budget": None})
+    assert str(refused.value) == f"score: the task is not a task file's dict ({why})"
+    with pytest.raises(gridbench.UserError) as refused:
+        answer_of({**ANSWER.to_dict(), "truth": 5})
+    expected = "score: the answer is not an answer file's dict (TypeError: 'int' object is not iterable)"
+    assert str(refused.value) == expected
+
+
+def test_a_truth_that_cannot_be_proved_unique_is_refused_with_what_is_known():
+    import ast
+
+    import solvers.cpsat as cpsat
+    from solvers.results import UNKNOWN, SolveResult
+    from tests.tiny import OPEN_TASK
+
+    long_id = dataclasses.replace(OPEN_TASK, task_id="toy-" + "x" * 70)
+    with pytest.raises(gridbench.UserError) as refused:
+        solve_truth(long_id)
+    message = str(refused.value)
+    head = (
+        f"task {ascii(long_id.task_id[:60])}: its truth is not unique (two completions satisfy every rule; "
+    )
+    assert message.startswith(head + "they differ at [(") and message.endswith(
+        "]); only an answer says which one is meant: score(task, grid, answer)"
+    )
+    cells = ast.literal_eval(message[len(head + "they differ at ") : message.index("]") + 1])
+    assert cells and cells == sorted(cells) and set(cells) <= {(0, 1), (1, 2)}
+
+    real_solve, real_other = cpsat.CpSatModel.solve, cpsat.CpSatModel.other_completion
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cpsat.CpSatModel, "solve", lambda self, *a, **k: SolveResult(UNKNOWN, 1.0))
+        with pytest.raises(gridbench.UserError) as refused:
+            solve_truth(TASK)
+    assert str(refused.value) == (
+        "task 'toy-tiny': the solver found no completion in its time limit; score it with its answer"
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cpsat.CpSatModel, "other_completion", lambda self: SolveResult(UNKNOWN, 1.0))
+        with pytest.raises(gridbench.UserError) as refused:
+            solve_truth(TASK)
+    assert str(refused.value) == (
+        "task 'toy-tiny': uniqueness could not be proved in the solver's time limit; pass the answer"
+    )
+    assert (cpsat.CpSatModel.solve, cpsat.CpSatModel.other_completion) == (real_solve, real_other)
+    assert solve_truth(TASK) == {(0, 1): "C", (1, 2): "G"}

@@ -3,9 +3,12 @@
 Reads ``modules.toml`` beside this file (groups of modules and the tests that guard them) and
 runs mutmut once per group in its own workspace, ``outputs/mutation/work/<group>/`` (links to
 the repository's folders; mutmut writes its mutated copies there, never into the working
-tree). Hypothesis runs the CI profile's examples (derandomized, as in CI; the ``mutation``
-profile of tests/conftest.py only skips shrinking), so a mutant is killed by the tests CI
-runs, not by a lucky seed. Writes
+tree). Two groups run side by side (``--parallel``): one group's serial phases (copying,
+mutant generation, the stats and clean runs) overlap the other's mutants. Hypothesis runs the
+``mutation`` profile of tests/conftest.py: derandomized as in CI, so a mutant is killed by the
+same examples on every run, not by a lucky seed, with fewer examples and no shrinking. A group
+with ``shared_releases = true`` (its modules are never called by a release build) builds the
+test releases once and every mutant's run reads them. Writes
 ``outputs/mutation/results.json`` (merged across runs, so groups can be run one at a time) and
 ``outputs/mutation/report.md``: per module the mutants, killed, survivors, the equivalent
 mutants of ``equivalent.toml`` (not counted) and the kill rate, then every survivor.
@@ -27,6 +30,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -35,15 +39,25 @@ HERE = Path(__file__).resolve().parent
 OUT = ROOT / "outputs" / "mutation"
 # what a workspace links to: the packages (copied by mutmut, the group's modules mutated) and
 # what the tests read beside them
-PACKAGES = ("domains", "solvers", "pipeline", "env", "gridbench")
+PACKAGES = ("core", "domains", "solvers", "pipeline", "gridbench")
 ALSO = ("conf", "schemas", "README.md", "LICENSE", "bench")
 KILLED = {"killed", "timeout", "segfault", "caught by type check"}
 
 
-def load_groups(path: Path = HERE / "modules.toml") -> dict[str, dict[str, list[str]]]:
-    """The groups of ``modules.toml``, each with existing ``modules`` and ``tests``."""
+def load_groups(path: Path = HERE / "modules.toml") -> dict[str, dict[str, Any]]:
+    """The groups of ``modules.toml``, each with existing ``modules`` and ``tests``; a path that
+    does not exist (a module or test moved) stops the run before anything is mutated."""
+    missing_packages = [name for name in PACKAGES if not (ROOT / name / "__init__.py").exists()]
+    if missing_packages:
+        raise SystemExit(f"mutate.py: PACKAGES names folders that are no package: {missing_packages}")
     groups = tomllib.loads(path.read_text())
     for name, group in groups.items():
+        unknown = set(group) - {"modules", "tests", "shared_releases", "fork_server"}
+        if unknown:
+            raise SystemExit(f"{path.name}: [{name}] has unknown keys {sorted(unknown)}")
+        outside = [p for p in group.get("modules", []) if p.split("/")[0] not in PACKAGES]
+        if outside:
+            raise SystemExit(f"{path.name}: [{name}].modules outside the packages {PACKAGES}: {outside}")
         for key in ("modules", "tests"):
             missing = [p for p in group.get(key, []) if not (ROOT / p.split("::")[0]).exists()]
             if not group.get(key) or missing:
@@ -51,20 +65,27 @@ def load_groups(path: Path = HERE / "modules.toml") -> dict[str, dict[str, list[
     return groups
 
 
-def load_equivalents(path: Path = HERE / "equivalent.toml") -> list[dict[str, str]]:
-    """The equivalent mutants: module, function, the line before and after, and why."""
+def load_equivalents(
+    path: Path = HERE / "equivalent.toml", groups: dict[str, dict[str, Any]] | None = None
+) -> list[dict[str, str]]:
+    """The equivalent mutants: module, function, the line before and after, and why. Each names
+    a module of a group (one naming a moved module would never match and silently stop counting)."""
     if not path.exists():
         return []
+    groups = load_groups() if groups is None else groups
+    modules = {module for group in groups.values() for module in group["modules"]}
     entries = tomllib.loads(path.read_text()).get("equivalent", [])
     for entry in entries:
         if set(entry) != {"module", "function", "before", "after", "reason"} or not entry["reason"]:
             raise SystemExit(
                 f"{path.name}: each [[equivalent]] needs module, function, before, after, reason"
             )
+        if entry["module"] not in modules:
+            raise SystemExit(f"{path.name}: {entry['module']} is the module of no group in modules.toml")
     return entries
 
 
-def mutmut_config(group: dict[str, list[str]]) -> str:
+def mutmut_config(group: dict[str, Any]) -> str:
     """The ``[tool.mutmut]`` table of a group's workspace."""
     values = {
         "source_paths": list(PACKAGES),
@@ -77,16 +98,24 @@ def mutmut_config(group: dict[str, list[str]]) -> str:
         # mutmut stops a mutant after (its tests' call time + constant) x multiplier x 2 CPU
         # seconds; call times leave out fixtures (a small release is built per test module),
         # so the default constant of 1 s stopped mutants in their fixtures and counted them
-        # as killed. 150 s covers a fixture and a survivor's whole test set on a busy machine;
-        # a mutant that really loops costs five minutes.
-        "timeout_constant": 150.0,
+        # as killed. The limit is CPU time (a busy machine does not count against it); a small
+        # release builds in about 2 CPU s, so 60 s covers the fixtures with a wide margin and a
+        # mutant that really loops costs four minutes, not ten.
+        "timeout_constant": 60.0,
         "timeout_multiplier": 2.0,
     }
+    if group.get("fork_server"):
+        # mutmut forks each mutant's run from its main process, which by then has run the
+        # stats and clean tests in-process; after polars has started its thread pool there a
+        # forked child can wait forever on a lock a pool thread held (seen: every child of the
+        # verify group asleep on a futex). A fork server forks from a process that only
+        # collected the tests.
+        values["process_isolation"] = "forkserver"
     lines = ["", "[tool.mutmut]"] + [f"{key} = {json.dumps(value)}" for key, value in values.items()]
     return "\n".join(lines) + "\n"
 
 
-def prepare(workspace: Path, group: dict[str, list[str]], resume: bool) -> None:
+def prepare(workspace: Path, group: dict[str, Any], resume: bool) -> None:
     """A workspace of links to the repository and a pyproject.toml carrying the group's config."""
     if workspace.exists() and not resume:
         shutil.rmtree(workspace)
@@ -101,11 +130,17 @@ def prepare(workspace: Path, group: dict[str, list[str]], resume: bool) -> None:
     (workspace / "pyproject.toml").write_text(pyproject + mutmut_config(group))
 
 
-def run_group(name: str, group: dict[str, list[str]], jobs: int, resume: bool) -> dict[str, Any]:
+def run_group(name: str, group: dict[str, Any], jobs: int, resume: bool) -> dict[str, Any]:
     """Run mutmut over one group; its modules' results and the wall time."""
     workspace = OUT / "work" / name
     prepare(workspace, group, resume)
     env = {**os.environ, "CI": "true", "HYPOTHESIS_PROFILE": "mutation", "PYTHONHASHSEED": "0"}
+    if group.get("shared_releases"):
+        releases = workspace / "releases"
+        shutil.rmtree(releases, ignore_errors=True)  # built again by this run's first session
+        env["GRIDBENCH_TEST_RELEASES"] = str(releases)
+    else:
+        env.pop("GRIDBENCH_TEST_RELEASES", None)
     start = time.perf_counter()
     with (OUT / f"{name}.log").open("w") as log:
         done = subprocess.run(
@@ -210,7 +245,9 @@ def _cell(text: str) -> str:
     return "`" + text.replace("|", "\\|").replace("`", "'")[:150] + "`" if text else "(nothing)"
 
 
-def report(results: dict[str, Any], equivalents: list[dict[str, str]]) -> str:
+def report(
+    results: dict[str, Any], equivalents: list[dict[str, str]], run: dict[str, Any] | None = None
+) -> str:
     """The Markdown report: the per-module table, then the survivors and the equivalents."""
     table = classify(results, equivalents)
     lines = [
@@ -231,7 +268,13 @@ def report(results: dict[str, Any], equivalents: list[dict[str, str]]) -> str:
             f"| {name} | {', '.join(group['tests'])} | {group['seconds']:.0f} s ({group['jobs']} jobs) |"
         )
     total = sum(group["seconds"] for group in results.values())
-    lines += ["", f"Total wall time: {total:.0f} s.", "", "## Survivors", ""]
+    lines += ["", f"Sum of the groups' wall times: {total:.0f} s."]
+    if run:
+        lines.append(
+            f"Last run: {len(run['groups'])} group(s), {run['parallel']} side by side, "
+            f"{run['wall_seconds']:.0f} s wall ({', '.join(run['groups'])})."
+        )
+    lines += ["", "## Survivors", ""]
     lines += ["| module | function | status | line | mutated to |", "|---|---|---|---|---|"]
     for module, row in table.items():
         for s in row["survivors"]:
@@ -257,7 +300,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the groups asked for (all by default), then write the report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("groups", nargs="*", help="groups of modules.toml (default: all)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants tested at once")
+    parser.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 2, help="mutants tested at once in a group"
+    )
+    parser.add_argument("--parallel", type=int, default=2, help="groups run side by side")
     parser.add_argument("--resume", action="store_true", help="keep mutmut's results of an earlier run")
     parser.add_argument("--report", action="store_true", help="only write the report from results.json")
     parser.add_argument(
@@ -266,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-kill-rate", type=float, default=0.9)
     args = parser.parse_args(argv)
     groups = load_groups()
-    equivalents = load_equivalents()
+    equivalents = load_equivalents(groups=groups)
     unknown = sorted(set(args.groups) - set(groups))
     if unknown:
         raise SystemExit(f"unknown group(s) {unknown}; groups: {sorted(groups)}")
@@ -279,16 +325,34 @@ def main(argv: list[str] | None = None) -> int:
         results[name] = {**results.get(name, {"seconds": 0.0, "jobs": 0}), "tests": groups[name]["tests"]}
         results[name]["modules"] = modules
     if not args.report and not args.collect:
-        for name in args.groups or list(groups):
+        # the longest groups of the last run first, so that the last to finish is a short one
+        names = sorted(args.groups or list(groups), key=lambda n: -results.get(n, {}).get("seconds", 1e9))
+        start = time.perf_counter()
+
+        def one(name: str) -> dict[str, Any]:
             print(f"mutate: group {name}: {', '.join(groups[name]['modules'])}", flush=True)
             done = run_group(name, groups[name], args.jobs, args.resume)
-            # re-read: another run (another group) may have written its results meanwhile
-            results = json.loads(stored.read_text()) if stored.exists() else {}
-            results[name] = done
-            stored.write_text(json.dumps(results, indent=1, ensure_ascii=False))
+            print(f"mutate: group {name} done in {done['seconds']:.0f} s", flush=True)
+            return done
+
+        with ThreadPoolExecutor(max(1, args.parallel)) as pool:
+            running = {pool.submit(one, name): name for name in names}
+            for future in as_completed(running):
+                name, done = running[future], future.result()
+                # re-read: another run (another group) may have written its results meanwhile
+                results = json.loads(stored.read_text()) if stored.exists() else {}
+                results[name] = done
+                stored.write_text(json.dumps(results, indent=1, ensure_ascii=False))
+        wall = round(time.perf_counter() - start, 1)
+        print(f"mutate: {len(names)} group(s) in {wall:.0f} s wall", flush=True)
+        results = json.loads(stored.read_text())
+        run = {"groups": names, "wall_seconds": wall, "parallel": args.parallel}
+        results.setdefault("_runs", []).append(run)
+        stored.write_text(json.dumps(results, indent=1, ensure_ascii=False))
     stored.write_text(json.dumps(results, indent=1, ensure_ascii=False))
+    runs = results.get("_runs", [])
     results = {name: results[name] for name in groups if name in results}  # config order
-    (OUT / "report.md").write_text(report(results, equivalents))
+    (OUT / "report.md").write_text(report(results, equivalents, runs[-1] if runs else None))
     table = classify(results, equivalents)
     low = []
     for module, row in table.items():

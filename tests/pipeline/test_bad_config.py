@@ -88,9 +88,9 @@ BAD_EVAL = [
 ]
 
 
-@pytest.fixture(scope="module")
-def small(tmp_path_factory) -> Path:
-    return build_small(tmp_path_factory.mktemp("badcfg"), "badcfg")
+@pytest.fixture(scope="session")
+def small(small_release) -> Path:
+    return small_release
 
 
 @pytest.mark.parametrize(("overrides", "message"), BAD_EVAL, ids=[o[0][0] for o in BAD_EVAL])

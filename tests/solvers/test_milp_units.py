@@ -9,7 +9,7 @@ import pytest
 
 from core.errors import UserError
 from core.task import SlotRoles
-from solvers.milp import MILP_SOLVERS, MilpModel, crosscheck, crosscheck_answer, solver_version
+from solvers.milp import MILP_SOLVERS, MilpModel, Row, crosscheck, crosscheck_answer, solver_version
 from solvers.results import FEASIBLE, INFEASIBLE, UNKNOWN, SolverSettings
 from tests.tiny import ANSWER, OPEN_TASK, TASK
 
@@ -112,3 +112,66 @@ def test_an_integer_infeasible_model_that_crashes_cbc_without_preprocessing_is_i
     assert (status, values) == (INFEASIBLE, [])
     feasible, values, _ = solve(3, rows[:3], {}, False, SolverSettings())
     assert feasible == FEASIBLE and [round(v) for v in values] == [1, 0, 0]
+
+
+class _Clock:
+    """``time`` for solvers.milp whose every reading is ``step`` seconds after the last."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 0.0, step
+
+    def perf_counter(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def _crashing_cbc(monkeypatch, always: bool) -> list[list[str]]:
+    """CBC that crashes (as PuLP reports a segmentation fault) without preprocessing, or always;
+    the options of every solve are recorded."""
+    import pulp
+
+    calls: list[list[str]] = []
+    real = pulp.PULP_CBC_CMD
+
+    class Crashing(real):  # type: ignore[misc, valid-type]
+        def actualSolve(self, lp, **kwargs):  # noqa: N802 (PuLP's name)
+            calls.append(list(self.options))
+            if always or "preprocess off" in self.options:
+                raise pulp.PulpSolverError("Pulp: Error while trying to execute cbc")
+            return super().actualSolve(lp, **kwargs)
+
+    monkeypatch.setattr(pulp, "PULP_CBC_CMD", Crashing)
+    return calls
+
+
+PICK_ONE = [Row("one", ((0, 1), (1, 1)), "==", 1)]
+PICK_THREE = [Row("three", ((0, 1), (1, 1)), "==", 3)]  # two binary columns: infeasible
+
+
+def test_a_cbc_crash_without_preprocessing_is_solved_again_with_it(monkeypatch):
+    from solvers.milp import _solve_cbc
+
+    settings = SolverSettings(time_limit_s=30.0)
+    calls = _crashing_cbc(monkeypatch, always=False)
+    status, values, objective = _solve_cbc(2, PICK_ONE, {0: 1}, True, settings)
+    assert (status, values, objective) == (FEASIBLE, [1.0, 0.0], 1.0)
+    assert calls == [["preprocess off"], []]  # the second solve preprocesses
+    # an "infeasible" of the second solve is trusted when it ended well inside the time limit
+    assert _solve_cbc(2, PICK_THREE, {}, False, settings) == (INFEASIBLE, [], 0.0)
+
+
+def test_after_a_crash_an_infeasible_near_the_time_limit_or_a_second_crash_is_unknown(monkeypatch):
+    import solvers.milp as milp
+
+    settings = SolverSettings(time_limit_s=30.0)
+    _crashing_cbc(monkeypatch, always=False)
+    monkeypatch.setattr(milp, "time", _Clock(15.0))  # the second solve took half the limit
+    assert milp._solve_cbc(2, PICK_THREE, {}, False, settings) == (UNKNOWN, [], 0.0)
+    monkeypatch.setattr(milp, "time", _Clock(14.9))
+    assert milp._solve_cbc(2, PICK_THREE, {}, False, settings) == (INFEASIBLE, [], 0.0)
+    assert (
+        milp._solve_cbc(2, PICK_ONE, {1: 1}, True, settings)[0] == FEASIBLE
+    )  # a time-out is no proof, a solution is
+    calls = _crashing_cbc(monkeypatch, always=True)
+    assert milp._solve_cbc(2, PICK_ONE, {}, False, settings) == (UNKNOWN, [], 0.0)
+    assert calls == [["preprocess off"], []]

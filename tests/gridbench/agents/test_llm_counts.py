@@ -17,15 +17,15 @@ import pytest
 
 from gridbench.agents.llm.loopback import RECOVERABLE, LoopbackServer, Script, ScriptedPolicy
 from pipeline.evaluate import evaluate
-from tests.helpers_release import build_small, compose_config
+from tests.helpers_release import compose_config
 
 KEY = "sk-loopback-counts"
 KINDS = tuple(kind for kind in RECOVERABLE if kind != "timeout")
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory) -> Path:
-    return build_small(tmp_path_factory.mktemp("counts"), "counts")
+@pytest.fixture(scope="session")
+def release(small_release) -> Path:
+    return small_release
 
 
 @pytest.mark.parametrize("concurrency", [1, 64])

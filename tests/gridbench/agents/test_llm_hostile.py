@@ -15,14 +15,14 @@ import pytest
 
 from gridbench.agents.llm.loopback import LoopbackServer, Script, ScriptedPolicy
 from pipeline.evaluate import evaluate
-from tests.helpers_release import build_small, compose_config
+from tests.helpers_release import compose_config
 
 TWO_TASKS = ("hidden_slots=[4]", "decoy_budgets=[3]")  # one toy task, one course task
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory) -> Path:
-    return build_small(tmp_path_factory.mktemp("hostile"), "hostile")
+@pytest.fixture(scope="session")
+def release(small_release) -> Path:
+    return small_release
 
 
 def toy(release: Path) -> str:

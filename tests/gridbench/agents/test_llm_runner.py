@@ -18,14 +18,14 @@ from gridbench.agents.llm.loopback import RECOVERABLE, LoopbackServer, Script, S
 from pipeline.evaluate import evaluate
 from pipeline.evaluation.runs import RunStore, read_transcript
 from tests import ROOT
-from tests.helpers_release import build_small, compose_config
+from tests.helpers_release import compose_config
 
 KEY = "sk-loopback-0123456789-SECRET"
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory) -> Path:
-    return build_small(tmp_path_factory.mktemp("llm"), "llmrel")
+@pytest.fixture(scope="session")
+def release(small_release) -> Path:
+    return small_release
 
 
 @pytest.fixture()

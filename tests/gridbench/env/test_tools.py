@@ -141,3 +141,58 @@ def test_clip():
     assert clip("x" * ECHO_LIMIT) == "x" * ECHO_LIMIT
     assert clip("x" * (ECHO_LIMIT + 5)) == "x" * ECHO_LIMIT + "... (5 more characters)"
     assert clip("abcdef", 3) == "abc... (3 more characters)"
+
+
+def test_each_tool_tells_clients_what_it_changes():
+    """The MCP annotations: reads change nothing and may repeat; a placement or the end of the
+    episode changes the grid (repeating it changes nothing more); a query or a global check
+    spends budget, so repeating it is not the same call."""
+    tools = tools_for("toy")
+    hints = {
+        name: (tools[name].annotations()["readOnlyHint"], tools[name].annotations()["destructiveHint"])
+        for name in tools
+    }
+    assert hints["get_current_grid_state"] == (True, False)
+    assert hints["set_slot"] == (False, True) and hints["done"] == (False, True)
+    assert hints["query_toy_candidate_from_attribute"] == (False, False)
+    assert tools["set_slot"].annotations() == {
+        "title": "set slot",
+        "readOnlyHint": False,
+        "destructiveHint": True,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
+    idempotent = {name for name, tool in tools.items() if tool.annotations()["idempotentHint"]}
+    assert idempotent == set(tools) - {"query_toy_candidate_from_attribute", "check_toy_global_constraints"}
+    assert (
+        tools["done"].annotations()["idempotentHint"]
+        and tools["get_slot_id"].annotations()["title"] == "get slot id"
+    )
+    assert not any(tool.annotations()["openWorldHint"] for tool in tools.values())
+
+
+def _nested(levels: int, inner=0):
+    value = inner
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def test_bounded_counts_depth_values_and_text_exactly():
+    from gridbench.env.tools import bounded, echo
+
+    assert bounded(_nested(20)) and not bounded(_nested(21))  # the innermost value at level 20
+    deep_dict: object = 0
+    for _ in range(10):
+        deep_dict = {"k": deep_dict}
+    assert bounded(deep_dict, depth=10) and not bounded({"k": deep_dict}, depth=10)
+    assert bounded(list(range(999))) and not bounded(list(range(1000)))  # the list is a value too
+    assert bounded({str(n): n for n in range(499)}) and not bounded({str(n): n for n in range(500)})
+    assert bounded("x" * 100_000) and not bounded("x" * 100_001)
+    assert not bounded(["x" * 50_000, b"y" * 50_001]) and bounded(["x" * 50_000, b"y" * 50_000])
+    assert not bounded({"k" * 60_000: "v" * 40_001}) and bounded({"k" * 60_000: "v" * 40_000})
+    assert bounded((1, {2}, frozenset({3}))) and not bounded((1, 2, 3), nodes=3)
+    assert bounded(_nested(3), depth=3) and not bounded(_nested(4), depth=3)
+    # echo: the full repr of a bounded value, an abbreviation of one that is not
+    assert echo([1, [2, "a"]]) == "[1, [2, 'a']]"
+    assert echo(_nested(25)) == repr(_nested(5)).replace("[0]", "[...]")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from tests.helpers_release import build_small, compose_config
+from tests.helpers_release import compose_config
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory):
-    return build_small(tmp_path_factory.mktemp("eval"))
+@pytest.fixture(scope="session")
+def release(small_release):
+    return small_release
 
 
 def _evaluate(release, runs, agent, *extra):

@@ -13,12 +13,12 @@ import pytest
 
 from core.errors import UserError
 from tests import ROOT
-from tests.helpers_release import build_small, compose_config, copy_release
+from tests.helpers_release import compose_config, copy_release
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory) -> Path:
-    return build_small(tmp_path_factory.mktemp("hub"), "hub")
+@pytest.fixture(scope="session")
+def release(small_release) -> Path:
+    return small_release
 
 
 def _run(release: Path, *overrides: str) -> int:

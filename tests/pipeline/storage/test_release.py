@@ -66,9 +66,9 @@ def test_verify_and_import_configs_compose():
     assert compose_config([], "import_agentce", "apps").release.name == "agentce-5x5"
 
 
-@pytest.fixture(scope="module")
-def small(tmp_path_factory) -> Path:
-    return build_small(tmp_path_factory.mktemp("rel"))
+@pytest.fixture(scope="session")
+def small(small_release) -> Path:
+    return small_release
 
 
 def test_small_release_layout_and_verify(small):

@@ -20,12 +20,11 @@ from pipeline.storage.tables import (
     table_bytes,
     task_type,
 )
-from tests.helpers_release import build_small
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory) -> Path:
-    return build_small(tmp_path_factory.mktemp("tables"), "tables")
+@pytest.fixture(scope="session")
+def release(small_release) -> Path:
+    return small_release
 
 
 def _files(release: Path, kind: str) -> dict[str, dict]:

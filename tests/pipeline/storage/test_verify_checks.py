@@ -13,7 +13,7 @@ import pytest
 from core.task import SlotRoles
 from pipeline.storage.verification import VerifySettings, consistency, prove_data, task_shape, verify_release
 from solvers.results import SolverSettings
-from tests.helpers_release import build_small, copy_release
+from tests.helpers_release import copy_release
 from tests.tiny import ANSWER, TASK, TRUTH
 
 REL = "tasks/toy/toy-tiny.json"
@@ -166,9 +166,9 @@ def test_a_candidates_per_slot_of_zero_checks_no_count():
     )
 
 
-@pytest.fixture(scope="module")
-def small(tmp_path_factory) -> Path:
-    return build_small(tmp_path_factory.mktemp("stale"), "stale")
+@pytest.fixture(scope="session")
+def small(small_release) -> Path:
+    return small_release
 
 
 def _garble(path: Path) -> None:
@@ -343,3 +343,236 @@ def test_one_verifier_api_below_the_entry_point():
             for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])
         }
         assert not imported & {"omegaconf", "hydra"}, module.__name__
+
+
+BAD = "\x1b[2J"  # a terminal escape: clears the screen of whoever reads the message
+
+
+def _unsafe(task) -> list[str]:
+    from pipeline.storage.verification import unsafe_strings
+
+    return unsafe_strings(task)
+
+
+def test_a_word_that_cannot_be_shown_is_named_wherever_the_task_holds_it():
+    from core.task import GlobalRule, SlotRule
+
+    item = {**TASK.items["A"]}
+    rules = TASK.global_constraints
+    slot = TASK.slots[1]
+    cases = {
+        "task id": (dataclasses.replace(TASK, task_id="toy-" + BAD), "task id 'toy-\\x1b[2J'"),
+        "item id": (
+            dataclasses.replace(TASK, items={**TASK.items, "A" + BAD: {**item, "id": "A" + BAD}}),
+            "item id 'A\\x1b[2J'",
+        ),
+        "attribute name": (
+            dataclasses.replace(TASK, items={**TASK.items, "A": {**item, "co" + BAD: 1}}),
+            "an attribute name 'co\\x1b[2J'",
+        ),
+        "value": (
+            dataclasses.replace(TASK, items={**TASK.items, "A": {**item, "color": "red" + BAD}}),
+            "item 'A' 'color' 'red\\x1b[2J'",
+        ),
+        "global rule name": (
+            dataclasses.replace(TASK, global_constraints=(GlobalRule("n" + BAD, "sum_max", "cost", 1),)),
+            "a global rule's 'n\\x1b[2J'",
+        ),
+        "global rule attribute": (
+            dataclasses.replace(TASK, global_constraints=(GlobalRule("n", "sum_max", "c" + BAD, 1),)),
+            "a global rule's 'c\\x1b[2J'",
+        ),
+        "global rule word": (
+            dataclasses.replace(
+                TASK, global_constraints=(*rules[:2], dataclasses.replace(rules[2], equals="b" + BAD))
+            ),
+            "a global rule's 'b\\x1b[2J'",
+        ),
+        "slot rule attribute": (
+            dataclasses.replace(
+                TASK,
+                slots=(TASK.slots[0], dataclasses.replace(slot, constraints=(SlotRule("w" + BAD, ">=", 2),))),
+            ),
+            "a slot rule of (1,2) 'w\\x1b[2J'",
+        ),
+        "slot rule word": (
+            dataclasses.replace(
+                TASK,
+                slots=(
+                    TASK.slots[0],
+                    dataclasses.replace(slot, constraints=(SlotRule("color", "in", ("red", "b" + BAD)),)),
+                ),
+            ),
+            "a slot rule of (1,2) 'b\\x1b[2J'",
+        ),
+    }
+    for case, (task, named) in cases.items():
+        found = _unsafe(task)
+        assert found == [f"{named} cannot be shown safely: a control or invisible character U+001B"], case
+    # an item's own "id" value is its id, checked once as one (under its key)
+    fine_key = dataclasses.replace(TASK, items={**TASK.items, "A": {**item, "id": "A" + BAD}})
+    assert _unsafe(fine_key) == []
+    assert _unsafe(TASK) == []
+
+
+def test_words_are_quoted_to_forty_characters_limits_are_exact_and_at_most_three_are_named():
+    long_id = "toy-" + "x" * 96  # 100 characters: the most an id may have
+    assert _unsafe(dataclasses.replace(TASK, task_id=long_id)) == []
+    assert _unsafe(dataclasses.replace(TASK, task_id=long_id + "x")) == [
+        f"task id {ascii(long_id[:40])} cannot be shown safely: 101 characters (at most 100)"
+    ]
+    item = TASK.items["A"]
+    name = "n" * 200  # the most a name or other word may have
+    assert _unsafe(dataclasses.replace(TASK, items={**TASK.items, "A": {**item, "name": name}})) == []
+    assert _unsafe(dataclasses.replace(TASK, items={**TASK.items, "A": {**item, "name": name + "n"}})) == [
+        f"item 'A' 'name' {ascii(name[:40])} cannot be shown safely: 201 characters (at most 200)"
+    ]
+    items = {k: {**v, "name": v["name"] + BAD} for k, v in TASK.items.items()}  # eleven bad names
+    found = _unsafe(dataclasses.replace(TASK, items=items))
+    assert [line.split(" ")[1] for line in found] == ["'V00'", "'V02'", "'V10'"]
+
+
+def test_a_task_of_a_domain_this_code_does_not_know_says_so_after_its_other_problems():
+    problems = task_shape(dataclasses.replace(TASK, domain="chess"), REL)
+    assert problems[0] == "file tasks/toy/toy-tiny.json holds task toy-tiny of domain chess"
+    assert len(problems) == 2 and "chess" in problems[1]
+
+
+def test_schema_errors_are_at_most_five_and_name_the_task_when_its_id_can_be_shown():
+    task = TASK.to_dict()
+    broken = {
+        **task,
+        "rows": "two",
+        "cols": "three",
+        "decoy_budget": "four",
+        "grid": 7,
+        "slots": 8,
+        "items": 9,
+    }
+    task_id, domain, reasons = prove_data(broken, _with_certificate(ANSWER), REL, SOLVER, None)
+    assert (task_id, domain) == ("toy-tiny", "?") and len(reasons) == 5
+    assert all(r.startswith("schema error in task file at [") for r in reasons), reasons
+    assert all(len(r) <= len("schema error in task file at []: ") + 60 + 160 for r in reasons)
+    for named in ("x" * 100, 7, None):
+        odd = {**broken, "task_id": named}
+        assert prove_data(odd, _with_certificate(ANSWER), REL, SOLVER, None)[:2] == (REL, "?")
+    assert (
+        prove_data({**broken, "task_id": "x" * 99}, _with_certificate(ANSWER), REL, SOLVER, None)[0]
+        == "x" * 99
+    )
+    answer = _with_certificate(ANSWER)
+    answer["truth"] = "none"
+    task_id, domain, reasons = prove_data(task, answer, REL, SOLVER, None)
+    assert (task_id, domain) == ("toy-tiny", "?") and reasons[0].startswith(
+        "schema error in answer file at ['truth']"
+    )
+    (reason,) = prove_data({**task, "rows": "x" * 500}, _with_certificate(ANSWER), REL, SOLVER, None)[2]
+    assert reason.startswith("schema error in task file at ['rows']: 'xxx")
+    assert len(reason) == len("schema error in task file at ['rows']: ") + 160
+
+
+def test_a_dropped_table_row_a_dropped_metadata_row_and_a_lying_answer_digest_are_counted_exactly(
+    small, tmp_path
+):
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    copy = copy_release(small, tmp_path / "copy")
+    toy = copy / "data" / "tasks" / "toy.parquet"
+    pq.write_table(pq.read_table(toy).slice(1), toy)
+    meta = pl.read_parquet(copy / "metadata.parquet")
+    meta.slice(1).write_parquet(copy / "metadata.parquet")
+    _resign(copy, "data/tasks/toy.parquet", "metadata.parquet")
+    report = verify_release(copy, SOLVER, None, workers=1)
+    assert "data/tasks/toy.parquet: 1 of its 4 files have no row" in report.file_failures
+    assert "metadata.parquet: its rows (7) are not the 8 tasks listed" in report.file_failures
+    assert len(report.tasks) == 8 and not report.failures
+
+    lying = copy_release(small, tmp_path / "lying")
+    first = meta["task_id"][0]
+    meta.with_columns(
+        pl.when(pl.col("task_id") == first)
+        .then(pl.lit("0" * 64))
+        .otherwise(pl.col("answer_sha256"))
+        .alias("answer_sha256")
+    ).write_parquet(lying / "metadata.parquet")
+    _resign(lying, "metadata.parquet")
+    failures = verify_release(lying, SOLVER, None, workers=1).file_failures
+    assert f"metadata.parquet: the digests of {first} differ from its files" in failures
+    assert not any(f.startswith(f"metadata.parquet: {first}:") for f in failures)  # one line for it
+
+
+def test_a_table_of_a_domain_this_code_does_not_know_is_named(tmp_path):
+    from pipeline.storage.verification import VerifyReport, check_release
+
+    listed = [
+        "tasks/chess/a.json",
+        "answers/chess/a.json",
+        "data/tasks/chess.parquet",
+        "data/answers.parquet",
+    ]
+    manifest = {"files": dict.fromkeys(listed, "0" * 64), "counts": {"tasks": 1, "per_domain": {"chess": 1}}}
+    report = VerifyReport()
+    assert check_release(tmp_path, manifest, report, sound=set(listed)) == ["tasks/chess/a.json"]
+    assert "data/tasks/chess.parquet: a table of a domain this code does not know" in report.file_failures
+    counted = ("manifest.json: counts.tasks", "manifest.json: counts.per_domain")
+    assert not any(f.startswith(counted) for f in report.file_failures)
+
+
+def test_a_folder_without_a_manifest_is_no_release_and_a_broken_manifest_is_one_failure(tmp_path):
+    from pipeline.storage.safe import ReleaseError
+
+    with pytest.raises(ReleaseError):
+        verify_release(tmp_path, SOLVER, None, workers=1)
+    (tmp_path / "manifest.json").write_text("{not json")
+    report = verify_release(tmp_path, SOLVER, None, workers=1)
+    assert len(report.file_failures) == 1 and "manifest.json" in report.file_failures[0]
+    assert not report.ok and report.tasks == {} and not report.failures
+
+
+def test_metadata_seed_and_index_are_the_certificate_s_or_for_an_import_the_row_s_own(small, tmp_path):
+    """A build's certificate records its key's seed and index, so a row saying otherwise is
+    named; an imported task's certificate has none, and its row's own are checked elsewhere
+    (against its config): every other column is still compared."""
+    import polars as pl
+
+    from pipeline.storage.layout import sha256
+    from pipeline.storage.verification import _metadata_differs
+
+    copy = copy_release(small, tmp_path / "copy")
+    row = pl.read_parquet(copy / "metadata.parquet").row(0, named=True)
+    name = f"tasks/{row['domain']}/{row['task_id']}.json"
+    answer = "answers/" + name[len("tasks/") :]
+    assert _metadata_differs(copy, row, name, answer) == ""
+    moved = {**row, "seed": row["seed"] + 1, "index": row["index"] + 1}
+    assert _metadata_differs(copy, moved, name, answer) == "index, seed"
+    data = json.loads((copy / answer).read_text())
+    data["certificate"]["seed"] = data["certificate"]["index"] = None  # as an import writes it
+    (copy / answer).write_text(json.dumps(data))
+    imported = {**moved, "answer_sha256": sha256((copy / answer).read_bytes())}
+    assert _metadata_differs(copy, imported, name, answer) == ""
+    lying = {**imported, "hidden_slots": row["hidden_slots"] + 1}
+    assert _metadata_differs(copy, lying, name, answer) == "hidden_slots"
+
+
+def test_a_pair_that_cannot_be_read_or_parsed_is_one_reason_under_its_file_name(tmp_path):
+    from pipeline.storage.verification import prove_one
+
+    for kind in ("tasks", "answers"):
+        (tmp_path / kind / "toy").mkdir(parents=True)
+    (tmp_path / "answers" / REL[len("tasks/") :]).write_text(json.dumps(_with_certificate(ANSWER)))
+    job = (str(tmp_path), REL, "answers/" + REL[len("tasks/") :], SOLVER, None)
+    assert prove_one(job) == (REL, "?", [f"{REL}: missing"])
+    task = {**TASK.to_dict(), "rows": 5}  # the schema's types, but not the grid's shape
+    (tmp_path / REL).write_text(json.dumps(task))
+    assert prove_one(job) == (REL, "?", ["malformed: TaskFormatError: task toy-tiny: grid is not 5 x 3"])
+    (tmp_path / REL).write_text(json.dumps({**task, "task_id": "toy-" + "y" * 300}))
+    _, _, (reason,) = prove_one(job)
+    message = "task toy-" + "y" * 300 + ": grid is not 5 x 3"
+    assert reason == "malformed: TaskFormatError: " + message[:200]
+
+
+def test_the_answer_of_another_task_is_named_by_forty_characters_of_its_id():
+    other = "toy-" + "z" * 60
+    problems = consistency(TASK, dataclasses.replace(ANSWER, task_id=other))
+    assert problems == [f"answer is for task {ascii(other[:40])}"]

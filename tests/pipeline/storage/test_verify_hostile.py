@@ -18,12 +18,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests import ROOT
-from tests.helpers_release import build_small, compose_config, copy_release, redigest, rerender
+from tests.helpers_release import compose_config, copy_release, redigest, rerender
 
 
-@pytest.fixture(scope="module")
-def small(tmp_path_factory) -> Path:
-    return build_small(tmp_path_factory.mktemp("hostile"), "hostile")
+@pytest.fixture(scope="session")
+def small(small_release) -> Path:
+    return small_release
 
 
 def _first_task(release: Path) -> tuple[Path, Path]:

@@ -1,0 +1,48 @@
+"""`make mutate`'s configuration names what exists: every module and test path of
+tests/mutation/modules.toml, and the module of every equivalent mutant (a moved file would
+otherwise stop a group, or silently stop an equivalent from being recognised)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from tests import ROOT
+
+
+def _mutate():
+    spec = importlib.util.spec_from_file_location("mutate", ROOT / "tests" / "mutation" / "mutate.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_group_names_existing_modules_and_tests_and_each_equivalent_a_group_module():
+    mutate = _mutate()
+    groups = mutate.load_groups()
+    assert "pipeline/storage/verification.py" in groups["verify"]["modules"]
+    for group in groups.values():
+        for path in group["modules"] + group["tests"]:
+            assert (ROOT / path.split("::")[0]).exists(), path
+    modules = {m for g in groups.values() for m in g["modules"]}
+    assert {e["module"] for e in mutate.load_equivalents(groups=groups)} <= modules
+
+
+def test_a_missing_path_or_a_stale_equivalent_stops_the_run(tmp_path):
+    mutate = _mutate()
+    config = tmp_path / "modules.toml"
+    config.write_text('[g]\nmodules = ["solvers/checker.py"]\ntests = ["tests/solvers/gone.py"]\n')
+    with pytest.raises(SystemExit, match=r"\[g\]\.tests .*tests/solvers/gone\.py"):
+        mutate.load_groups(config)
+    config.write_text('[g]\nmodules = ["env/episode.py"]\ntests = ["tests/solvers"]\n')
+    with pytest.raises(SystemExit, match=r"\[g\]\.modules .*env/episode\.py"):
+        mutate.load_groups(config)
+    equivalents = tmp_path / "equivalent.toml"
+    equivalents.write_text(
+        '[[equivalent]]\nmodule = "env/episode.py"\nfunction = "f"\nbefore = "a"\nafter = "b"\nreason = "r"\n'
+    )
+    groups = {"g": {"modules": ["gridbench/env/episode.py"], "tests": ["tests/gridbench/env"]}}
+    with pytest.raises(SystemExit, match="env/episode.py is the module of no group"):
+        mutate.load_equivalents(equivalents, groups)
