@@ -483,7 +483,7 @@ def test_a_dropped_table_row_a_dropped_metadata_row_and_a_lying_answer_digest_ar
     meta = pl.read_parquet(copy / "metadata.parquet")
     meta.slice(1).write_parquet(copy / "metadata.parquet")
     _resign(copy, "data/tasks/toy.parquet", "metadata.parquet")
-    report = verify_release(copy, SOLVER, None, workers=1)
+    report = verify_release(copy, VerifySettings(SOLVER, None, 1))
     assert "data/tasks/toy.parquet: 1 of its 4 files have no row" in report.file_failures
     assert "metadata.parquet: its rows (7) are not the 8 tasks listed" in report.file_failures
     assert len(report.tasks) == 8 and not report.failures
@@ -497,7 +497,7 @@ def test_a_dropped_table_row_a_dropped_metadata_row_and_a_lying_answer_digest_ar
         .alias("answer_sha256")
     ).write_parquet(lying / "metadata.parquet")
     _resign(lying, "metadata.parquet")
-    failures = verify_release(lying, SOLVER, None, workers=1).file_failures
+    failures = verify_release(lying, VerifySettings(SOLVER, None, 1)).file_failures
     assert f"metadata.parquet: the digests of {first} differ from its files" in failures
     assert not any(f.startswith(f"metadata.parquet: {first}:") for f in failures)  # one line for it
 
@@ -523,9 +523,9 @@ def test_a_folder_without_a_manifest_is_no_release_and_a_broken_manifest_is_one_
     from pipeline.storage.safe import ReleaseError
 
     with pytest.raises(ReleaseError):
-        verify_release(tmp_path, SOLVER, None, workers=1)
+        verify_release(tmp_path, VerifySettings(SOLVER, None, 1))
     (tmp_path / "manifest.json").write_text("{not json")
-    report = verify_release(tmp_path, SOLVER, None, workers=1)
+    report = verify_release(tmp_path, VerifySettings(SOLVER, None, 1))
     assert len(report.file_failures) == 1 and "manifest.json" in report.file_failures[0]
     assert not report.ok and report.tasks == {} and not report.failures
 
