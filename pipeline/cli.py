@@ -55,7 +55,9 @@ def precheck(folder: str, name: str, argv: list[str]) -> None:
         with initialize_config_dir(config_dir=str(CONF / folder), version_base=None):
             compose(config_name=name, overrides=overrides)
     except (HydraException, OmegaConfBaseException) as error:
-        fail(f"{_first_line(error)}; see `make help` and conf/ for the keys and their values")
+        fail(
+            f"{_first_line(error)}; see `gridbench <command> --help` (or conf/) for the keys and their values"
+        )
 
 
 def command(

@@ -9,7 +9,10 @@ from pathlib import Path
 from pipeline.evaluation.transcripts import show
 from pipeline.storage.read import shown
 
-USAGE = 'usage: make show ARGS="run=outputs/runs/<release>/<run> task=<task_id> [failure_rate=R] [trial=T]"'
+USAGE = (
+    "usage: gridbench show run=outputs/runs/<release>/<run> task=<task_id> [failure_rate=R] [trial=T]"
+    ' (or make show ARGS="...")'
+)
 
 
 def main(argv: list[str]) -> int:
