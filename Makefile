@@ -43,6 +43,7 @@ bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_env.py
 	$(PY) bench/bench_runner.py
 	$(PY) bench/bench_api.py
+	$(PY) bench/bench_imports.py
 	$(PY) bench/bench_adapters.py
 	$(PY) bench/bench_executors.py
 	$(PY) bench/bench_large.py $(ARGS)
