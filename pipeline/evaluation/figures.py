@@ -11,7 +11,6 @@ differ by colour, marker and line style; steps and tokens have their own panels.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +21,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.ticker import PercentFormatter  # noqa: E402
 
-Z = 1.959964  # 95%
+from pipeline.storage.depth import wilson  # noqa: E402
+
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 LINES = ("-", "--", ":", "-.")
 EMPTY = "#dddddd"
-
-
-def wilson(successes: float, n: int) -> tuple[float, float]:
-    """The 95% Wilson score interval of a proportion."""
-    if n == 0:
-        return float("nan"), float("nan")
-    p = successes / n
-    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
-    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def cells(part: pl.DataFrame, keys: list[str]) -> dict[tuple, tuple[float, int, float, float]]:

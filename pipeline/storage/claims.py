@@ -143,12 +143,12 @@ def _events(manifest: dict[str, Any], meta: pl.DataFrame | None, failures: list[
             failures.append(
                 f"{where}: attempt {_short(attempt)!r} is not a draft before the task's final draw"
             )
-        texts = [v for v in _strings(event) if unsafe_text(v, 1000)]
+        texts = [v for v in json_strings(event) if unsafe_text(v, 1000)]
         if texts:
             failures.append(f"{where} holds text that cannot be shown ({unsafe_text(texts[0], 1000)})")
 
 
-def _strings(value: Any) -> list[str]:
+def json_strings(value: Any) -> list[str]:
     """Every string in a JSON value (keys too), without recursion."""
     out, stack = [], [value]
     while stack:

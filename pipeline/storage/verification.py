@@ -31,7 +31,7 @@ from domains import DomainError, get_domain
 from pipeline.generation.instruction import write_instruction
 from pipeline.generation.seal import Sealed, seal
 from pipeline.parallel import parallel_imap
-from pipeline.storage.claims import check_claims
+from pipeline.storage.claims import check_claims, json_strings
 from pipeline.storage.layout import sha256
 from pipeline.storage.parquet import read_arrow_table, read_table_rows
 from pipeline.storage.read import has_manifest, read_manifest
@@ -561,7 +561,7 @@ def check_sharded(path: Path, settings: VerifySettings, report: VerifyReport) ->
     failures = report.file_failures
     plan: dict[str, dict[str, Any]] = {}
     try:
-        if any("${" in text for text in _strings(manifest.get("config"))):
+        if any("${" in text for text in json_strings(manifest.get("config"))):
             raise UserError("an interpolation (${...}) in a recorded config is never resolved")
         config = TrainPlan.from_config(manifest.get("config"))
         plan = {job.name: job.recipe() for job in shard_jobs(config, path)}
@@ -637,21 +637,6 @@ def check_sharded(path: Path, settings: VerifySettings, report: VerifyReport) ->
             failures.append(
                 f"manifest.json: counts.{key} is {str(counts.get(key))[:80]}, the shards hold {value}"
             )
-
-
-def _strings(value: Any) -> list[str]:
-    """Every string in a JSON value (keys too), without recursion."""
-    out, stack = [], [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, str):
-            out.append(node)
-        elif isinstance(node, dict):
-            out.extend(str(k) for k in node)
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return out
 
 
 def _sharded_claims(path: Path, manifest: dict[str, Any], config: TrainPlan, sound: set[str]) -> list[str]:
