@@ -65,3 +65,25 @@ def small_release(tmp_path_factory) -> Path:
     from tests.helpers_release import build_small
 
     return _shared_release(tmp_path_factory, "small", build_small)
+
+
+def build_sharded(root: Path, name: str = "sharded") -> Path:
+    """A sharded training set of eight tasks in two shards (a 4x4 and a 5x5 part; course and
+    toy) built as ``make train`` builds one: small enough to copy and damage per test."""
+    from pipeline.train import build
+    from tests.helpers_release import compose_config
+
+    parts = (
+        "parts=[{grid: 4x4, hidden_slots: [1, 3], decoy_budgets: [0, 3]},"
+        " {grid: 5x5, hidden_slots: [2, 4], decoy_budgets: [0, 4]}]"
+    )
+    overrides = [f"name={name}", "size=8", "shard_size=4", "domains=[course,toy]"]
+    overrides += ["candidates_per_slot=6", parts, f"output_root={root}", "workers=1"]
+    assert build(compose_config(overrides, "train", "apps")) == 0
+    return root / f"{name}-v1.0.0"
+
+
+@pytest.fixture(scope="session")
+def sharded_release(tmp_path_factory) -> Path:
+    """The two-shard release of :func:`build_sharded`, shared; tests damage copies."""
+    return _shared_release(tmp_path_factory, "sharded", build_sharded)

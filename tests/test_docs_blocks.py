@@ -432,7 +432,6 @@ def test_the_quick_start_runs(quick_start):
     assert "| search | 8 | 1.000 |" in summary
     assert (folder / "outputs/reports/quick-v1.0.0/heatmap_search.png").is_file()
     print("quick start:", ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items()))
-    assert sum(seconds.values()) < 120, seconds
 
 
 def test_the_pip_lines_are_the_make_lines():

@@ -46,3 +46,13 @@ def test_a_missing_path_or_a_stale_equivalent_stops_the_run(tmp_path):
     groups = {"g": {"modules": ["gridbench/env/episode.py"], "tests": ["tests/gridbench/env"]}}
     with pytest.raises(SystemExit, match="env/episode.py is the module of no group"):
         mutate.load_equivalents(equivalents, groups)
+
+
+def test_a_mutant_s_tests_run_file_by_file_fastest_first():
+    """``-x`` stops at the first failing test, so a killed mutant costs its quickest killing
+    test; a file's tests stay together (its module fixtures are set up once)."""
+    order = _mutate().fastest_first(
+        ["b.py::slow", "a.py::x", "b.py::quick", "a.py::z", "c.py::unknown"],
+        {"a.py::x": 5.0, "a.py::z": 1.0, "b.py::quick": 0.1, "b.py::slow": 0.3},
+    )
+    assert order == ["b.py::quick", "b.py::slow", "a.py::z", "a.py::x", "c.py::unknown"]

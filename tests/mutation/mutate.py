@@ -85,6 +85,17 @@ def load_equivalents(
     return entries
 
 
+def fastest_first(tests: list[str], durations: dict[str, float]) -> list[str]:
+    """``tests`` grouped by file, the files by their total recorded time and each file's tests
+    by their own, fastest first (a test with no recorded time counts as slow)."""
+    slow = max(durations.values(), default=1.0) + 1.0
+    by_file: dict[str, list[str]] = {}
+    for test in tests:
+        by_file.setdefault(test.split("::")[0], []).append(test)
+    files = sorted(by_file.values(), key=lambda group: (sum(durations.get(t, slow) for t in group), group[0]))
+    return [t for group in files for t in sorted(group, key=lambda t: (durations.get(t, slow), t))]
+
+
 def mutmut_config(group: dict[str, Any]) -> str:
     """The ``[tool.mutmut]`` table of a group's workspace."""
     values = {

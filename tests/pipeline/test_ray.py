@@ -106,6 +106,7 @@ def ray_release(on_ray, tmp_path_factory) -> Path:
     return _build(tmp_path_factory.mktemp("ray"), "same")
 
 
+@pytest.mark.slow  # starting Ray costs ~14 s; `make test-slow` runs it
 def test_release_and_verify_on_ray_give_the_local_bytes(ray_release, tmp_path):
     from pipeline.verify import verify
 
@@ -143,12 +144,14 @@ def test_evaluate_on_ray_gives_the_local_rows(ray_release, tmp_path):
     assert on_ray_rows.height == 16 and on_ray_rows.equals(local_rows)
 
 
+@pytest.mark.slow  # starting Ray costs ~14 s; `make test-slow` runs it
 def test_results_come_back_in_order_in_batches(on_ray):
     jobs = list(range(101))
     assert list(parallel_imap(double, jobs, 2, "", show=False)) == [2 * n for n in jobs]
     assert sorted(parallel_imap(double, jobs, 2, "", ordered=False, show=False)) == [2 * n for n in jobs]
 
 
+@pytest.mark.slow  # starting Ray costs ~14 s; `make test-slow` runs it
 def test_a_failing_job_is_retried_then_reported_by_its_key(on_ray, tmp_path):
     jobs = [Job(f"task-{i}", str(tmp_path / f"marker-{i}")) for i in range(6)]
     assert list(parallel_imap(fails_once, jobs, 2, "", show=False)) == [job.key for job in jobs]

@@ -110,6 +110,7 @@ def test_one_verifier_gives_a_sharded_release_the_report_of_a_plain_one(built):
     assert per_domain == manifest["counts"]["per_domain"]
 
 
+@pytest.mark.slow  # the same checks run in-process in tests/pipeline/storage/test_verify_sharded.py
 def test_verify_fails_on_a_re_signed_shard_whose_answers_lie(built, tmp_path):
     import pyarrow.parquet as pq
 
@@ -184,8 +185,14 @@ def _manifest_edit(copy: Path, edit) -> None:
 @pytest.mark.parametrize(
     "edit, needle",
     [
+        # the command's exit code and message; every claim is checked in-process in
+        # tests/pipeline/storage/test_verify_sharded.py
         (lambda m: m["shards"].append(dict(m["shards"][0])), "listed twice"),
-        (lambda m: m["counts"].update(per_domain={"course": 1000}), "counts.per_domain"),
+        pytest.param(
+            lambda m: m["counts"].update(per_domain={"course": 1000}),
+            "counts.per_domain",
+            marks=pytest.mark.slow,
+        ),
         pytest.param(lambda m: m["counts"].update(tasks=50), "counts.tasks", marks=pytest.mark.slow),
         pytest.param(
             lambda m: m["counts"].update(per_grid={"99x99": 5}), "counts.per_grid", marks=pytest.mark.slow
@@ -210,6 +217,7 @@ def test_verify_checks_what_the_manifest_claims_and_never_crashes(built, tmp_pat
     assert needle in capsys.readouterr().err
 
 
+@pytest.mark.slow  # the same checks run in-process in tests/pipeline/storage/test_verify_sharded.py
 def test_verify_names_a_malformed_row_and_goes_on(built, tmp_path, capsys):
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -576,3 +576,213 @@ def test_the_answer_of_another_task_is_named_by_forty_characters_of_its_id():
     other = "toy-" + "z" * 60
     problems = consistency(TASK, dataclasses.replace(ANSWER, task_id=other))
     assert problems == [f"answer is for task {ascii(other[:40])}"]
+
+
+def test_the_item_and_attribute_a_bad_value_sits_under_are_quoted_to_forty_characters():
+    item_id, key = "I" * 50, "k" * 50
+    items = {**TASK.items, item_id: {**TASK.items["A"], "id": item_id, key: "v" + BAD}}
+    assert _unsafe(dataclasses.replace(TASK, items=items)) == [
+        f"item {ascii(item_id[:40])} {ascii(key[:40])} 'v\\x1b[2J' cannot be shown safely: "
+        "a control or invisible character U+001B"
+    ]
+
+
+@pytest.mark.parametrize("milp", ["highs", None])
+def test_the_milp_asked_for_cross_checks_every_task_and_none_means_none(small, tmp_path, monkeypatch, milp):
+    """A cross-check asked for is run on every task (a verify that dropped it would still
+    pass every sound release); one not asked for is never run."""
+    import pipeline.generation.seal as seal_module
+
+    asked: list[str] = []
+    real = seal_module.crosscheck_answer
+
+    def spy(task, answer, solver, name):
+        asked.append(name)
+        return real(task, answer, solver, name)
+
+    monkeypatch.setattr(seal_module, "crosscheck_answer", spy)
+    report = verify_release(small, VerifySettings(SOLVER, milp, 1))
+    assert report.ok and report.proved == 8
+    assert asked == ([milp] * 8 if milp else [])
+    assert set(report.tasks.values()) == {"toy", "course"}
+    assert all(task_id.startswith(domain + "-") for task_id, domain in report.tasks.items())
+
+
+def _with_rules(rules) -> dict:
+    from core.task import GlobalRule  # noqa: F401  (rules are GlobalRule)
+    from domains import get_domain
+    from pipeline.generation.instruction import write_instruction
+
+    task = dataclasses.replace(
+        TASK,
+        global_constraints=tuple(rules),
+        instruction=write_instruction(
+            get_domain("toy"), 2, 3, list(rules), {(s.row, s.col): list(s.constraints) for s in TASK.slots}
+        ),
+    )
+    return task.to_dict()
+
+
+def test_a_failed_certificate_is_cross_checked_on_its_own_and_both_are_named():
+    """The certificate fails (three completions; or no completion at all): with a MILP asked
+    for, it is run on its own and its disagreement is a reason too, with the second solution
+    it found when it found one; without one, only the certificate speaks."""
+    from core.task import GlobalRule
+    from tests.tiny import OPEN_TASK
+
+    answer = _with_certificate(ANSWER)
+    certificate_open = [
+        "a second solution exists: (0,1)=D, (1,2)=G",
+        "decoy A at (0, 1) is not refuted (FEASIBLE)",
+        "decoy D at (0, 1) is not refuted (FEASIBLE)",
+    ]
+    open_task = _with_rules(OPEN_TASK.global_constraints)
+    assert prove_data(open_task, answer, REL, SOLVER, None) == ("toy-tiny", "toy", certificate_open)
+    assert prove_data(open_task, answer, REL, SOLVER, "highs") == (
+        "toy-tiny",
+        "toy",
+        [
+            *certificate_open,
+            "highs disagrees: {'truth': 'FEASIBLE', 'other': 'FEASIBLE', 'most_decoys': 'FEASIBLE'}, "
+            "second solution {'0,1': 'D', '1,2': 'G'}",
+        ],
+    )
+    impossible = _with_rules((GlobalRule("total_weight_min", "sum_min", "weight", 100),))
+    assert prove_data(impossible, answer, REL, SOLVER, "cbc") == (
+        "toy-tiny",
+        "toy",
+        [
+            "truth is not a feasible completion (INFEASIBLE)",
+            "cbc disagrees: {'truth': 'INFEASIBLE', 'other': 'INFEASIBLE', 'most_decoys': 'INFEASIBLE'}",
+        ],
+    )
+
+
+def test_a_task_file_that_is_no_mapping_is_named_by_its_path():
+    task_rel, domain, reasons = prove_data(["not", "a", "task"], _with_certificate(ANSWER), REL, SOLVER, None)
+    assert (task_rel, domain) == (REL, "?") and reasons[0].startswith("schema error in task file at []: ")
+
+
+def test_the_same_id_twice_names_the_domain_proved_first(small, tmp_path):
+    copy = copy_release(small, tmp_path / "copy")
+    toy = sorted((copy / "tasks" / "toy").glob("*.json"))[0]
+    for kind in ("tasks", "answers"):
+        data = json.loads((copy / kind / "toy" / toy.name).read_text())
+        (copy / kind / "course" / toy.name).write_text(json.dumps({**data, "domain": "course"}))
+    # the copy under course/ fails its own checks (its instruction is toy's): the id is what counts
+    manifest = json.loads((copy / "manifest.json").read_text())
+    for kind in ("tasks", "answers"):
+        manifest["files"][f"{kind}/course/{toy.name}"] = "0" * 64
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    _resign(copy, f"tasks/course/{toy.name}", f"answers/course/{toy.name}")
+    report = verify_release(copy, VerifySettings(SOLVER, None, 1))
+    # tasks/course/ sorts first: the copy there is proved (and fails its own checks) first,
+    # then the sound toy task is named by the domain that came first
+    assert "the task id appears twice (course and again)" in report.failures[toy.stem]
+    assert report.tasks[toy.stem] == "toy"
+
+
+def test_files_are_read_past_a_bad_one_and_earlier_failures_are_kept(tmp_path):
+    import os
+
+    from pipeline.storage.layout import sha256
+    from pipeline.storage.verification import VerifyReport, check_files
+
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "a.json").write_bytes(b"a")
+    (tmp_path / "tasks" / "folder.json").mkdir()
+    os.symlink(tmp_path / "tasks" / "a.json", tmp_path / "tasks" / "z.json")
+    manifest = {
+        "files": {"tasks/0.json": "0" * 64, "tasks/a.json": sha256(b"a"), "tasks/folder.json": "0" * 64}
+    }
+    report = VerifyReport(file_failures=["an earlier failure"])
+    assert check_files(tmp_path, manifest, report) == {"tasks/a.json"}
+    assert report.file_failures == [
+        "an earlier failure",
+        "tasks/z.json: a symlink, which a release may not hold",
+        "tasks/0.json: missing (listed in the manifest)",
+        "tasks/folder.json: not a regular file (a FIFO, device or folder)",
+    ]
+
+
+def test_metadata_that_cannot_be_read_is_one_line_naming_why(small, tmp_path, monkeypatch):
+    import polars as pl
+
+    copy = copy_release(small, tmp_path / "copy")
+    _garble(copy / "metadata.parquet")
+    _resign(copy, "metadata.parquet")
+    report = verify_release(copy, VerifySettings(SOLVER, None, 1))
+    assert [f for f in report.file_failures if f.startswith("metadata.parquet")] == [
+        "metadata.parquet: unreadable Parquet (ArrowInvalid)"
+    ]
+    again = copy_release(small, tmp_path / "again")
+    meta = pl.read_parquet(again / "metadata.parquet").drop("depth")
+    meta.write_parquet(again / "metadata.parquet")
+    _resign(again, "metadata.parquet")
+    report = verify_release(again, VerifySettings(SOLVER, None, 1))
+    assert [f for f in report.file_failures if f.startswith("metadata.parquet")] == [
+        "metadata.parquet: its columns are not the declared ones (a column added, dropped or retyped)"
+    ]
+
+    def broken(table):
+        raise pl.exceptions.ComputeError("damaged")
+
+    monkeypatch.setattr(pl, "from_arrow", broken)  # polars refusing what Arrow read
+    report = verify_release(small, VerifySettings(SOLVER, None, 1))
+    assert [f for f in report.file_failures if f.startswith("metadata.parquet")] == [
+        "metadata.parquet: unreadable (ComputeError)"
+    ]
+
+
+def test_a_metadata_row_whose_files_do_not_parse_is_left_to_their_own_checks(small):
+    from pipeline.storage.verification import _metadata_differs
+
+    assert _metadata_differs(small, {}, "tasks/toy/none.json", "answers/toy/none.json") == ""
+    assert _metadata_differs(small, {}, "manifest.json", "manifest.json") == ""
+
+
+def test_tables_are_checked_past_a_damaged_table_and_a_bad_row(small, tmp_path):
+    """The answers table's digest fails (never decompressed); the toy table, read after it,
+    gets a first row of no task and a row that cannot be decoded, each named alone and the
+    rows after them still read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    copy = copy_release(small, tmp_path / "copy")
+    _garble(copy / "data" / "answers.parquet")  # not signed again: its digest fails
+    path = copy / "data" / "tasks" / "toy.parquet"
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    stranger = {**rows[0], "task_id": "toy-" + "s" * 60}
+    broken = {**rows[1], "domain": "chess"}  # decoding asks for a domain this code knows
+    pq.write_table(pa.Table.from_pylist([stranger, broken, *rows[:1], *rows[2:]], schema=table.schema), path)
+    _resign(copy, "data/tasks/toy.parquet")
+    report = verify_release(copy, VerifySettings(SOLVER, None, 1))
+    toy = [f for f in report.file_failures if f.startswith("data/tasks/toy.parquet")]
+    assert (
+        toy[0]
+        == f"data/tasks/toy.parquet: row 0 ({stranger['task_id'][:40]}) is not one of its files, or repeats"
+    )
+    assert toy[1].startswith(f"data/tasks/toy.parquet: row 1 ({rows[1]['task_id']}) unreadable (")
+    assert toy[1].endswith("Error)") and "None" not in toy[1]
+    assert toy[2:] == []  # every file has its row: the rows after the bad ones were read
+    assert "data/answers.parquet: digest mismatch (file changed)" in report.file_failures
+
+
+def test_a_table_that_cannot_be_read_or_is_another_table_is_named_by_its_path(small, tmp_path):
+    import shutil
+
+    copy = copy_release(small, tmp_path / "copy")
+    _garble(copy / "data" / "tasks" / "toy.parquet")
+    shutil.copy(copy / "metadata.parquet", copy / "data" / "answers.parquet")
+    _resign(copy, "data/tasks/toy.parquet", "data/answers.parquet")
+    report = verify_release(copy, VerifySettings(SOLVER, None, 1))
+    data = [f for f in report.file_failures if f.startswith("data/")]
+    assert data[0].startswith("data/answers.parquet: its columns are not the declared ones (found ")
+    assert data[1] == "data/tasks/toy.parquet: unreadable Parquet (ArrowInvalid)"
+    assert len(data) == 2
+
+
+def test_progress_names_the_release(small, capsys):
+    assert verify_release(small, VerifySettings(SOLVER, None, 1)).ok
+    assert f"verify {small.name}: 8/8 tasks" in capsys.readouterr().out
