@@ -185,7 +185,8 @@ def _solve_highs(
         ("random_seed", settings.seed),
         ("time_limit", float(settings.time_limit_s)),
     ):
-        highs.setOptionValue(option, value)
+        if highs.setOptionValue(option, value) != highspy.HighsStatus.kOk:  # a misspelt option
+            raise RuntimeError(f"HiGHS refused the option {option}={value!r}")
     inf = highspy.kHighsInf
     cost = np.zeros(columns)
     for n, value in objective.items():

@@ -96,3 +96,36 @@ def test_the_enumeration_stops_at_its_limit():
     for limit in (1, 2, 3, 4):
         assert list(enumerate_completions(OPEN_TASK, limit=limit)) == every[:limit]
     assert list(enumerate_completions(TASK, limit=5)) == [{(0, 1): "C", (1, 2): "G"}]
+
+
+def test_a_region_rule_bounds_its_own_cells_only():
+    """A cell-scoped rule (format 2) sums the cells it lists, here the two hidden ones: the
+    completions it keeps are exactly those whose two hidden items cost at most 2 together
+    (computed here by hand, not by the checker's groups); a grid-wide rule with the same
+    bound would keep none (the fixed cells alone cost 10)."""
+    region = GlobalRule("cage", "sum_max", "cost", 2, scope="cells", cells=((0, 1), (1, 2)))
+    caged = dataclasses.replace(OPEN_TASK, global_constraints=(*OPEN_TASK.global_constraints, region))
+    every = list(enumerate_completions(OPEN_TASK))
+    kept = [c for c in every if ITEMS[c[(0, 1)]]["cost"] + ITEMS[c[(1, 2)]]["cost"] <= 2]
+    assert len(every) == 3 and 0 < len(kept) < len(every)
+    assert list(enumerate_completions(caged)) == kept
+    assert rule_measure(region, [ITEMS["A"], ITEMS["G"]]) == 3
+    whole = dataclasses.replace(region, scope="grid", cells=None)
+    assert list(enumerate_completions(dataclasses.replace(OPEN_TASK, global_constraints=(whole,)))) == []
+    unlisted = dataclasses.replace(region, cells=None)  # no cells listed: an empty region, measure 0
+    assert list(enumerate_completions(dataclasses.replace(OPEN_TASK, global_constraints=(unlisted,)))) != []
+
+
+def test_slot_violations_lists_exactly_the_rules_an_item_breaks():
+    from solvers.checker import slot_violations
+
+    cheap, light, red = (
+        SlotRule("cost", "<=", 4),
+        SlotRule("weight", ">=", 3),
+        SlotRule("color", "in", ("red",)),
+    )
+    assert slot_violations((cheap, light, red), ITEMS["A"]) == []  # cost 3, weight 4, red
+    assert slot_violations((cheap, light, red), ITEMS["B"]) == [cheap, light, red]  # cost 5, weight 1, blue
+    assert slot_violations((cheap, light, red), ITEMS["F"]) == [light, red]  # weight 2, green
+    assert slot_violations((cheap, light, red), ITEMS["D"]) == [light]  # weight 2
+    assert slot_violations((), ITEMS["B"]) == []

@@ -55,3 +55,11 @@ def test_a_rule_kind_the_model_does_not_know_is_named():
     task = dataclasses.replace(TASK, global_constraints=(GlobalRule("m", "median", "cost", 3),))
     with pytest.raises(ValueError, match="unknown rule kind 'median'"):
         CpSatModel(task)
+
+
+def test_the_solver_version_recorded_is_the_installed_or_tools():
+    import ortools
+
+    from solvers.cpsat import SOLVER_VERSION, _version
+
+    assert _version() == SOLVER_VERSION == ortools.__version__ and SOLVER_VERSION[0].isdigit()

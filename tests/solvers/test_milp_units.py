@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from core.errors import UserError
-from core.task import SlotRoles
+from core.task import GlobalRule, SlotRoles, SlotRule
 from solvers.milp import MILP_SOLVERS, MilpModel, Row, crosscheck, crosscheck_answer, solver_version
 from solvers.results import FEASIBLE, INFEASIBLE, UNKNOWN, SolverSettings
 from tests.tiny import ANSWER, OPEN_TASK, TASK
@@ -175,3 +175,101 @@ def test_after_a_crash_an_infeasible_near_the_time_limit_or_a_second_crash_is_un
     calls = _crashing_cbc(monkeypatch, always=True)
     assert milp._solve_cbc(2, PICK_ONE, {}, False, settings) == (UNKNOWN, [], 0.0)
     assert calls == [["preprocess off"], []]
+
+
+def _every_choice(task):
+    import itertools
+
+    from solvers.checker import locally_valid_candidates
+
+    cells = [(s.row, s.col) for s in task.slots]
+    for combo in itertools.product(*(s.candidates for s in task.slots)):
+        yield dict(zip(cells, combo, strict=True)), locally_valid_candidates
+
+
+@pytest.mark.parametrize("solver", MILP_SOLVERS)
+@pytest.mark.parametrize(
+    "rule",
+    [
+        GlobalRule("heavy_min", "count_min_threshold", "weight", 2, at_least=5),
+        GlobalRule("heavy_one", "count_min_threshold", "weight", 1, at_least=8),
+        GlobalRule("red_min", "count_min", "color", 3, equals="red"),
+        GlobalRule("green_max", "count_max", "color", 1, equals="green"),
+        GlobalRule("light", "sum_max", "weight", 15),
+    ],
+    ids=lambda rule: rule.name,
+)
+def test_each_rule_kind_makes_exactly_the_checker_s_choices_feasible(solver, rule):
+    """Every choice of candidates, fixed as the truth: the MILP says FEASIBLE exactly when the
+    reference checker accepts the filled grid (each rule kind's coefficients, thresholds
+    included)."""
+    from solvers.checker import is_valid_completion
+
+    task = dataclasses.replace(OPEN_TASK, global_constraints=(rule,))
+    model = MilpModel(task, solver=solver)
+    verdicts = set()
+    for choice, _ in _every_choice(task):
+        expected = FEASIBLE if is_valid_completion(task, choice) else INFEASIBLE
+        assert model.truth_feasible(choice).status == expected, (rule.name, choice)
+        verdicts.add(expected)
+    assert verdicts == {FEASIBLE, INFEASIBLE}  # the rule decides something here
+
+
+def test_the_solver_asked_for_is_the_one_that_solves(monkeypatch):
+    import solvers.milp as milp
+
+    calls: list[str] = []
+    for name in ("_solve_highs", "_solve_cbc"):
+        real = getattr(milp, name)
+
+        def spy(*args, real=real, name=name):
+            calls.append(name)
+            return real(*args)
+
+        monkeypatch.setattr(milp, name, spy)
+    for solver in ("cbc", "highs"):
+        result = MilpModel(TASK, solver=solver).truth_feasible(TRUTH)
+        assert result.status == FEASIBLE
+    assert calls == ["_solve_cbc", "_solve_highs"]
+
+
+@pytest.mark.parametrize("solver", MILP_SOLVERS)
+def test_a_number_rule_on_a_word_attribute_never_passes(solver):
+    """``>=`` / ``<=`` on an attribute holding a word (or nothing) pass no item; never a
+    comparison error."""
+    for op in (">=", "<="):
+        slot = dataclasses.replace(TASK.slots[0], constraints=(SlotRule("color", op, 2),))
+        task = dataclasses.replace(TASK, slots=(slot, TASK.slots[1]))
+        assert MilpModel(task, solver=solver).truth_feasible(TRUTH).status == INFEASIBLE
+
+
+@pytest.mark.parametrize("solver", MILP_SOLVERS)
+def test_a_solve_reports_its_own_wall_time(solver):
+    import time
+
+    model = MilpModel(TASK, solver=solver)
+    start = time.perf_counter()
+    result = model.other_completion(TRUTH)
+    elapsed_ms = (time.perf_counter() - start) * 1000.0
+    assert result.status == INFEASIBLE and result.wall_ms is not None
+    assert elapsed_ms * 1e-3 < result.wall_ms <= elapsed_ms
+    feasible = model.truth_feasible(TRUTH)
+    assert feasible.status == FEASIBLE and feasible.wall_ms is not None and feasible.wall_ms > 0
+
+
+def test_highs_refuses_an_option_it_does_not_know_and_so_do_we(monkeypatch):
+    """Every option set on HiGHS is checked: a misspelt one (threads, the seed) would be
+    ignored by HiGHS with a warning, and the solve would silently use its default."""
+    import highspy
+
+    import solvers.milp as milp
+
+    real = highspy.Highs
+
+    class Misspelt(real):  # type: ignore[misc, valid-type]
+        def setOptionValue(self, option, value):  # noqa: N802 (HiGHS' name)
+            return super().setOptionValue("XX" + option if option == "threads" else option, value)
+
+    monkeypatch.setattr(highspy, "Highs", Misspelt)
+    with pytest.raises(RuntimeError, match="HiGHS refused the option threads=1"):
+        milp.MilpModel(TASK, solver="highs").truth_feasible(TRUTH)

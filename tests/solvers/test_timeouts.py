@@ -37,6 +37,7 @@ def test_cpsat_stopped_on_its_limit_answers_unknown_on_every_question():
         model.item_feasible((0, 0), OTHERS[(0, 0)][0]),
     ):
         assert result.status == UNKNOWN and result.solution is None and result.objective is None
+        assert result.wall_ms is not None and result.wall_ms > 0  # the time it took is recorded
 
 
 def test_an_optimisation_cut_short_is_unknown_even_with_a_completion_in_hand():

@@ -276,3 +276,64 @@ def test_attribute_kinds_come_from_the_items():
         "shape": "category",
     }
     assert episode.visible == {"V00", "V02", "V10", "V11"}
+
+
+def test_invalid_calls_add_up_whatever_makes_them_invalid(monkeypatch):
+    """Each invalid call counts once more: unknown tools, rejected actions, and a tool that
+    raises inside the environment (its message kept to the message limit, not the echo limit)."""
+    from gridbench.env.tools import MESSAGE_LIMIT
+
+    episode = Episode(TASK)
+    episode.call("no_such_tool")
+    episode.call("no_such_tool")
+    assert episode.invalid == 2
+    episode.reject("x" * (MESSAGE_LIMIT + 50))
+    rejected = episode.reject("free text")
+    assert episode.invalid == 4 and rejected["message"] == "free text"
+
+    def broken(name, arguments):
+        raise RuntimeError("y" * (MESSAGE_LIMIT + 50))
+
+    monkeypatch.setattr(episode, "_call", broken)
+    first = episode.call("get_slot_id", CELL)
+    episode.call("get_slot_id", CELL)
+    assert episode.invalid == 6 and episode.steps == 6
+    assert (
+        first["message"] == "internal error handled: RuntimeError: " + "y" * 120 + "... (930 more characters)"
+    )
+    # an argument error is kept to the message limit: longer than an echo (120), here whole
+    wrong = Episode(TASK).call("get_slot_id", {"row": "x" * 500, "col": 0})
+    assert len(wrong["message"]) > 150 and wrong["message"].endswith("... (382 more characters)")
+    long = Episode(TASK).reject("z" * (MESSAGE_LIMIT + 7))
+    assert long["message"] == "z" * MESSAGE_LIMIT + "... (7 more characters)"
+
+
+def test_the_trace_keeps_arguments_and_names_up_to_their_limits():
+    """Arguments are kept as sent up to 32 levels, 10,000 values and 1,000,000 characters (one
+    more of any is abbreviated); a tool name up to 200 characters."""
+
+    def nested(levels: int) -> dict:
+        value: dict = {}
+        for _ in range(levels):
+            value = {"a": value}
+        return value
+
+    cases = {
+        "depth": (nested(32), nested(33)),  # the innermost {} is the 33rd level of 32 nestings
+        "values": ({str(i): 0 for i in range(4999)}, {str(i): 0 for i in range(5000)}),
+        "characters": ("c" * 1_000_000, "c" * 1_000_001),
+    }
+    for case, (kept, abbreviated) in cases.items():
+        episode = Episode(TASK, record=True)
+        episode.call("get_slot_id", kept)
+        episode.call("get_slot_id", abbreviated)
+        assert episode.trace is not None
+        assert episode.trace[0]["arguments"] == kept, case
+        assert isinstance(episode.trace[1]["arguments"], str) and len(episode.trace[1]["arguments"]) < 1000, (
+            case
+        )
+    episode = Episode(TASK, record=True)
+    episode.call("n" * 200)
+    episode.call("n" * 201)
+    assert episode.trace is not None
+    assert episode.trace[0]["tool"] == "n" * 200 and episode.trace[1]["tool"] != "n" * 201

@@ -669,7 +669,7 @@ def test_the_same_id_twice_names_the_domain_proved_first(small, tmp_path):
     for kind in ("tasks", "answers"):
         data = json.loads((copy / kind / "toy" / toy.name).read_text())
         (copy / kind / "course" / toy.name).write_text(json.dumps({**data, "domain": "course"}))
-    # the copy under course/ fails its own checks (its instruction is toy's): the id is what counts
+    # the copy in the course folder fails its own checks (it is a toy task): the id is what counts
     manifest = json.loads((copy / "manifest.json").read_text())
     for kind in ("tasks", "answers"):
         manifest["files"][f"{kind}/course/{toy.name}"] = "0" * 64
