@@ -337,3 +337,13 @@ def test_the_trace_keeps_arguments_and_names_up_to_their_limits():
     episode.call("n" * 201)
     assert episode.trace is not None
     assert episode.trace[0]["tool"] == "n" * 200 and episode.trace[1]["tool"] != "n" * 201
+
+
+def test_the_grid_state_is_ok_and_counts_empty_cells_in_words():
+    episode = Episode(TASK)
+    state = episode.call("get_current_grid_state")
+    assert state["status"] == "ok" and state["message"] == "2 hidden cells still empty"
+    episode.call("set_slot", {**CELL, "id": "A"})
+    state = episode.call("get_current_grid_state")
+    assert state["status"] == "ok" and state["message"] == "1 hidden cell still empty"
+    assert episode.call("done")["message"] == "episode finished with 1 empty hidden cell"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gridbench.env.tools import ECHO_LIMIT, ArgumentError, Param, Tool, clip, openai_schemas, tools_for
+from gridbench.env.tools import ECHO_LIMIT, ArgumentError, Param, Tool, clip, echo, openai_schemas, tools_for
 
 
 def test_each_kind_of_parameter_has_its_schema():
@@ -196,3 +196,30 @@ def test_bounded_counts_depth_values_and_text_exactly():
     # echo: the full repr of a bounded value, an abbreviation of one that is not
     assert echo([1, [2, "a"]]) == "[1, [2, 'a']]"
     assert echo(_nested(25)) == repr(_nested(5)).replace("[0]", "[...]")
+
+
+def test_each_tool_s_effect_is_named():
+    """The effect behind the hints: only a query and a global check spend a budget."""
+    effects = {name: tool.effect for name, tool in tools_for("toy").items()}
+    assert {name for name, effect in effects.items() if effect == "spend"} == {
+        "query_toy_candidate_from_attribute",
+        "check_toy_global_constraints",
+    }
+    assert set(effects.values()) == {"read", "spend", "write", "end"}
+    assert effects["set_slot"] == "write" and effects["done"] == "end"
+
+
+def test_an_echo_whose_repr_fails_names_the_type():
+    class Hostile:
+        def __repr__(self):
+            raise RuntimeError("no")
+
+    assert echo(Hostile()) == "<Hostile>"
+
+
+def test_json_text_nested_too_deep_is_one_argument_error():
+    from gridbench.env.tools import _maybe_json
+
+    with pytest.raises(ArgumentError) as error:
+        _maybe_json("[" * 100_000 + "]" * 100_000)
+    assert str(error.value) == "the JSON text is nested too deep to read"
