@@ -87,3 +87,19 @@ def build_sharded(root: Path, name: str = "sharded") -> Path:
 def sharded_release(tmp_path_factory) -> Path:
     """The two-shard release of :func:`build_sharded`, shared; tests damage copies."""
     return _shared_release(tmp_path_factory, "sharded", build_sharded)
+
+
+@pytest.fixture
+def crosschecks(monkeypatch) -> list[str]:
+    """The MILP solver named by every cross-check the test runs, in order (each still runs)."""
+    import pipeline.generation.seal as seal_module
+
+    asked: list[str] = []
+    real = seal_module.crosscheck_answer
+
+    def spy(task, answer, solver, name):
+        asked.append(name)
+        return real(task, answer, solver, name)
+
+    monkeypatch.setattr(seal_module, "crosscheck_answer", spy)
+    return asked

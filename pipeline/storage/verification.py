@@ -15,6 +15,7 @@ Every failure is one line naming the file or the task and the reason; nothing ra
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,15 @@ from pipeline.storage.parquet import read_arrow_table, read_table_rows
 from pipeline.storage.read import has_manifest, read_manifest
 from pipeline.storage.safe import ReleaseError, read_bytes, read_json, unsafe_text, walk
 from pipeline.storage.shards import TrainPlan, card, is_sharded, read_shards_manifest, shard_jobs
+from pipeline.storage.tables import (
+    ANSWER,
+    decode_answer,
+    decode_task,
+    read_task_rows,
+    schema_of,
+    task_prompt,
+    task_type,
+)
 from solvers.milp import crosscheck_answer
 from solvers.results import SolverSettings
 
@@ -139,16 +149,6 @@ def _check_tables(
 ) -> None:
     """``data/``: one table per domain holding exactly that domain's task files, and one
     holding every answer file, each row decoding to its file."""
-    from pipeline.storage.tables import (
-        ANSWER,
-        decode_answer,
-        decode_task,
-        read_task_rows,
-        schema_of,
-        task_prompt,
-        task_type,
-    )
-
     by_domain: dict[str, dict[str, str]] = defaultdict(dict)
     for name in tasks:
         if name.count("/") == 2:
@@ -477,16 +477,6 @@ def verify_shard(args: tuple[str, str, dict[str, str], SolverSettings, str | Non
     the MILP when ``milp`` names one). Returns the shard's name, rows per domain, the
     [task id, domain] of every row, tasks proved, the failures of named tasks ([task id,
     reason]) and the others (a malformed row is a failure of that row, not of the run)."""
-    from core.task import TaskFormatError
-    from pipeline.storage.tables import (
-        ANSWER,
-        decode_answer,
-        decode_task,
-        read_task_rows,
-        schema_of,
-        task_prompt,
-    )
-
     root, name, files, solver, milp = args
     base = Path(root)
     out: dict[str, Any] = {
@@ -552,10 +542,6 @@ def check_sharded(path: Path, settings: VerifySettings, report: VerifyReport) ->
     ones its recorded config makes, each made by that config's recipe; then each shard's tables
     and proofs (shards in parallel); and the manifest's counts against what the shards hold (no
     task id twice)."""
-    import re
-
-    from pipeline.parallel import parallel_imap
-
     manifest = read_shards_manifest(path)
     sound = check_files(path, manifest, report)
     failures = report.file_failures

@@ -515,22 +515,12 @@ def test_an_answer_of_no_task_is_named_by_forty_characters_of_its_id(copy):
     assert out["proved"] == 4
 
 
-def test_the_milp_asked_for_cross_checks_every_row_of_a_shard(sharded_release, monkeypatch):
-    import pipeline.generation.seal as seal_module
-
-    asked: list[str] = []
-    real = seal_module.crosscheck_answer
-
-    def spy(task, answer, solver, name):
-        asked.append(name)
-        return real(task, answer, solver, name)
-
-    monkeypatch.setattr(seal_module, "crosscheck_answer", spy)
+def test_the_milp_asked_for_cross_checks_every_row_of_a_shard(sharded_release, crosschecks):
     assert verify_shard(_shard_args(sharded_release, milp="cbc"))["proved"] == 4
-    assert asked == ["cbc"] * 4
-    asked.clear()
+    assert crosschecks == ["cbc"] * 4
+    crosschecks.clear()
     report = _verify(sharded_release, VerifySettings(SOLVER, "highs", 1))
-    assert report.ok and asked == ["highs"] * 8
+    assert report.ok and crosschecks == ["highs"] * 8
 
 
 def test_a_malformed_row_says_what_is_wrong_to_two_hundred_characters(copy):
