@@ -776,3 +776,14 @@ def test_a_table_that_cannot_be_read_or_is_another_table_is_named_by_its_path(sm
 def test_progress_names_the_release(small, capsys):
     assert verify_release(small, VerifySettings(SOLVER, None, 1)).ok
     assert f"verify {small.name}: 8/8 tasks" in capsys.readouterr().out
+
+
+def test_a_change_to_any_visible_cell_is_named_at_that_cell():
+    """Every visible cell, edges and corners included, each changed alone, then all at once."""
+    visible = [(r, c) for r, row in enumerate(TASK.grid) for c, cell in enumerate(row) if cell is not None]
+    assert visible == [(0, 0), (0, 2), (1, 0), (1, 1)]
+    for r, c in visible:
+        changed = dataclasses.replace(ANSWER, truth=_truth({(r, c): "V99"}))
+        assert consistency(TASK, changed) == [f"truth changes visible cell ({r},{c})"]
+    every = dataclasses.replace(ANSWER, truth=_truth(dict.fromkeys(visible, "V99")))
+    assert consistency(TASK, every) == [f"truth changes visible cell ({r},{c})" for r, c in visible]
