@@ -22,7 +22,7 @@ from pipeline.generation.draft import Draft
 from pipeline.generation.keys import GenerationError, GenerationSettings, TaskKey
 from pipeline.generation.records import CertifiedTask
 from pipeline.generation.repair import RepairFailed, RepairStats, make_unique
-from pipeline.generation.resist import loosen_for_resistance
+from pipeline.generation.resist import loosen, loosen_for_resistance
 from pipeline.generation.sample import sample_grid
 from pipeline.generation.seal import seal
 from pipeline.generation.validate import decoy_cell_count, search_bits, validate_key
@@ -70,6 +70,9 @@ def generate_task(key: TaskKey, settings: GenerationSettings | None = None) -> C
         stats.counterexamples = []  # completions of this draft only
         try:
             make_unique(draft, key.task_id, settings, solver, stats)
+            if draft.cages and settings.cage_loosen:
+                windows = [i for i, bound in enumerate(draft.bounds) if bound.window]
+                loosen(draft, key.task_id, settings, solver, windows)
             if not loosen_for_resistance(draft, key.task_id, settings, solver):
                 reason = (
                     f"min_resistant_share={settings.min_resistant_share} or "

@@ -31,7 +31,7 @@ BAD_RELEASE = [
     (["grid.hidden_slots=[2,2]"], "repeats [2]"),
     (["release.seed=9223372036854775808"], "release.seed="),
     (["grid.rows=50"], "grid.rows=50"),
-    (["generation.sum_slack_share=-1"], "sum_slack_share="),
+    (["generation.one_sided_spread=-1"], "one_sided_spread="),
     (["generation.window_slack_share=5"], "window_slack_share="),
     (["generation.min_resistant_share=1.5"], "min_resistant_share="),
     (["generation.max_attempts=0"], "max_attempts"),
