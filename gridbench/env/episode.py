@@ -340,12 +340,18 @@ class Episode:
         statuses = check_global(self.task, self.grid)
         violated = sorted(name for name, s in statuses.items() if s == "violated")
         complete = all(self.grid[r][c] is not None for r, c in self.slots)
+        regions = {
+            rule.name: [list(cell) for cell in rule.cells or ()]
+            for rule in self.task.global_constraints
+            if rule.name in violated and rule.scope == "cells"
+        }
         return _result(
             "ok",
-            f"{len(violated)} violated" if violated else "no rule violated",
+            f"{len(violated)} violated: {', '.join(violated)}" if violated else "no rule violated",
             {
                 "rules": statuses,
                 "violated": violated,
+                "violated_cells": regions,
                 "complete": complete,
                 "all_satisfied": complete and not violated,
             },

@@ -26,7 +26,7 @@ CELL = {"row": 0, "col": 1}
 def test_the_tool_schemas_models_read_are_the_reviewed_ones():
     """tests/gridbench/env/tool_schemas_toy.json is the reviewed text; after an intended change to a tool
     description or parameter, write the new one with
-    ``python -c "import json; from env import openai_schemas; json.dump(openai_schemas('toy'),
+    ``python -c "import json; from gridbench.env import openai_schemas; json.dump(openai_schemas('toy'),
     open('tests/gridbench/env/tool_schemas_toy.json', 'w'), indent=1, sort_keys=True)"``."""
     assert openai_schemas("toy") == json.loads(SCHEMAS.read_text())
 
