@@ -224,7 +224,7 @@ def episode_row(
         **result,
         "end_reason": end,
         **call_columns(calls, task.domain),
-        "calls_json": json.dumps(calls, sort_keys=True),
+        "tool_call_counts": json.dumps(calls, sort_keys=True),
         **extra,
         "wall_ms": wall_ms,
     }

@@ -22,7 +22,7 @@ import polars as pl
 
 from core.errors import UserError
 from pipeline.evaluation.figures import domain_heatmap, heatmap, success_vs_budget, wilson
-from pipeline.evaluation.runs import RunStore, results_frame
+from pipeline.evaluation.runs import RENAMED, RunStore, results_frame
 from pipeline.storage.parquet import read_arrow_table
 from pipeline.storage.safe import ReleaseError, read_bytes
 
@@ -72,6 +72,9 @@ def load_runs(roots: list[Path]) -> tuple[pl.DataFrame, dict[str, int]]:
                 "rerun `make eval` (finished episodes are kept in episodes.jsonl)"
             ) from None
         release = path.parent.parent.name
+        frame = frame.rename(
+            {old: new for old, new in RENAMED.items() if old in frame.columns and new not in frame.columns}
+        )
         frame = frame.with_columns(pl.lit(path.parent.name).alias("run"), pl.lit(release).alias("release"))
         frames.append(frame)
         failed = RunStore(path.parent).unanswered()
@@ -91,7 +94,8 @@ def run_table(frame: pl.DataFrame, rate: float) -> str:
     per run: runs of different agents or task sets are never pooled."""
     part = frame.filter(pl.col("failure_rate") == rate)
     lines = [
-        "| run | episodes | success | 95% interval | steps | prompt tokens | completion tokens | wall s |",
+        "| run | episodes | success | 95% interval | mean steps | mean prompt tokens "
+        "| mean completion tokens | mean wall s |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for run in sorted(set(part["run"].to_list())):
@@ -179,7 +183,7 @@ def by_resistance(frame: pl.DataFrame) -> list[str]:
         "",
         "## Success by the release's min_resistant_share",
         "",
-        "| run | failure rate | min_resistant_share | episodes | success | steps |",
+        "| run | failure rate | min_resistant_share | episodes | success | mean steps |",
         "|---|---|---|---|---|---|",
     ]
     lines += [
