@@ -31,6 +31,7 @@ from typing import Any
 import polars as pl
 
 from core.errors import UserError
+from pipeline.evaluation.diagnostics import DIAGNOSTIC_COLUMNS
 
 MAX_ROW_BYTES = 4 * 1024 * 1024
 EPISODE_ID = re.compile(r"^[0-9a-f]{16}$")
@@ -102,11 +103,16 @@ RESULT_SCHEMA: dict[str, Any] = {
     "tool_call_counts": pl.String,  # JSON: every tool's calls by its full name (was calls_json)
     **_LLM,
     "wall_ms": pl.Float64,
+    **DIAGNOSTIC_COLUMNS,
 }
 # Columns of older runs, read back under their current names.
 RENAMED = {"calls_json": "tool_call_counts"}
 # Written by every version of the runner: a row without one of these is not a row.
-REQUIRED = tuple(k for k in RESULT_SCHEMA if k not in _LLM and k not in ("run", "min_resistant_share"))
+REQUIRED = tuple(
+    k
+    for k in RESULT_SCHEMA
+    if k not in _LLM and k not in DIAGNOSTIC_COLUMNS and k not in ("run", "min_resistant_share")
+)
 
 
 def row_problem(row: Any) -> str:

@@ -119,6 +119,56 @@ def _table_row(name: str, rows: pl.DataFrame) -> str:
     )
 
 
+DIAGNOSTICS_HEADER = (
+    "| run | episodes | informed | failed, never informed | failed though informed | informed at turn "
+    "| wasted calls | wrong sets | first wrong undone | violations in / out / left | queries left "
+    "| checks left | steps / ideal |"
+)
+
+
+def diagnostics_table(frame: pl.DataFrame, rate: float) -> str:
+    """Per run, how its episodes went (docs/evaluation.md, "Diagnostics"): the share that
+    knew enough to decide, the failures before and after knowing enough, and the means of
+    the other diagnostics ("-" for runs made before them)."""
+    part = frame.filter(pl.col("failure_rate") == rate)
+    lines = [DIAGNOSTICS_HEADER, "|" + "---|" * DIAGNOSTICS_HEADER.count(" | ") + "---|"]
+    for run in sorted(set(part["run"].to_list())):
+        rows = part.filter((pl.col("run") == run) & pl.col("depth_rung").is_not_null())
+        lines.append(_diagnostics_row(run, rows))
+    return "\n".join(lines)
+
+
+def _diagnostics_row(name: str, rows: pl.DataFrame) -> str:
+    n = rows.height
+    if not n:
+        return f"| {name} | 0 |" + " - |" * (DIAGNOSTICS_HEADER.count(" | ") - 1)
+    informed = rows["informed_step"].is_not_null()
+    failed = ~rows["success"].fill_null(False)
+    undone = rows["first_wrong_undone"].drop_nulls()
+
+    def mean(column: str, digits: int = 1) -> str:
+        value = rows[column].cast(pl.Float64).mean()
+        return f"{value:.{digits}f}" if isinstance(value, int | float) else "-"
+
+    ratio = (rows["steps"].cast(pl.Float64) / rows["ideal_calls"].cast(pl.Float64)).mean()
+    cells = [
+        name,
+        str(n),
+        f"{int(informed.sum())}/{n}",
+        f"{int((failed & ~informed).sum())}/{int(failed.sum())}",
+        f"{int((failed & informed).sum())}/{int(failed.sum())}",
+        mean("informed_turn"),
+        mean("wasted_calls"),
+        mean("wrong_sets"),
+        f"{int(undone.sum())}/{undone.len()}" if undone.len() else "-",
+        f"{mean('violations_introduced')} / {mean('violations_repaired')} / {mean('violations_at_end')}",
+        mean("queries_left"),
+        mean("checks_left"),
+        f"{ratio:.2f}" if isinstance(ratio, int | float) else "-",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
 def evidence(frame: pl.DataFrame) -> list[str]:
     """The checks that B controls difficulty and H controls length, per failure rate and run
     of the baselines that show it (``greedy_local``, ``search``, the shortcuts)."""
@@ -226,6 +276,20 @@ def make_report(roots: list[Path], out: Path) -> int:
         text += ["No scored episode yet: nothing to compare.", ""]
     for rate in rates:
         text += [f"## Runs at tool failure rate {rate:g}", "", run_table(frame, rate), ""]
+    if frame.height:
+        text += [
+            "## How the episodes went",
+            "",
+            "Per episode, from its calls and the task's answer (docs/evaluation.md, *Diagnostics*): "
+            "*informed*, the episodes whose facts came to decide the task at its rung of the ladder; "
+            "the failures before and after that point; the turn it came at, wasted calls, wrong "
+            "set_slot calls and the share of first wrong moves undone, violations introduced, "
+            "repaired and left, budgets left (blank: unlimited), and the calls against the ideal "
+            "agent's, as means per episode. Runs made before the diagnostics count 0 episodes here.",
+            "",
+        ]
+        for rate in rates:
+            text += [f"### Tool failure rate {rate:g}", "", diagnostics_table(frame, rate), ""]
     checks = evidence(frame)
     if checks:
         text += ["## Do the axes work?", *checks, ""]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 import pytest
 
@@ -60,6 +62,15 @@ def test_evaluate_is_resumable_and_report_is_written(release, tmp_path, capsys, 
     assert "- search success: 1.000 over 8 episodes" in summary
     assert "| search | 8 | 1.000 | [0.676, 1.000] |" in summary  # Wilson interval of 8/8
     assert "all runs" not in summary  # runs of different agents and task sets are never pooled
+    # the diagnostics: search solves everything (no failure before or after knowing enough)
+    # and leaves no violation; it reads one field per cell, enough to decide only the tasks
+    # whose rules read that field alone
+    assert "## How the episodes went" in summary
+    assert re.search(r"\| search \| 8 \| [0-8]/8 \| 0/0 \| 0/0 \| ", summary)
+    rows = first.filter(pl.col("failure_rate") == 0.0)
+    assert rows["violations_at_end"].to_list() == [0] * 8 and rows["wrong_sets"].sum() > 0
+    informed = rows.filter(pl.col("informed_step").is_not_null())
+    assert (informed["informed_step"] <= informed["steps"]).all() and (rows["ideal_calls"] > 4).all()
     assert len(list((tmp_path / "report").glob("heatmap_*.png"))) == 2
     assert len(list((tmp_path / "report").glob("domains_p*.png"))) == 2
     assert len(list((tmp_path / "report").glob("success_vs_B_p*.png"))) == 2

@@ -1,0 +1,321 @@
+"""How an episode went, not only whether it succeeded: trajectory diagnostics computed from its
+calls and the task's answer (docs/evaluation.md, "Diagnostics", defines each with a worked
+example).
+
+- ``informed_step`` / ``informed_turn``: the first call (and model turn) after which what the
+  agent had learnt decides the task at the rung of the reasoning ladder that decides it with
+  every fact (its certified depth): the *view* -- each hidden cell's candidates that no fact
+  rules out, and the rules whose attribute is known for every option and visible item they
+  cover -- run through :func:`solvers.ladder.rung_domains` leaves every cell its truth alone
+  (for a task of depth ``search``: the view has one completion, proved by CP-SAT). Null when
+  the agent never knew enough.
+- ``wasted_queries`` (a query whose answer the facts before it implied), ``wasted_checks`` (a
+  slot check whose every rule's answer was known, or a global check of a grid already
+  checked), ``wasted_calls`` (both).
+- ``wrong_sets`` (set_slot of a candidate other than the cell's truth), ``first_wrong_step``
+  and ``first_wrong_undone`` (whether that cell later lost that candidate).
+- ``violations_introduced`` / ``violations_repaired`` / ``violations_at_end``: after each
+  set_slot, the global rules the grid violates (the checker's partial-grid statuses) and the
+  cells holding a candidate that breaks one of their slot rules; what appeared, went, stayed.
+- ``ideal_calls``: the calls of a reference agent that reads once each attribute the rules
+  need (per hidden cell, and for the visible items), places every cell once and calls done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from core.task import Answer, GlobalRule, Slot, Task
+from pipeline.evaluation.knowledge import Call, Knowledge, cell_of, replay
+from solvers.checker import group_records, passes_slot, rule_excess, rule_groups, rule_measure
+from solvers.ladder import FIXPOINT, PROBING, RUNGS, SEARCH, reasoning_depth, rung_domains
+from solvers.propagation import propagate
+
+Cell = tuple[int, int]
+
+# The columns diagnose() adds to a results row (null in rows of runs made before them).
+DIAGNOSTIC_COLUMNS: dict[str, Any] = {
+    "depth_rung": pl.String,
+    "informed_step": pl.Int64,
+    "informed_turn": pl.Int64,
+    "wasted_queries": pl.Int64,
+    "wasted_checks": pl.Int64,
+    "wasted_calls": pl.Int64,
+    "wrong_sets": pl.Int64,
+    "first_wrong_step": pl.Int64,
+    "first_wrong_undone": pl.Boolean,
+    "violations_introduced": pl.Int64,
+    "violations_repaired": pl.Int64,
+    "violations_at_end": pl.Int64,
+    "queries_left": pl.Int64,
+    "checks_left": pl.Int64,
+    "ideal_calls": pl.Int64,
+}
+
+
+def task_rung(task: Task, answer: Answer) -> int:
+    """The rung that decides ``task``: its certified depth, or the ladder's when not recorded."""
+    depth = answer.measures.depth if answer.measures is not None else None
+    return depth.rung if depth is not None else reasoning_depth(task).rung
+
+
+def diagnose(task: Task, answer: Answer, calls: Sequence[Call]) -> dict[str, Any]:
+    """The diagnostics of one episode (every column of :data:`DIAGNOSTIC_COLUMNS` but the
+    budgets left, which the episode itself knows)."""
+    rung = task_rung(task, answer)
+    informed = informed_step(task, answer, calls, rung)
+    wasted = wasted_calls(task, calls)
+    return {
+        "depth_rung": RUNGS[rung],
+        "informed_step": informed,
+        "informed_turn": calls[informed - 1].turn if informed is not None else None,
+        **wasted,
+        **wrong_moves(answer, calls),
+        **violations(task, calls),
+        "ideal_calls": ideal_calls(task),
+    }
+
+
+# Information sufficiency ---------------------------------------------------------------------
+
+
+def view_task(task: Task, knowledge: Knowledge) -> Task | None:
+    """The task as the agent's facts show it: each hidden cell's options (no fact rules them
+    out), and each rule group whose attribute is known for every option and visible item of
+    its cells, as a cell-scoped rule. None when some cell with several options is covered by
+    no such group (then no reasoning can decide it)."""
+    options = {cell: knowledge.options(cell) for cell in knowledge.slots}
+    rules: list[GlobalRule] = []
+    covered: set[Cell] = set()
+    for rule in task.global_constraints:
+        for index, group in enumerate(rule_groups(rule, task.rows, task.cols)):
+            if _usable(task, knowledge, options, group, rule.attribute):
+                rules.append(_group_rule(rule, index, group))
+                covered.update(group)
+    if any(len(ids) > 1 and cell not in covered for cell, ids in options.items()):
+        return None
+    slots = tuple(Slot(cell[0], cell[1], tuple(options[cell]), ()) for cell in sorted(options))
+    return Task(
+        task.task_id, task.domain, task.rows, task.cols, 0, task.grid, task.items, slots, tuple(rules)
+    )
+
+
+def _usable(
+    task: Task, knowledge: Knowledge, options: dict[Cell, list[str]], group: Sequence[Cell], attribute: str
+) -> bool:
+    for row, col in group:
+        if (row, col) in options:
+            if not knowledge.all_known((row, col), attribute):
+                return False
+        elif (task.grid[row][col], attribute) not in knowledge.visible:
+            return False
+    return True
+
+
+def _group_rule(rule: GlobalRule, index: int, group: Sequence[Cell]) -> GlobalRule:
+    return GlobalRule(
+        f"{rule.name}#{index}", rule.kind, rule.attribute, rule.bound, "cells", rule.equals, rule.at_least,
+        tuple(sorted(group)),
+    )  # fmt: skip
+
+
+def decides(view: Task, rung: int, truth: dict[Cell, str]) -> bool:
+    """Whether the ladder's ``rung`` leaves every hidden cell of ``view`` its truth alone
+    (``search``: the view has exactly one completion)."""
+    options = {(s.row, s.col): list(s.candidates) for s in view.slots}
+    domains: Mapping[Cell, Collection[str]]
+    if rung <= FIXPOINT:
+        result = propagate(view, options)
+        domains = (options, result.after_one_round, result.fixpoint)[rung]
+    else:
+        domains = rung_domains(view)[PROBING]
+    if all(list(domains[cell]) == [truth[cell]] for cell in domains):
+        return True
+    if rung < SEARCH or any(truth[cell] not in domains[cell] for cell in domains):
+        return False
+    from solvers.cpsat import CpSatModel
+    from solvers.results import INFEASIBLE
+
+    return CpSatModel(view, truth=truth).other_completion().status == INFEASIBLE
+
+
+def informed_step(task: Task, answer: Answer, calls: Sequence[Call], rung: int) -> int | None:
+    """The first step after which the agent's facts decide the task at ``rung`` (None: never).
+
+    Facts only accumulate and every rung is monotone in them, so sufficiency, once reached,
+    stays: a forward pass finds the first step at which every cell with several options is
+    covered by a usable rule (necessary, and cheap), and a binary search over the later steps
+    that taught something finds the first that decides."""
+    truth = answer.truth_choice()
+    knowledge, taught = Knowledge(task), []
+    first_covered = None
+    for call in calls:
+        if knowledge.read(call) or call.step == 1:
+            taught.append(call.step)
+            if first_covered is None and view_task(task, knowledge) is not None:
+                first_covered = len(taught) - 1
+    if first_covered is None:
+        return None
+    steps = taught[first_covered:]
+
+    def sufficient(step: int) -> bool:
+        view = view_task(task, replay(task, calls[:step]))
+        return view is not None and decides(view, rung, truth)
+
+    if not sufficient(steps[-1]):
+        return None
+    low, high = 0, len(steps) - 1  # steps[high] suffices; find the first that does
+    while low < high:
+        middle = (low + high) // 2
+        if sufficient(steps[middle]):
+            high = middle
+        else:
+            low = middle + 1
+    return steps[low]
+
+
+# Wasted calls, wrong moves, violations --------------------------------------------------------
+
+
+def wasted_calls(task: Task, calls: Sequence[Call]) -> dict[str, int]:
+    """Queries whose answer was implied, and checks whose answer was known (slot) or already
+    given for the same grid (global)."""
+    knowledge = Knowledge(task)
+    grid = [list(row) for row in task.grid]
+    checked: set[tuple[str | None, ...]] = set()
+    queries = checks = 0
+    for call in calls:
+        if call.status == "ok":
+            args = call.arguments
+            if call.kind == "query":
+                queries += knowledge.query_implied(call)
+            elif call.kind == "slot_check":
+                cell = cell_of(args)
+                checks += knowledge.slot_check_implied(cell, knowledge.placed.get(cell) if cell else None)
+            elif call.kind == "global_check":
+                key = tuple(item for row in grid for item in row)
+                checks += key in checked
+                checked.add(key)
+            elif call.kind == "set_slot" and cell_of(args) in knowledge.slots:
+                grid[args["row"]][args["col"]] = args.get("id")
+        knowledge.read(call)
+    return {"wasted_queries": queries, "wasted_checks": checks, "wasted_calls": queries + checks}
+
+
+def wrong_moves(answer: Answer, calls: Sequence[Call]) -> dict[str, Any]:
+    """How many set_slot calls placed a candidate other than the truth; the first one, and
+    whether its cell later lost that candidate (cleared or set to another)."""
+    truth = answer.truth_choice()
+    wrong, first, undone = 0, None, None
+    for call in calls:
+        cell = cell_of(call.arguments) if call.kind == "set_slot" and call.status == "ok" else None
+        if cell not in truth:
+            continue
+        placed = call.arguments.get("id")
+        if first is not None and not undone and cell == first[1] and placed != first[2]:
+            undone = True
+        if placed is not None and placed != truth[cell]:
+            wrong += 1
+            if first is None:
+                first, undone = (call.step, cell, placed), False
+    return {
+        "wrong_sets": wrong,
+        "first_wrong_step": first[0] if first else None,
+        "first_wrong_undone": undone,
+    }
+
+
+class Violations:
+    """The violations of a grid as set_slot changes it, recomputed where a change can matter:
+    the global rules the grid violates (the checker's statuses of a partial grid: upper bounds
+    on the filled cells, lower bounds once the grid is complete), and ``slot (r, c)`` for each
+    hidden cell holding a candidate that breaks one of its slot rules."""
+
+    def __init__(self, task: Task) -> None:
+        self.task, self.grid = task, [list(row) for row in task.grid]
+        self.groups = [rule_groups(rule, task.rows, task.cols) for rule in task.global_constraints]
+        self.of_cell: dict[Cell, list[tuple[int, int]]] = {}
+        for r, groups in enumerate(self.groups):
+            for g, group in enumerate(groups):
+                for cell in group:
+                    self.of_cell.setdefault(cell, []).append((r, g))
+        self.slots = {(s.row, s.col): s for s in task.slots}
+        self.empty = sum(self.grid[r][c] is None for r, c in self.slots)
+        self.broken: dict[tuple[int, int], bool] = {}
+        for r, groups in enumerate(self.groups):
+            for g in range(len(groups)):
+                self._judge(r, g)
+        self.bad_slots: set[Cell] = set()
+
+    def _judge(self, r: int, g: int) -> None:
+        rule = self.task.global_constraints[r]
+        if not rule.is_upper_bound and self.empty:
+            self.broken[(r, g)] = False  # pending
+            return
+        records, _ = group_records(self.grid, self.task.items, self.groups[r][g])
+        self.broken[(r, g)] = rule_excess(rule, rule_measure(rule, records)) > 0
+
+    def set(self, cell: Cell, item: str | None) -> list[str]:
+        """Put ``item`` in hidden ``cell``; the names violated now, sorted."""
+        was_complete = not self.empty
+        self.empty += (item is None) - (self.grid[cell[0]][cell[1]] is None)
+        self.grid[cell[0]][cell[1]] = item
+        for r, g in self.of_cell.get(cell, []):
+            self._judge(r, g)
+        if was_complete != (not self.empty):  # lower bounds switch between pending and judged
+            for r, rule in enumerate(self.task.global_constraints):
+                if not rule.is_upper_bound:
+                    for g in range(len(self.groups[r])):
+                        self._judge(r, g)
+        record = self.task.items.get(item) if item is not None else None
+        self.bad_slots.discard(cell)
+        if record is not None and not passes_slot(self.slots[cell], record):
+            self.bad_slots.add(cell)
+        names = {self.task.global_constraints[r].name for (r, _), bad in self.broken.items() if bad}
+        return sorted(names | {f"slot ({r}, {c})" for r, c in self.bad_slots})
+
+
+def violation_track(task: Task, calls: Sequence[Call]) -> list[tuple[int, list[str]]]:
+    """(step, violated names) after every set_slot that changed the grid."""
+    tracker = Violations(task)
+    track = []
+    for call in calls:
+        cell = cell_of(call.arguments) if call.kind == "set_slot" and call.status == "ok" else None
+        if cell in tracker.slots and tracker.grid[cell[0]][cell[1]] != call.arguments.get("id"):
+            track.append((call.step, tracker.set(cell, call.arguments.get("id"))))
+    return track
+
+
+def violations(task: Task, calls: Sequence[Call]) -> dict[str, int]:
+    """Violations introduced and repaired by the set_slot calls, and those left at the end."""
+    before: set[str] = set()
+    introduced = repaired = 0
+    for _, names in violation_track(task, calls):
+        now = set(names)
+        introduced += len(now - before)
+        repaired += len(before - now)
+        before = now
+    return {
+        "violations_introduced": introduced,
+        "violations_repaired": repaired,
+        "violations_at_end": len(before),
+    }
+
+
+def ideal_calls(task: Task) -> int:
+    """Calls of the reference agent: one query per hidden cell and attribute its slot rules
+    or the rules covering it read, one ``get_{d}_item_attributes`` per attribute the rules
+    read of visible cells, one set_slot per hidden cell, and done."""
+    hidden = {(s.row, s.col): {rule.attribute for rule in s.constraints} for s in task.slots}
+    visible: set[str] = set()
+    for rule in task.global_constraints:
+        for group in rule_groups(rule, task.rows, task.cols):
+            for cell in group:
+                if cell in hidden:
+                    hidden[cell].add(rule.attribute)
+                else:
+                    visible.add(rule.attribute)
+    return sum(len(attributes) for attributes in hidden.values()) + len(visible) + len(hidden) + 1
