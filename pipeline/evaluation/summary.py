@@ -26,7 +26,7 @@ from pipeline.evaluation.runs import RENAMED, RunStore, results_frame
 from pipeline.storage.parquet import read_arrow_table
 from pipeline.storage.safe import ReleaseError, read_bytes
 
-__all__ = ["load_runs", "make_report", "run_table", "wilson"]
+__all__ = ["diagnostics_cells", "load_runs", "make_report", "run_table", "wilson"]
 
 
 def _current(path: Path) -> None:
@@ -134,14 +134,16 @@ def diagnostics_table(frame: pl.DataFrame, rate: float) -> str:
     lines = [DIAGNOSTICS_HEADER, "|" + "---|" * DIAGNOSTICS_HEADER.count(" | ") + "---|"]
     for run in sorted(set(part["run"].to_list())):
         rows = part.filter((pl.col("run") == run) & pl.col("depth_rung").is_not_null())
-        lines.append(_diagnostics_row(run, rows))
+        lines.append("| " + " | ".join(diagnostics_cells(run, rows)) + " |")
     return "\n".join(lines)
 
 
-def _diagnostics_row(name: str, rows: pl.DataFrame) -> str:
+def diagnostics_cells(name: str, rows: pl.DataFrame) -> list[str]:
+    """The cells of one run's row of the diagnostics table (``rows``: its episodes that have
+    diagnostics), in the order of :data:`DIAGNOSTICS_HEADER`."""
     n = rows.height
     if not n:
-        return f"| {name} | 0 |" + " - |" * (DIAGNOSTICS_HEADER.count(" | ") - 1)
+        return [name, "0"] + ["-"] * (DIAGNOSTICS_HEADER.count(" | ") - 1)
     informed = rows["informed_step"].is_not_null()
     failed = ~rows["success"].fill_null(False)
     undone = rows["first_wrong_undone"].drop_nulls()
@@ -166,7 +168,7 @@ def _diagnostics_row(name: str, rows: pl.DataFrame) -> str:
         mean("checks_left"),
         f"{ratio:.2f}" if isinstance(ratio, int | float) else "-",
     ]
-    return "| " + " | ".join(cells) + " |"
+    return cells
 
 
 def evidence(frame: pl.DataFrame) -> list[str]:
