@@ -23,14 +23,16 @@ example).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import polars as pl
 
 from core.task import Answer, GlobalRule, Slot, Task
+from core.vocabulary import RuleKind
 from pipeline.evaluation.knowledge import Call, Knowledge, cell_of, replay
-from solvers.checker import group_records, passes_slot, rule_excess, rule_groups, rule_measure
+from solvers.checker import passes_slot, rule_excess, rule_groups, rule_measure
 from solvers.ladder import FIXPOINT, PROBING, RUNGS, SEARCH, reasoning_depth, rung_domains
 from solvers.propagation import propagate
 
@@ -229,52 +231,73 @@ def wrong_moves(answer: Answer, calls: Sequence[Call]) -> dict[str, Any]:
 
 
 class Violations:
-    """The violations of a grid as set_slot changes it, recomputed where a change can matter:
-    the global rules the grid violates (the checker's statuses of a partial grid: upper bounds
-    on the filled cells, lower bounds once the grid is complete), and ``slot (r, c)`` for each
-    hidden cell holding a candidate that breaks one of its slot rules."""
+    """The violations of a grid as set_slot changes it: the global rules the grid violates
+    (the checker's statuses of a partial grid: upper bounds on the filled cells, lower bounds
+    once the grid is complete), and ``slot (r, c)`` for each hidden cell holding a candidate
+    that breaks one of its slot rules. Each rule group keeps its measure up to date as cells
+    change: a sum of the checker's measure of each item (every kind but ``repeat_max`` adds up
+    item by item), or the count of each value (``repeat_max``: the largest count)."""
 
     def __init__(self, task: Task) -> None:
         self.task, self.grid = task, [list(row) for row in task.grid]
-        self.groups = [rule_groups(rule, task.rows, task.cols) for rule in task.global_constraints]
+        self.rules = task.global_constraints
         self.of_cell: dict[Cell, list[tuple[int, int]]] = {}
-        for r, groups in enumerate(self.groups):
-            for g, group in enumerate(groups):
+        self.totals: dict[tuple[int, int], Any] = {}
+        self.weights: dict[tuple[int, str], Any] = {}  # (rule, item) -> its measure, or its value
+        for r, rule in enumerate(self.rules):
+            for g, group in enumerate(rule_groups(rule, task.rows, task.cols)):
+                self.totals[(r, g)] = Counter() if rule.kind == RuleKind.REPEAT_MAX else 0
                 for cell in group:
                     self.of_cell.setdefault(cell, []).append((r, g))
+                    self._add(r, g, self.grid[cell[0]][cell[1]], 1)
         self.slots = {(s.row, s.col): s for s in task.slots}
         self.empty = sum(self.grid[r][c] is None for r, c in self.slots)
-        self.broken: dict[tuple[int, int], bool] = {}
-        for r, groups in enumerate(self.groups):
-            for g in range(len(groups)):
-                self._judge(r, g)
         self.bad_slots: set[Cell] = set()
+        self.lower = [key for key in self.totals if not self.rules[key[0]].is_upper_bound]
+        self.broken = {key for key in self.totals if self._broken(*key)}
 
-    def _judge(self, r: int, g: int) -> None:
-        rule = self.task.global_constraints[r]
-        if not rule.is_upper_bound and self.empty:
-            self.broken[(r, g)] = False  # pending
+    def _add(self, r: int, g: int, item: str | None, sign: int) -> None:
+        if item is None or item not in self.task.items:
             return
-        records, _ = group_records(self.grid, self.task.items, self.groups[r][g])
-        self.broken[(r, g)] = rule_excess(rule, rule_measure(rule, records)) > 0
+        key = (r, item)
+        if key not in self.weights:
+            rule, record = self.rules[r], self.task.items[item]
+            repeat = rule.kind == RuleKind.REPEAT_MAX
+            self.weights[key] = record[rule.attribute] if repeat else rule_measure(rule, [record])
+        if isinstance(self.totals[(r, g)], Counter):
+            self.totals[(r, g)][self.weights[key]] += sign
+        else:
+            self.totals[(r, g)] += sign * self.weights[key]
+
+    def _broken(self, r: int, g: int) -> bool:
+        rule, total = self.rules[r], self.totals[(r, g)]
+        if not rule.is_upper_bound and self.empty:
+            return False  # pending until the grid is complete
+        measure = max(total.values(), default=0) if isinstance(total, Counter) else total
+        return rule_excess(rule, measure) > 0
 
     def set(self, cell: Cell, item: str | None) -> list[str]:
         """Put ``item`` in hidden ``cell``; the names violated now, sorted."""
+        old = self.grid[cell[0]][cell[1]]
         was_complete = not self.empty
-        self.empty += (item is None) - (self.grid[cell[0]][cell[1]] is None)
+        self.empty += (item is None) - (old is None)
         self.grid[cell[0]][cell[1]] = item
-        for r, g in self.of_cell.get(cell, []):
-            self._judge(r, g)
+        changed = list(self.of_cell.get(cell, []))
+        for r, g in changed:
+            self._add(r, g, old, -1)
+            self._add(r, g, item, 1)
         if was_complete != (not self.empty):  # lower bounds switch between pending and judged
-            for r, rule in enumerate(self.task.global_constraints):
-                if not rule.is_upper_bound:
-                    for g in range(len(self.groups[r])):
-                        self._judge(r, g)
+            changed += self.lower
+        for key in changed:
+            if self._broken(*key):
+                self.broken.add(key)
+            else:
+                self.broken.discard(key)
         record = self.task.items.get(item) if item is not None else None
         self.bad_slots.discard(cell)
         if record is not None and not passes_slot(self.slots[cell], record):
             self.bad_slots.add(cell)
-        names = {self.task.global_constraints[r].name for (r, _), bad in self.broken.items() if bad}
+        names = {self.rules[r].name for r, _ in self.broken}
         return sorted(names | {f"slot ({r}, {c})" for r, c in self.bad_slots})
 
 

@@ -214,3 +214,31 @@ def test_the_agent_loop_records_the_model_turn_of_every_environment_call():
     loop.take(Reply(content="thinking"))  # no call: a reminder, no environment call
     loop.take(Reply(tool_calls=[ToolCall("d", "done", {})]))
     assert loop.outcome.call_turns == [1, 1, 1, 3] and len(episode.trace) == 4
+
+
+def test_the_violations_kept_up_to_date_are_the_checkers_at_every_change():
+    """Random set_slot sequences on hand-built toy tasks (every rule kind and scope): the
+    tracker's violations equal the checker's statuses of the whole grid after each change."""
+    import random
+
+    from pipeline.evaluation.diagnostics import Violations
+    from solvers.checker import check_global, passes_slot
+    from tests import examples, tiny
+
+    tasks = [tiny.TASK, tiny.OPEN_TASK, examples.ROW_REPEAT, examples.VISIBLE_BREAKS, examples.BOUNDARY]
+    tasks += [examples.THRESHOLD_ZERO, examples.LOOSENING_CAP]
+    rng = random.Random(7)
+    for task in tasks:
+        tracker = Violations(task)
+        for _ in range(60):
+            slot = rng.choice(task.slots)
+            item = rng.choice([*slot.candidates, None])
+            got = tracker.set((slot.row, slot.col), item)
+            grid = tracker.grid
+            expected = {name for name, status in check_global(task, grid).items() if status == "violated"}
+            expected |= {
+                f"slot ({s.row}, {s.col})"
+                for s in task.slots
+                if grid[s.row][s.col] is not None and not passes_slot(s, task.items[grid[s.row][s.col]])
+            }
+            assert got == sorted(expected), (task.task_id, grid)
