@@ -109,6 +109,10 @@ def test_report_groups_by_run_and_works_on_empty_partial_and_stale_runs(release,
     assert make_report([runs / release.name], tmp_path / "report") == 0
     summary = (tmp_path / "report" / "summary.md").read_text()
     assert "| greedy_local | 4 |" in summary and "| greedy-again | 4 |" in summary  # two runs, not one
+    diagnostics = summary.split("## How the episodes went")[1].split("## Do the axes work?")[0]
+    assert re.search(r"\| greedy_local \| 4 \| [0-4]/4 \| ", diagnostics)
+    assert re.search(r"\| greedy-again \| 4 \| [0-4]/4 \| ", diagnostics)
+    assert "nothing-yet" not in diagnostics  # the empty run has no episode to diagnose
     assert "Runs without a scored episode: nothing-yet" in summary
     assert "retries them): greedy-again @ small-v1.0.0: 1" in summary
     assert len(list((tmp_path / "report").glob("heatmap_*.png"))) == 2
@@ -118,6 +122,7 @@ def test_report_groups_by_run_and_works_on_empty_partial_and_stale_runs(release,
     assert make_report([only_empty], tmp_path / "report-empty") == 0
     text = (tmp_path / "report-empty" / "summary.md").read_text()
     assert "No scored episode yet" in text and "Do the axes work?" not in text
+    assert "How the episodes went" not in text
 
 
 def test_wilson_interval_matches_the_textbook_values():

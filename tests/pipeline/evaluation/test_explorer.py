@@ -194,3 +194,12 @@ def test_a_transcript_that_expands_too_far_is_named_not_embedded(runs, small_rel
 
 def test_script_json_cannot_close_a_script():
     assert script_json({"a": "</script><!--\u2028"}) == '{"a":"\\u003c/script\\u003e\\u003c!--\\u2028"}'
+
+
+def test_make_show_says_how_the_episode_went(runs):
+    from pipeline.evaluation.transcripts import show
+
+    row = pl.read_parquet(runs / "search" / "results.parquet").row(0, named=True)
+    text = show(runs / "search", row["task_id"])
+    assert f"calls {row['steps']} vs the ideal {row['ideal_calls']}" in text
+    assert f"violations introduced {row['violations_introduced']}, repaired" in text
