@@ -31,7 +31,7 @@ import polars as pl
 
 from core.task import Answer, GlobalRule, Slot, Task
 from core.vocabulary import RuleKind
-from pipeline.evaluation.knowledge import Call, Knowledge, cell_of, replay
+from pipeline.evaluation.knowledge import Call, Knowledge, cell_of
 from solvers.checker import passes_slot, rule_excess, rule_groups, rule_measure
 from solvers.ladder import FIXPOINT, PROBING, RUNGS, SEARCH, reasoning_depth, rung_domains
 from solvers.propagation import propagate
@@ -144,39 +144,86 @@ def decides(view: Task, rung: int, truth: dict[Cell, str]) -> bool:
     return CpSatModel(view, truth=truth).other_completion().status == INFEASIBLE
 
 
+class Coverage:
+    """Whether every hidden cell with several options is covered by a usable rule group (a
+    view can be decided only then), kept up to date as facts arrive: a group is re-judged
+    only when a fact about one of its cells, or about the visible items, arrives."""
+
+    def __init__(self, task: Task, knowledge: Knowledge) -> None:
+        self.task, self.knowledge = task, knowledge
+        self.groups: list[tuple[str, tuple[Cell, ...]]] = [
+            (rule.attribute, tuple(group))
+            for rule in task.global_constraints
+            for group in rule_groups(rule, task.rows, task.cols)
+        ]
+        self.of_cell: dict[Cell, list[int]] = {}
+        for index, (_, group) in enumerate(self.groups):
+            for cell in group:
+                self.of_cell.setdefault(cell, []).append(index)
+        self.usable = [False] * len(self.groups)
+        self.visible = len(knowledge.visible)
+
+    def covered(self) -> bool:
+        """Re-judge the groups new facts touch, then whether every open cell is covered."""
+        knowledge = self.knowledge
+        indices = {index for cell in knowledge.touched for index in self.of_cell.get(cell, [])}
+        if len(knowledge.visible) != self.visible:
+            self.visible = len(knowledge.visible)
+            indices = set(range(len(self.groups)))
+        knowledge.touched.clear()
+        options = {cell: knowledge.options(cell) for cell in knowledge.slots}
+        for index in indices:
+            attribute, group = self.groups[index]
+            self.usable[index] = _usable(self.task, knowledge, options, group, attribute)
+        return all(
+            len(options[cell]) <= 1 or any(self.usable[index] for index in self.of_cell.get(cell, []))
+            for cell in knowledge.slots
+        )
+
+
 def informed_step(task: Task, answer: Answer, calls: Sequence[Call], rung: int) -> int | None:
     """The first step after which the agent's facts decide the task at ``rung`` (None: never).
 
     Facts only accumulate and every rung is monotone in them, so sufficiency, once reached,
     stays: a forward pass finds the first step at which every cell with several options is
-    covered by a usable rule (necessary, and cheap), and a binary search over the later steps
-    that taught something finds the first that decides."""
+    covered by a usable rule (necessary, and kept up to date cheaply); if the facts at the end
+    decide the task, a binary search over the steps from there that taught something finds the
+    first that does (each probe replays the calls from a copy of the facts at that point)."""
     truth = answer.truth_choice()
-    knowledge, taught = Knowledge(task), []
-    first_covered = None
+    knowledge = Knowledge(task)
+    coverage = Coverage(task, knowledge)
+    taught: list[int] = []
+    start: Knowledge | None = None
     for call in calls:
-        if knowledge.read(call) or call.step == 1:
+        new = knowledge.read(call)
+        if start is None:
+            if (new or call.step == 1) and coverage.covered():
+                start = knowledge.copy()
+                taught.append(call.step)
+        elif new:
             taught.append(call.step)
-            if first_covered is None and view_task(task, knowledge) is not None:
-                first_covered = len(taught) - 1
-    if first_covered is None:
+    if start is None:
         return None
-    steps = taught[first_covered:]
+    final = view_task(task, knowledge)
+    if final is None or not decides(final, rung, truth):
+        return None
+    first = taught[0]
 
     def sufficient(step: int) -> bool:
-        view = view_task(task, replay(task, calls[:step]))
+        facts = start.copy()
+        for call in calls[first:step]:
+            facts.read(call)
+        view = view_task(task, facts)
         return view is not None and decides(view, rung, truth)
 
-    if not sufficient(steps[-1]):
-        return None
-    low, high = 0, len(steps) - 1  # steps[high] suffices; find the first that does
+    low, high = 0, len(taught) - 1  # taught[high] suffices; find the first that does
     while low < high:
         middle = (low + high) // 2
-        if sufficient(steps[middle]):
+        if sufficient(taught[middle]):
             high = middle
         else:
             low = middle + 1
-    return steps[low]
+    return taught[low]
 
 
 # Wasted calls, wrong moves, violations --------------------------------------------------------

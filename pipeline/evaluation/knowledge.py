@@ -133,6 +133,10 @@ class Value:
     allowed: frozenset[str] | None = None
     excluded: set[str] = field(default_factory=set)
 
+    def copy(self) -> Value:
+        """An independent copy."""
+        return Value(self.low, self.high, set(self.holes), self.allowed, set(self.excluded))
+
     def exact(self) -> Any:
         """The value when it is known exactly, else None."""
         if self.low is not None and self.low == self.high:
@@ -234,7 +238,21 @@ class Knowledge:
         self.visible_ids = {i for row in task.grid for i in row if i is not None}
         self.placed: dict[Cell, str | None] = {}  # what set_slot put in each cell (slot checks read it)
         self._options: dict[Cell, list[str]] = {}  # per cell, until a fact about it arrives
+        self.touched: set[Cell] = set()  # cells with new facts since the caller last emptied it
         self._all_known: dict[tuple[Cell, str], bool] = {}
+
+    def copy(self) -> Knowledge:
+        """An independent copy of the facts (the task is shared)."""
+        other = Knowledge.__new__(Knowledge)
+        other.task, other.slots, other.visible_ids = self.task, self.slots, self.visible_ids
+        other.values = {key: value.copy() for key, value in self.values.items()}
+        other.slot_facts, other.visible, other.placed = (
+            dict(self.slot_facts),
+            dict(self.visible),
+            dict(self.placed),
+        )
+        other._options, other._all_known, other.touched = {}, {}, set()
+        return other
 
     def value(self, cell: Cell, item: str, attribute: str) -> Value:
         """What is known of ``attribute`` of candidate ``item`` in ``cell``."""
@@ -294,6 +312,7 @@ class Knowledge:
 
     def _forget(self, cell: Cell) -> None:
         """Drop what was derived about ``cell`` (a new fact about it arrived)."""
+        self.touched.add(cell)
         self._options.pop(cell, None)
         for key in [key for key in self._all_known if key[0] == cell]:
             del self._all_known[key]

@@ -10,7 +10,7 @@ from core.budgets import EnvSettings
 from gridbench.agents.harness import episode_diagnostics
 from gridbench.env import Episode
 from pipeline.evaluation.diagnostics import diagnose, ideal_calls, informed_step, violation_track
-from pipeline.evaluation.knowledge import Knowledge, Value, read_calls
+from pipeline.evaluation.knowledge import Knowledge, Value, read_calls, replay
 from solvers.ladder import SEARCH
 from tests.tiny import ANSWER, TASK
 
@@ -166,7 +166,7 @@ def test_a_task_of_depth_search_is_decided_by_a_proof_of_one_completion():
     calls = read_calls(play(moves, task=task).trace, "toy")
     assert informed_step(task, answer, calls, SEARCH) == 15
     assert informed_step(task, answer, calls[:14], SEARCH) is None
-    view = module.view_task(task, module.replay(task, calls[:15]))
+    view = module.view_task(task, replay(task, calls[:15]))
     assert view is not None and {rule.attribute for rule in view.global_constraints} == {"cost"}
     assert not module.decides(view, module.PROBING, answer.truth_choice())  # probing alone cannot
 
