@@ -146,8 +146,10 @@ def decides(view: Task, rung: int, truth: dict[Cell, str]) -> bool:
 
 class Coverage:
     """Whether every hidden cell with several options is covered by a usable rule group (a
-    view can be decided only then), kept up to date as facts arrive: a group is re-judged
-    only when a fact about one of its cells, or about the visible items, arrives."""
+    view can be decided only then), kept up to date as facts arrive. Facts only accumulate,
+    so a usable group stays usable and an option once ruled out stays out: only the groups of
+    cells with new facts (all groups, after a read of visible items) that are not usable yet
+    are judged again, and only those cells' options."""
 
     def __init__(self, task: Task, knowledge: Knowledge) -> None:
         self.task, self.knowledge = task, knowledge
@@ -161,24 +163,29 @@ class Coverage:
             for cell in group:
                 self.of_cell.setdefault(cell, []).append(index)
         self.usable = [False] * len(self.groups)
-        self.visible = len(knowledge.visible)
+        self.visible = -1
+        self.waiting = set(knowledge.slots)  # open cells no usable group covers yet
+        knowledge.touched.update(knowledge.slots)
 
     def covered(self) -> bool:
-        """Re-judge the groups new facts touch, then whether every open cell is covered."""
+        """Take in the new facts; whether every open cell is covered."""
         knowledge = self.knowledge
-        indices = {index for cell in knowledge.touched for index in self.of_cell.get(cell, [])}
+        touched = set(knowledge.touched)
+        knowledge.touched.clear()
+        indices = {index for cell in touched for index in self.of_cell.get(cell, [])}
         if len(knowledge.visible) != self.visible:
             self.visible = len(knowledge.visible)
             indices = set(range(len(self.groups)))
-        knowledge.touched.clear()
         options = {cell: knowledge.options(cell) for cell in knowledge.slots}
-        for index in indices:
+        for index in sorted(indices):
             attribute, group = self.groups[index]
-            self.usable[index] = _usable(self.task, knowledge, options, group, attribute)
-        return all(
-            len(options[cell]) <= 1 or any(self.usable[index] for index in self.of_cell.get(cell, []))
-            for cell in knowledge.slots
-        )
+            if not self.usable[index] and _usable(self.task, knowledge, options, group, attribute):
+                self.usable[index] = True
+                touched.update(cell for cell in group if cell in options)
+        for cell in touched & self.waiting:
+            if len(options[cell]) <= 1 or any(self.usable[i] for i in self.of_cell.get(cell, [])):
+                self.waiting.discard(cell)
+        return not self.waiting
 
 
 def informed_step(task: Task, answer: Answer, calls: Sequence[Call], rung: int) -> int | None:
