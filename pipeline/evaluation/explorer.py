@@ -34,6 +34,7 @@ from typing import Any
 import polars as pl
 
 from core.errors import UserError
+from pipeline.evaluation.runs import RESULT_SCHEMA
 from pipeline.evaluation.summary import DIAGNOSTICS_HEADER, diagnostics_cells, load_runs
 from pipeline.storage.depth import wilson
 from pipeline.storage.read import shown
@@ -121,6 +122,7 @@ def build_view(roots: list[Path], out: Path, releases: dict[str, Path]) -> ViewS
     code wrote before); ``releases`` maps a release name to its folder (task files, truth)."""
     start = time.perf_counter()
     frame, unscored = load_runs(roots)
+    _check_frame(frame)
     _check_output(out)
     folders = {root.name: root for root in roots}
     temporary = out.parent / f".{out.name}.tmp-{os.getpid()}"
@@ -141,6 +143,23 @@ def build_view(roots: list[Path], out: Path, releases: dict[str, Path]) -> ViewS
     size = sum(path.stat().st_size for path in out.rglob("*") if path.is_file())
     embedded = sum(1 for row in rows if row["has_transcript"])
     return ViewStats(len(rows), embedded, tasks, size, time.perf_counter() - start)
+
+
+KEYS = ("episode_id", "task_id", "domain", "hidden_slots", "decoy_budget", "failure_rate", "trial", "success")
+
+
+def _check_frame(frame: pl.DataFrame) -> None:
+    """Every row names its episode, task and cell with values of the declared types (a
+    results table edited by hand, or written by something else, is refused by run)."""
+    for column in KEYS:
+        expected = RESULT_SCHEMA[column]
+        bad = frame.filter(pl.col(column).is_null()) if frame.schema[column] == expected else frame
+        if bad.height:
+            runs = ", ".join(sorted(set(bad["run"].to_list()))[:3])
+            raise UserError(
+                f"the results of run {runs} have {column} missing or not {expected}: the table is "
+                "damaged; delete its results.parquet and rerun make eval (episodes.jsonl keeps the rows)"
+            )
 
 
 def _check_output(out: Path) -> None:

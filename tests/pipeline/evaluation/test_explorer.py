@@ -163,6 +163,13 @@ def test_bad_input_is_one_line(runs, small_release, tmp_path):
     (broken / "results.parquet").write_bytes(b"PAR1 not a table")
     with pytest.raises(UserError, match="cannot be read"):
         run(runs_root=tmp_path / "broken", output=tmp_path / "out")
+    for column, value in (("failure_rate", None), ("hidden_slots", "five")):
+        damaged = tmp_path / f"damaged-{column}" / "run"
+        damaged.mkdir(parents=True)
+        table = pl.read_parquet(runs / "search" / "results.parquet")
+        table.with_columns(pl.lit(value).alias(column)).write_parquet(damaged / "results.parquet")
+        with pytest.raises(UserError, match=f"have {column} missing or not"):
+            run(runs_root=damaged.parent, output=tmp_path / "out")
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("keep me")
