@@ -329,9 +329,40 @@ def _summary(
         "diagnostics_header": [cell.strip() for cell in DIAGNOSTICS_HEADER.strip("| ").split(" | ")],
         "diagnostics": diagnostics,
         "columns": [list(pair) for pair in COLUMNS],
+        "task_columns": [list(pair) for pair in TASK_COLUMNS] + [[f"run:{run}", run] for run in runs],
+        "task_rows": _task_rows(frame, runs),
         "episode_facts": [list(pair) for pair in FACTS],
         "rows": rows,
     }
+
+
+TASK_COLUMNS = (
+    ("task_id", "task"),
+    ("domain", "domain"),
+    ("hidden_slots", "H"),
+    ("decoy_budget", "B"),
+    ("depth_rung", "rung"),
+    ("solved_by", "runs solving it"),
+)
+
+
+def _task_rows(frame: pl.DataFrame, runs: list[str]) -> list[dict[str, Any]]:
+    """One row per task: its cell, its rung, and each run's success over its episodes of it
+    (``run:<name>``: a share, null when the run did not play it)."""
+    keys = ["release", "task_id", "domain", "hidden_slots", "decoy_budget"]
+    if not frame.height:
+        return []
+    per_run = frame.group_by([*keys, "run"]).agg(
+        pl.col("success").cast(pl.Float64).mean().alias("rate"), pl.col("depth_rung").drop_nulls().first()
+    )
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for record in per_run.sort([*keys, "run"]).iter_rows(named=True):
+        key = tuple(record[k] for k in keys)
+        row = rows.setdefault(key, {**{k: record[k] for k in keys}, "depth_rung": None, "solved_by": 0})
+        row["depth_rung"] = row["depth_rung"] or record["depth_rung"]
+        row[f"run:{record['run']}"] = record["rate"]
+        row["solved_by"] += record["rate"] == 1.0
+    return list(rows.values())
 
 
 def _listing(counts: dict[str, int]) -> str:

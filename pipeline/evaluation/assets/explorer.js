@@ -135,11 +135,7 @@
     head.replaceChildren(tr);
   }
   function compare(a, b) {
-    const x = a[sortKey], y = b[sortKey];
-    if (x === y) return 0;
-    if (x === null || x === undefined) return 1;
-    if (y === null || y === undefined) return -1;
-    return (x < y ? -1 : 1) * sortDir;
+    return order(a[sortKey], b[sortKey], sortDir);
   }
   function cell(key, value) {
     if (typeof value === "boolean") return el("td", { class: value ? "yes" : "no", text: value ? "yes" : "no" });
@@ -161,6 +157,67 @@
     document.getElementById("count").textContent = rows.length + " of " + S.rows.length + " episodes" + (rows.length > shown ? " (the first " + shown + " shown)" : "");
     const more = document.getElementById("more");
     more.hidden = rows.length <= shown;
+  }
+
+  // Tasks: one row per task, each run's success side by side ---------------------------------
+  function taskTable() {
+    const state = { shown: PAGE, key: null, dir: 1, filters: {} };
+    const box = document.getElementById("task-filters");
+    for (const [key, label] of [["domain", "domain"], ["hidden_slots", "H"], ["decoy_budget", "B"], ["depth_rung", "rung"]]) {
+      const values = [...new Set(S.task_rows.map((r) => text(r[key])))].sort((a, b) => (isNaN(a) || isNaN(b) ? a.localeCompare(b) : a - b));
+      const select = el("select", { id: "task-filter-" + key }, el("option", { value: "", text: "all" }));
+      for (const value of values) select.appendChild(el("option", { value: value, text: value }));
+      select.addEventListener("change", () => { state.filters[key] = select.value; state.shown = PAGE; draw(); });
+      box.appendChild(el("label", {}, label, select));
+    }
+    const search = el("input", { id: "task-filter-text", type: "search", placeholder: "task id contains" });
+    search.addEventListener("input", () => { state.filters.text = search.value.trim(); state.shown = PAGE; draw(); });
+    box.appendChild(el("label", {}, "task", search));
+    document.getElementById("more-tasks").addEventListener("click", () => { state.shown += PAGE; draw(); });
+    function draw() {
+      const head = el("tr");
+      for (const [key, label] of S.task_columns) {
+        const th = el("th", { "data-key": key, text: label });
+        if (key === state.key) th.className = state.dir > 0 ? "sorted-asc" : "sorted-desc";
+        th.addEventListener("click", () => { state.dir = state.key === key ? -state.dir : 1; state.key = key; draw(); });
+        head.appendChild(th);
+      }
+      document.querySelector("#tasks thead").replaceChildren(head);
+      let rows = S.task_rows.filter((row) => Object.entries(state.filters).every(([key, value]) =>
+        !value || (key === "text" ? row.task_id.includes(value) : text(row[key]) === value)));
+      if (state.key) rows = rows.slice().sort((a, b) => order(a[state.key], b[state.key], state.dir));
+      const body = document.querySelector("#tasks tbody");
+      body.replaceChildren();
+      for (const row of rows.slice(0, state.shown)) {
+        const tr = el("tr", { "data-task": row.task_id });
+        for (const [key] of S.task_columns) {
+          const value = row[key];
+          if (key.startsWith("run:")) {
+            const td = el("td", { text: value === null || value === undefined ? "-" : value === 1 ? "solved" : value === 0 ? "failed" : fixed(value, 2) });
+            td.className = value === 1 ? "yes" : value === 0 ? "no" : "";
+            tr.appendChild(td);
+          } else tr.appendChild(cell(key, value));
+        }
+        tr.addEventListener("click", () => {
+          const input = document.getElementById("filter-text");
+          input.value = row.task_id;
+          filterState.text = row.task_id;
+          shown = PAGE;
+          renderRows();
+          document.getElementById("episodes-section").scrollIntoView();
+        });
+        body.appendChild(tr);
+      }
+      document.getElementById("task-count").textContent = rows.length + " of " + S.task_rows.length + " tasks" + (rows.length > state.shown ? " (the first " + state.shown + " shown)" : "");
+      document.getElementById("more-tasks").hidden = rows.length <= state.shown;
+    }
+    draw();
+  }
+  function order(x, y, dir) {
+    if (x === y) return 0;
+    if (x === null || x === undefined) return 1;
+    if (y === null || y === undefined) return -1;
+    return (x < y ? -1 : 1) * dir;
   }
 
   // One episode: transcript beside the grid as it evolved ------------------------------------
@@ -349,6 +406,7 @@
     for (const note of S.notes) notes.appendChild(el("p", { class: "note", text: note }));
     renderSuccess();
     renderDiagnostics();
+    taskTable();
     renderFilters();
     renderHead();
     renderRows();

@@ -81,6 +81,12 @@ def test_the_folder_is_self_contained_escaped_and_complete(runs, small_release, 
     assert {m["run"] for m in summary["heatmaps"]} == {"search", "greedy_local", "again"}
     search = next(m for m in summary["heatmaps"] if m["run"] == "search")
     assert search["n"] == 4 and all(c["low"] <= c["rate"] <= c["high"] for c in search["cells"].values())
+    # one row per task, each run's success side by side (null where a run did not play it)
+    tasks = {row["task_id"]: row for row in summary["task_rows"]}
+    assert len(tasks) == len({r["task_id"] for r in summary["rows"]}) == 4
+    assert [c[0] for c in summary["task_columns"][-3:]] == ["run:again", "run:greedy_local", "run:search"]
+    for row in tasks.values():
+        assert row["run:search"] == 1.0 and row["solved_by"] >= 1 and row["depth_rung"]
     notes = " ".join(summary["notes"])
     assert "Runs without a scored episode: empty" in notes and "again" in notes  # empty, partial
     # two runs of one model: the same episodes, kept apart (one file each)

@@ -88,6 +88,15 @@ def test_the_explorer_works_from_disk(browser, view, tmp_path):
     page, problems = open_page(browser, (view / "index.html").as_uri())
     assert "scored episodes" in page.inner_text("#subtitle")
     assert page.locator("table.heat").count() == 3 and page.locator("table.diagnostics").count() == 1
+    tasks = page.locator("#tasks tbody tr")
+    every = tasks.count()
+    page.select_option("#task-filter-domain", "toy")
+    assert 0 < tasks.count() < every
+    page.click("#tasks thead th[data-key='run:greedy_local']")
+    tasks.first.click()  # lists the task's episodes, one per run
+    assert page.locator("#episodes tbody tr").count() == 3
+    page.fill("#filter-text", "")
+    page.dispatch_event("#filter-text", "input")
     total = page.locator("#episodes tbody tr").count()
     page.select_option("#filter-run", "search")
     assert 0 < page.locator("#episodes tbody tr").count() < total
