@@ -304,11 +304,12 @@
     split.append(pane, state);
     box.appendChild(split);
     let grids = [], truth = null;
-    const base = task ? task.grid.map((r) => r.slice()) : null;
+    const sane = task && Array.isArray(task.grid) && task.grid.every(Array.isArray) && Array.isArray(task.slots);
+    const base = sane ? task.grid.map((r) => r.slice()) : null;
     // the grid after every event (only set_slot results change it)
     let grid = base ? base.map((r) => r.slice()) : null;
     for (const event of list) {
-      if (event.set && grid && grid[event.set[0]] && event.set[1] < grid[event.set[0]].length) {
+      if (event.set && grid && event.set[0] >= 0 && event.set[1] >= 0 && grid[event.set[0]] && event.set[1] < grid[event.set[0]].length) {
         grid = grid.map((r) => r.slice());
         grid[event.set[0]][event.set[1]] = event.set[2];
       }
@@ -320,7 +321,7 @@
     const reveal = el("button", { type: "button", id: "reveal", text: "Reveal the truth" });
     const truthNote = el("p", { class: "note", text: "The truth stays hidden until you ask for it." });
     state.append(el("div", {}, "after event ", slider, " ", label), board, reveal, truthNote);
-    if (!task) { board.appendChild(el("p", { class: "note", text: "The task file was not found: no grid." })); reveal.hidden = true; }
+    if (!base) { board.appendChild(el("p", { class: "note", text: "The task file was not found or cannot be read: no grid." })); reveal.hidden = true; }
     const nodes = [];
     let shownEvents = 0;
     function addEvents(count) {
@@ -359,7 +360,7 @@
       const g = grids[at] || base;
       if (!g) return;
       const before = at > 0 ? grids[at - 1] || base : base;
-      const hidden = new Set(task.slots.map((s) => s[0] + "," + s[1]));
+      const hidden = new Set(task.slots.map((s) => (Array.isArray(s) ? s[0] + "," + s[1] : "")));
       const table = el("table", { class: "board" });
       g.forEach((r, i) => {
         const tr = el("tr");
@@ -368,7 +369,7 @@
           const td = el("td", { class: isHidden ? "hidden" : "fixed", title: "(" + i + ", " + j + ")" }, id === null ? "" : String(id));
           if (isHidden && before && before[i][j] !== id) td.classList.add("changed");
           if (isHidden && truth) {
-            const right = truth.truth[i][j];
+            const right = Array.isArray(truth.truth) && Array.isArray(truth.truth[i]) ? truth.truth[i][j] : undefined;
             td.classList.add(id === right ? "right" : "wrong");
             if (id !== right) td.appendChild(el("small", { text: String(right) }));
           }

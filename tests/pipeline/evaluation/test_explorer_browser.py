@@ -7,7 +7,9 @@ installs Chromium and Playwright first (`make browser`)."""
 from __future__ import annotations
 
 import functools
+import gzip
 import http.server
+import json
 import os
 import shutil
 import threading
@@ -19,6 +21,7 @@ from pipeline.evaluation.explorer import build_view
 from tests.helpers_release import compose_config
 
 pytestmark = pytest.mark.slow
+HOSTILE = '<img src="https://example.invalid/x.png" onerror="alert(1)"><script>alert(2)</script>'
 CHROMIUM = os.environ.get("GRIDBENCH_CHROMIUM", "/usr/bin/chromium")
 ARGS = [
     "--headless",
@@ -39,6 +42,12 @@ def view(small_release, tmp_path_factory) -> Path:
     for agent in ("search", "greedy_local", "budget_aware"):
         overrides = [f"release={small_release}", f"agent={agent}", f"output_root={root}", "workers=1"]
         assert evaluate(compose_config(overrides, "evaluate", "apps")) == 0
+    # outside text that would run or load something if it were written as markup
+    run = root / small_release.name / "search"
+    path = sorted((run / "transcripts").glob("*.json.gz"))[0]
+    record = json.loads(gzip.decompress(path.read_bytes()))
+    record["transcript"][0]["result"]["message"] = HOSTILE
+    path.write_bytes(gzip.compress(json.dumps(record).encode(), mtime=0))
     out = root.parent / "view"
     build_view([root / small_release.name], out, {small_release.name: small_release})
     return out
@@ -132,6 +141,21 @@ def test_the_explorer_works_from_disk(browser, view, tmp_path):
     page.screenshot(path=shots / "explorer-top.png")
     screenshot_is_not_blank(shots / "explorer-top.png")
     assert problems == []
+
+
+def test_outside_text_is_shown_as_text(browser, view):
+    page, problems = open_page(browser, (view / "index.html").as_uri())
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.select_option("#filter-run", "search")
+    for k in range(page.locator("#episodes tbody tr").count()):
+        page.locator("#episodes tbody tr").nth(k).click()
+        page.wait_for_selector("#transcript .event")
+        if HOSTILE in page.inner_text("#transcript"):
+            break
+    assert HOSTILE in page.inner_text("#transcript")
+    assert page.locator("#episode img, #episode script").count() == 0
+    assert dialogs == [] and problems == []
 
 
 def test_the_explorer_works_behind_a_static_server(browser, view, tmp_path):
