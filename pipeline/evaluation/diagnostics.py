@@ -31,7 +31,7 @@ import polars as pl
 
 from core.task import Answer, GlobalRule, Slot, Task
 from core.vocabulary import RuleKind
-from pipeline.evaluation.knowledge import Call, Knowledge, cell_of
+from pipeline.evaluation.knowledge import Call, Knowledge, Value, cell_of
 from solvers.checker import passes_slot, rule_excess, rule_groups, rule_measure
 from solvers.ladder import FIXPOINT, PROBING, RUNGS, SEARCH, reasoning_depth, rung_domains
 from solvers.propagation import propagate
@@ -84,42 +84,93 @@ def diagnose(task: Task, answer: Answer, calls: Sequence[Call]) -> dict[str, Any
 # Information sufficiency ---------------------------------------------------------------------
 
 
-def view_task(task: Task, knowledge: Knowledge) -> Task | None:
-    """The task as the agent's facts show it: each hidden cell's options (no fact rules them
-    out), and each rule group whose attribute is known for every option and visible item of
-    its cells, as a cell-scoped rule. None when some cell with several options is covered by
-    no such group (then no reasoning can decide it)."""
-    options = {cell: knowledge.options(cell) for cell in knowledge.slots}
-    rules: list[GlobalRule] = []
-    covered: set[Cell] = set()
-    for rule in task.global_constraints:
-        for index, group in enumerate(rule_groups(rule, task.rows, task.cols)):
-            if _usable(task, knowledge, options, group, rule.attribute):
-                rules.append(_group_rule(rule, index, group))
-                covered.update(group)
-    if any(len(ids) > 1 and cell not in covered for cell, ids in options.items()):
-        return None
-    slots = tuple(Slot(cell[0], cell[1], tuple(options[cell]), ()) for cell in sorted(options))
-    return Task(
-        task.task_id, task.domain, task.rows, task.cols, 0, task.grid, task.items, slots, tuple(rules)
-    )
+PROOF_WORK = 1.0  # CP-SAT's deterministic time for a proof of one completion (about a second)
+OTHER = "\x00other"  # a category no rule names (a count_* rule's "not equal")
 
 
-def _usable(
-    task: Task, knowledge: Knowledge, options: dict[Cell, list[str]], group: Sequence[Cell], attribute: str
-) -> bool:
+def favourable(rule: GlobalRule, known: Value | None, unique: str) -> Any:
+    """The value of an option that is most favourable to ``rule`` among those its facts
+    allow, as the rule reads it: the exact value when known; else the smallest possible value
+    for a sum with a cap, the largest for a sum with a floor, a value that does not count for a
+    count with a cap, the counted value when it is possible for a count with a floor; None when
+    the facts bound nothing, and for a repeat limit (only exact values are used there). With the
+    most favourable values the ladder reasons soundly: an option it rules out breaks the rule
+    whatever its true value, and the others are judged against a best case at least as good
+    as the truth."""
+    exact = known.exact() if known is not None else None
+    if exact is not None:
+        return exact
+    kind, attribute_known = rule.kind, known or Value()
+    if kind == RuleKind.SUM_MAX:
+        return attribute_known.low
+    if kind == RuleKind.SUM_MIN:
+        return attribute_known.high
+    if kind == RuleKind.REPEAT_MAX:
+        return None  # a value of its own would be sound but makes one row per option: not used
+    if kind == RuleKind.COUNT_MAX:
+        return OTHER
+    if kind == RuleKind.COUNT_MIN:
+        return rule.equals if attribute_known.status("=", rule.equals) is not False else OTHER
+    threshold = int(rule.at_least or 0)  # count_min_threshold: counted when >= at_least
+    high = attribute_known.high
+    return threshold if high is None or high >= threshold else threshold - 1
+
+
+def group_values(
+    task: Task, knowledge: Knowledge, options: dict[Cell, list[str]], rule: GlobalRule, group: Sequence[Cell]
+) -> dict[str, Any] | None:
+    """The value every option and visible item of ``group`` takes for ``rule`` in the view
+    (:func:`favourable` for an option, the value read for a visible item); None when one has
+    none (the group cannot be used)."""
+    values: dict[str, Any] = {}
     for row, col in group:
         if (row, col) in options:
-            if not knowledge.all_known((row, col), attribute):
-                return False
-        elif (task.grid[row][col], attribute) not in knowledge.visible:
-            return False
-    return True
+            for item in options[(row, col)]:
+                known = knowledge.values.get(((row, col), item, rule.attribute))
+                value = favourable(rule, known, f"\x00{row},{col},{item}")
+                if value is None:
+                    return None
+                values[item] = value
+        else:
+            item = str(task.grid[row][col])
+            if (item, rule.attribute) not in knowledge.visible:
+                return None
+            values[item] = knowledge.visible[(item, rule.attribute)]
+    return values
 
 
-def _group_rule(rule: GlobalRule, index: int, group: Sequence[Cell]) -> GlobalRule:
+def view_task(task: Task, knowledge: Knowledge) -> Task | None:
+    """The task as the agent's facts show it: each hidden cell's options (no fact rules them
+    out), and each rule group whose every option has a most favourable value the facts allow
+    (:func:`favourable`) and whose visible items were read, as a cell-scoped rule over an
+    attribute of its own (``@<rule>``). None when some cell with several options is covered
+    by no such group (then no reasoning can decide it)."""
+    options = {cell: knowledge.options(cell) for cell in knowledge.slots}
+    items: dict[str, dict[str, Any]] = {item: {"id": item} for ids in options.values() for item in ids}
+    rules: list[GlobalRule] = []
+    covered: set[Cell] = set()
+    for number, rule in enumerate(task.global_constraints):
+        for index, group in enumerate(rule_groups(rule, task.rows, task.cols)):
+            values = group_values(task, knowledge, options, rule, group)
+            if values is None:
+                continue
+            for item, value in values.items():
+                items.setdefault(item, {"id": item})[f"@{number}"] = value
+            rules.append(_group_rule(rule, f"@{number}", index, group))
+            covered.update(group)
+    if any(len(ids) > 1 and cell not in covered for cell, ids in options.items()):
+        return None
+    for rule in rules:  # every item has every attribute (a solver sizes its bounds over all)
+        numeric = rule.kind in (RuleKind.SUM_MAX, RuleKind.SUM_MIN, RuleKind.COUNT_MIN_THRESHOLD)
+        for record in items.values():
+            record.setdefault(rule.attribute, 0 if numeric else OTHER)
+    slots = tuple(Slot(cell[0], cell[1], tuple(options[cell]), ()) for cell in sorted(options))
+    return Task(task.task_id, task.domain, task.rows, task.cols, 0, task.grid, items, slots, tuple(rules))
+
+
+def _group_rule(rule: GlobalRule, attribute: str, index: int, group: Sequence[Cell]) -> GlobalRule:
     return GlobalRule(
-        f"{rule.name}#{index}", rule.kind, rule.attribute, rule.bound, "cells", rule.equals, rule.at_least,
+        f"{rule.name}#{index}", rule.kind, attribute, rule.bound, "cells", rule.equals, rule.at_least,
         tuple(sorted(group)),
     )  # fmt: skip
 
@@ -139,9 +190,11 @@ def decides(view: Task, rung: int, truth: dict[Cell, str]) -> bool:
     if rung < SEARCH or any(truth[cell] not in domains[cell] for cell in domains):
         return False
     from solvers.cpsat import CpSatModel
-    from solvers.results import INFEASIBLE
+    from solvers.results import INFEASIBLE, SolverSettings
 
-    return CpSatModel(view, truth=truth).other_completion().status == INFEASIBLE
+    # a proof CP-SAT does not find within its deterministic work limit counts as no decision
+    settings = SolverSettings(time_limit_s=30.0, deterministic_limit=PROOF_WORK)
+    return CpSatModel(view, settings, truth=truth).other_completion().status == INFEASIBLE
 
 
 class Coverage:
@@ -153,11 +206,12 @@ class Coverage:
 
     def __init__(self, task: Task, knowledge: Knowledge) -> None:
         self.task, self.knowledge = task, knowledge
-        self.groups: list[tuple[str, tuple[Cell, ...]]] = [
-            (rule.attribute, tuple(group))
+        self.groups: list[tuple[GlobalRule, tuple[Cell, ...]]] = [
+            (rule, tuple(group))
             for rule in task.global_constraints
             for group in rule_groups(rule, task.rows, task.cols)
         ]
+        self.bounded: dict[tuple[Cell, str], bool] = {}  # (cell, rule): every option has a value
         self.of_cell: dict[Cell, list[int]] = {}
         for index, (_, group) in enumerate(self.groups):
             for cell in group:
@@ -176,16 +230,32 @@ class Coverage:
         if len(knowledge.visible) != self.visible:
             self.visible = len(knowledge.visible)
             indices = set(range(len(self.groups)))
+        for key in [key for key in self.bounded if key[0] in touched]:
+            del self.bounded[key]
         options = {cell: knowledge.options(cell) for cell in knowledge.slots}
         for index in sorted(indices):
-            attribute, group = self.groups[index]
-            if not self.usable[index] and _usable(self.task, knowledge, options, group, attribute):
+            rule, group = self.groups[index]
+            if not self.usable[index] and self._usable(options, rule, group):
                 self.usable[index] = True
                 touched.update(cell for cell in group if cell in options)
         for cell in touched & self.waiting:
             if len(options[cell]) <= 1 or any(self.usable[i] for i in self.of_cell.get(cell, [])):
                 self.waiting.discard(cell)
         return not self.waiting
+
+    def _usable(self, options: dict[Cell, list[str]], rule: GlobalRule, group: Sequence[Cell]) -> bool:
+        """:func:`group_values` is not None, from each cell's answer kept until it learns more."""
+        for cell in group:
+            if cell not in options:
+                if (str(self.task.grid[cell[0]][cell[1]]), rule.attribute) not in self.knowledge.visible:
+                    return False
+                continue
+            key = (cell, rule.name)
+            if key not in self.bounded:
+                self.bounded[key] = group_values(self.task, self.knowledge, options, rule, [cell]) is not None
+            if not self.bounded[key]:
+                return False
+        return True
 
 
 def informed_step(task: Task, answer: Answer, calls: Sequence[Call], rung: int) -> int | None:

@@ -239,7 +239,6 @@ class Knowledge:
         self.placed: dict[Cell, str | None] = {}  # what set_slot put in each cell (slot checks read it)
         self._options: dict[Cell, list[str]] = {}  # per cell, until a fact about it arrives
         self.touched: set[Cell] = set()  # cells with new facts since the caller last emptied it
-        self._all_known: dict[tuple[Cell, str], bool] = {}
 
     def copy(self) -> Knowledge:
         """An independent copy of the facts (the task is shared)."""
@@ -251,7 +250,7 @@ class Knowledge:
             dict(self.visible),
             dict(self.placed),
         )
-        other._options, other._all_known, other.touched = {}, {}, set()
+        other._options, other.touched = {}, set()
         return other
 
     def value(self, cell: Cell, item: str, attribute: str) -> Value:
@@ -314,8 +313,6 @@ class Knowledge:
         """Drop what was derived about ``cell`` (a new fact about it arrived)."""
         self.touched.add(cell)
         self._options.pop(cell, None)
-        for key in [key for key in self._all_known if key[0] == cell]:
-            del self._all_known[key]
 
     def _query_value(self, attribute: str, operator: Any, value: Any) -> Any:
         sample = next(iter(self.task.items.values()), {}).get(attribute)
@@ -371,18 +368,6 @@ class Knowledge:
                 if not any(self.rule_status(cell, item, k, rule) is False for k, rule in enumerate(rules))
             ]
         return self._options[cell]
-
-    def all_known(self, cell: Cell, attribute: str) -> bool:
-        """Whether ``attribute`` is known exactly for every option of ``cell``."""
-        key = (cell, attribute)
-        if key not in self._all_known:
-            self._all_known[key] = all(self.known(cell, item, attribute) for item in self.options(cell))
-        return self._all_known[key]
-
-    def known(self, cell: Cell, item: str, attribute: str) -> bool:
-        """Whether the value of ``attribute`` of candidate ``item`` in ``cell`` is known exactly."""
-        key = (cell, item, attribute)
-        return key in self.values and self.values[key].exact() is not None
 
     def query_implied(self, call: Call) -> bool:
         """Whether the answer of a query was implied by the facts before it: every candidate

@@ -69,6 +69,41 @@ def test_information_suffices_at_the_call_that_completes_what_the_rule_needs():
     assert diagnostics(READ_WEIGHTS + SOLVE, turns=[1, 1, 2, 3, 3, 4])["informed_turn"] == 2
 
 
+def test_bounds_read_off_a_condition_suffice_where_they_decide():
+    """weight >= 8 in (0, 1) returns C (9) alone: A, B and D have weight at most 7, which the
+    weight floor (the hidden cells need 16, (1, 2) gives at most 8) rules out without their
+    exact weights. Informed at the third call, as with every weight read."""
+    moves = [READ_WEIGHTS[0], query(0, 1, "weight", ">=", 8), READ_WEIGHTS[2]]
+    assert diagnostics(moves + SOLVE)["informed_step"] == 3
+    # weight >= 5 leaves A (4), B (1) and D (2) at most 4: still ruled out (4 + 8 < 16)
+    moves = [READ_WEIGHTS[0], query(0, 1, "weight", ">=", 5), READ_WEIGHTS[2]]
+    assert diagnostics(moves + SOLVE)["informed_step"] == 3
+    # a cap tells nothing to a floor: weight <= 8 leaves C (9) only bounded below
+    moves = [READ_WEIGHTS[0], query(0, 1, "weight", "<=", 8), READ_WEIGHTS[2]]
+    assert diagnostics(moves + SOLVE)["informed_step"] is None
+
+
+def test_the_most_favourable_value_of_an_option_for_each_rule():
+    from core.task import GlobalRule
+    from pipeline.evaluation.diagnostics import OTHER, favourable
+
+    at_least_3 = Value(low=3)
+    assert favourable(GlobalRule("c", "sum_max", "cost", 9), at_least_3, "u") == 3
+    assert favourable(GlobalRule("w", "sum_min", "cost", 9), at_least_3, "u") is None
+    assert favourable(GlobalRule("w", "sum_min", "cost", 9), Value(high=7), "u") == 7
+    assert favourable(GlobalRule("r", "repeat_max", "color", 1), None, "u") is None
+    assert (
+        favourable(GlobalRule("r", "repeat_max", "color", 1), Value(allowed=frozenset({"red"})), "u") == "red"
+    )
+    assert favourable(GlobalRule("b", "count_max", "color", 1, equals="blue"), None, "u") == OTHER
+    not_blue = Value(excluded={"blue"})
+    assert favourable(GlobalRule("b", "count_min", "color", 1, equals="blue"), not_blue, "u") == OTHER
+    assert favourable(GlobalRule("b", "count_min", "color", 1, equals="blue"), None, "u") == "blue"
+    threshold = GlobalRule("t", "count_min_threshold", "cost", 2, at_least=5)
+    assert favourable(threshold, Value(high=4), "u") == 4 and favourable(threshold, None, "u") == 5
+    assert favourable(GlobalRule("c", "sum_max", "cost", 9), Value(low=2, high=2), "u") == 2
+
+
 def test_a_narrower_query_than_the_slot_rule_leaves_unseen_candidates_open():
     """cost <= 2 in (0, 1) leaves the candidates not returned with cost > 2, which the slot
     rule (cost <= 4) does not rule out: their weights are unknown, so the cell stays open."""
@@ -167,7 +202,8 @@ def test_a_task_of_depth_search_is_decided_by_a_proof_of_one_completion():
     assert informed_step(task, answer, calls, SEARCH) == 15
     assert informed_step(task, answer, calls[:14], SEARCH) is None
     view = module.view_task(task, replay(task, calls[:15]))
-    assert view is not None and {rule.attribute for rule in view.global_constraints} == {"cost"}
+    costs = {rule.name for rule in task.global_constraints if rule.attribute == "cost"}
+    assert view is not None and {rule.name.split("#")[0] for rule in view.global_constraints} == costs
     assert not module.decides(view, module.PROBING, answer.truth_choice())  # probing alone cannot
 
 
