@@ -286,7 +286,7 @@ def make_report(roots: list[Path], out: Path) -> int:
             "*informed*, the episodes whose facts came to decide the task at its rung of the ladder; "
             "the failures before and after that point; the turn it came at, wasted calls, wrong "
             "set_slot calls and the share of first wrong moves undone, violations introduced, "
-            "repaired and left, budgets left (blank: unlimited), and the calls against the ideal "
+            "repaired and left, budgets left (- when unlimited), and the calls against the ideal "
             "agent's, as means per episode. Runs made before the diagnostics count 0 episodes here.",
             "",
         ]
