@@ -21,6 +21,7 @@ OUTPUTS = Path("outputs")
 RELEASES = OUTPUTS / "releases"  # make release / gridbench release
 RUNS = OUTPUTS / "runs"  # make eval: runs/<release>/<run>
 REPORTS = OUTPUTS / "reports"  # make report: reports/<release>
+VIEWS = OUTPUTS / "views"  # make view: views/<release> (the results explorer)
 CACHE = OUTPUTS / "cache"  # finished (H, B) sweep keys of a release build, reused by a rebuild
 HYDRA = OUTPUTS / "hydra"  # Hydra's own run folders
 DEFAULT_NAME = "gridbench-v1.0.0"  # conf/release/default.yaml's name and version (a test checks)
@@ -31,6 +32,7 @@ DEFAULTS = {
     "releases": RELEASES,
     "runs": RUNS,
     "reports": REPORTS,
+    "views": VIEWS,
     "cache": CACHE,
     "hydra": HYDRA,
     "release": RELEASE,

@@ -225,6 +225,14 @@ def check_python(words: list[str]) -> None:
     by_module = {c.module: name for name, c in COMMANDS.items()} | {"gridbench.mcp": "mcp"}
     if module in by_module:
         check_gridbench([by_module[module], *rest])
+    elif module == "http.server":  # serving a folder make view wrote
+        assert (
+            rest[0] == "--directory"
+            and rest[1].startswith("outputs/views/")
+            and rest[2:3]
+            and rest[2].isdigit()
+        ), rest
+        assert len(rest) == 3, rest
     elif module == "gridbench.agents.llm.loopback":
         options = dict(w.split("=", 1) for w in rest)
         assert "release" in options and set(options) <= {"release", "port", "rate"}, rest

@@ -29,6 +29,11 @@ def _cells(count: int, kind: str = "hidden") -> str:
     return f"{count} {kind} cell{'' if count == 1 else 's'}"
 
 
+def _matching(count: int) -> str:
+    """``"1 candidate matches"``, ``"0 candidates match"``, ``"3 candidates match"``."""
+    return f"{count} candidate matches" if count == 1 else f"{count} candidates match"
+
+
 def _result(status: str, message: str, data: Any = None) -> dict[str, Any]:
     return {"status": status, "message": message, "data": data}
 
@@ -288,7 +293,7 @@ class Episode:
             for i in self.slots[(row, col)].candidates
             if _matches(self.task.items[i][field], operator, value)
         ]
-        return _result("ok", f"{len(matches)} candidates match", {"candidates": matches})
+        return _result("ok", _matching(len(matches)), {"candidates": matches})
 
     def _query_value(self, field: str, operator: str, value: Any) -> Any:
         """The query value, coerced; raises :class:`ArgumentError` naming what is allowed."""

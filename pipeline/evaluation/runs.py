@@ -31,6 +31,7 @@ from typing import Any
 import polars as pl
 
 from core.errors import UserError
+from pipeline.evaluation.diagnostics import DIAGNOSTIC_COLUMNS
 
 MAX_ROW_BYTES = 4 * 1024 * 1024
 EPISODE_ID = re.compile(r"^[0-9a-f]{16}$")
@@ -99,18 +100,29 @@ _LLM = {
 RESULT_SCHEMA: dict[str, Any] = {
     **_BASE,
     **{f"calls_{kind}": pl.Int64 for kind in CALL_KINDS},
-    "calls_json": pl.String,
+    "tool_call_counts": pl.String,  # JSON: every tool's calls by its full name (was calls_json)
     **_LLM,
     "wall_ms": pl.Float64,
+    **DIAGNOSTIC_COLUMNS,
 }
+# Columns of older runs, read back under their current names.
+RENAMED = {"calls_json": "tool_call_counts"}
 # Written by every version of the runner: a row without one of these is not a row.
-REQUIRED = tuple(k for k in RESULT_SCHEMA if k not in _LLM and k not in ("run", "min_resistant_share"))
+REQUIRED = tuple(
+    k
+    for k in RESULT_SCHEMA
+    if k not in _LLM and k not in DIAGNOSTIC_COLUMNS and k not in ("run", "min_resistant_share")
+)
 
 
 def row_problem(row: Any) -> str:
-    """Why ``row`` (a parsed line of ``episodes.jsonl``) cannot be a results row ("" if it can)."""
+    """Why ``row`` (a parsed line of ``episodes.jsonl``) cannot be a results row ("" if it can).
+    A column an older version named otherwise (:data:`RENAMED`) is renamed in place."""
     if not isinstance(row, dict):
         return f"a JSON {type(row).__name__}, not an object"
+    for old, new in RENAMED.items():
+        if old in row and new not in row:
+            row[new] = row.pop(old)
     episode = row.get("episode_id")
     if not isinstance(episode, str) or not EPISODE_ID.match(episode):
         return "episode_id is not 16 hex digits"

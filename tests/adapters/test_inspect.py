@@ -167,3 +167,32 @@ def test_calls_that_break_the_schema_reach_the_episode_and_end_it_at_the_step_li
 def test_partial_must_be_a_boolean(release):
     with pytest.raises(UserError, match="partial"):
         gridbench_task(release=str(release), partial="maybe")
+
+
+def test_api_retries_are_the_requests_inspect_retried(release, tmp_path, monkeypatch):
+    """Inspect retries a failed request itself (here a stream that sent nothing, which it
+    retries for every provider): the score's ``api_retries`` is what Inspect recorded."""
+    import tenacity
+    from inspect_ai.model._providers.mockllm import MockLLM
+    from inspect_ai.model._stream import NoStreamDataError
+
+    monkeypatch.setattr(MockLLM, "retry_wait", lambda self: tenacity.wait_none())
+    record = gridbench.load_release(release).filter(domains=["course"], hidden_slots=[4])[0]
+    policy = inspect_policy({record.task_id: solving_moves(record)})
+    failures = iter([True, False, True, True])
+
+    def flaky(messages, tools, tool_choice, config):
+        if next(failures, False):
+            raise NoStreamDataError("no data")
+        return policy(messages, tools, tool_choice, config)
+
+    logs = inspect_eval(
+        "gridbench/gridbench",
+        model=get_model("mockllm/model", custom_outputs=flaky),
+        task_args={"release": str(release), "task_ids": [record.task_id]},
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    assert logs[0].status == "success", logs[0].error
+    score = read_eval_log(logs[0].location).samples[0].scores["grid_score"]
+    assert score.value == "C" and score.metadata["api_retries"] == 3

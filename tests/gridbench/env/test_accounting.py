@@ -77,7 +77,8 @@ def test_numeric_queries_match_their_definition_on_every_boundary(op, field):
                 {"id": i, field: ITEMS[i][field]} for i in slot.candidates if OPS[op](ITEMS[i][field], value)
             ]
             assert result["status"] == "ok" and result["data"]["candidates"] == expected, (cell, op, value)
-            assert result["message"] == f"{len(expected)} candidates match"
+            noun = "candidate matches" if len(expected) == 1 else "candidates match"
+            assert result["message"] == f"{len(expected)} {noun}"
 
 
 @pytest.mark.parametrize(

@@ -42,6 +42,8 @@ def test_the_tool_schemas_models_read_are_the_reviewed_ones():
         ("get_toy_item_info", {"id": "V00"}, ""),
         ("get_toy_item_attributes", {"ids": "V00", "field": " cost "}, ""),
         (QUERY, {**CELL, "field": "cost", "operator": ">", "value": "-1"}, "4 candidates match"),
+        (QUERY, {**CELL, "field": "cost", "operator": "=", "value": 5}, "1 candidate matches"),
+        (QUERY, {**CELL, "field": "cost", "operator": ">", "value": 5}, "0 candidates match"),
         ("done", {}, "episode finished with 2 empty hidden cells"),
     ],
 )
