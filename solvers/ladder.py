@@ -169,8 +169,8 @@ def search_nodes(task: Task, limit: int = 5_000) -> tuple[int, bool]:
     options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
     rows = linear_rows(task, options)
     domains = {cell: set(ids) for cell, ids in options.items()}
-    if not _Propagator(rows).fixpoint(domains):
-        return 1, False
+    if not all(domains.values()) or not _Propagator(rows).fixpoint(domains):
+        return 1, False  # no completion: the root alone
     propagator = _Propagator(fold(rows, domains))  # decided cells are constants from here on
     domains = {cell: ids for cell, ids in domains.items() if len(ids) > 1}
     stack = [(domains, _branch(domains))]
@@ -216,8 +216,8 @@ def joint_bits(task: Task) -> float:
             regions.setdefault(tuple(rule.cells), []).append(rule)
     changed = True
     while changed:
-        if not propagator.fixpoint(domains):
-            return 0.0
+        if not all(domains.values()) or not propagator.fixpoint(domains):
+            return 0.0  # no completion
         changed = any([_enumerate_region(task, cells, rules, domains) for cells, rules in regions.items()])
     return round(sum(math.log2(len(ids)) for ids in domains.values() if ids), 6)
 

@@ -226,3 +226,46 @@ def bounds_failures(report: dict[str, Any]) -> list[str]:
                 f"{s['control']:.3f} (chance {s['release_chance']:.3f}, n={s['release_n']:.0f})"
             )
     return failures
+
+
+def bounds_markdown(report: dict[str, Any]) -> list[str]:
+    """The bounds audit as Markdown lines (the dataset card, ``make audit``)."""
+    lines = [
+        "### Bounds: where the truth sits (against the other completions that pass each rule)",
+        "",
+        "Position of the truth inside each window, (T - lo) / (hi - lo), in fifths; the null is",
+        "the same share for a random completion of the slot-valid candidates that passes the window.",
+        "",
+        "| windows | n | " + " | ".join(f"bin {k + 1}" for k in range(BINS)) + " |",
+        "|---|---|" + "---|" * BINS,
+    ]
+    for kind, rows in report["positions"].items():
+        count = sum(report["position_counts"][kind])
+        cells = " | ".join(f"{row['share']:.3f} ({row['null']:.3f})" for row in rows)
+        lines.append(f"| {kind} | {count} | {cells} |")
+    lines += ["", "| one-sided rule | n | truth at the bound | null |", "|---|---|---|---|"]
+    for label, row in report["at_bound"].items():
+        lines.append(f"| {label} | {row['n']:.0f} | {row['share']:.3f} | {row['null']:.3f} |")
+    lines += [
+        "",
+        "Soft heuristics (no sound reasoning) against a control copy whose windows put the truth at",
+        "a uniform position (same candidates and widths); a tell is the lift over the control:",
+        "",
+        "| where | heuristic | n | accuracy | control | chance | lift [95%] |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    scored = [(where, name, s) for where, names in report["soft"].items() for name, s in names.items()]
+    scored += [("region", name, s) for name, s in report["regions"].items()]
+    for where, name, s in scored:
+        lines.append(
+            f"| {where} | {name} | {s['release_n']:.0f} | {s['release']:.3f} | {s['control']:.3f} | "
+            f"{s['release_chance']:.3f} | {s['lift']:+.3f} [{s['lift'] - s['half']:+.3f}, "
+            f"{s['lift'] + s['half']:+.3f}] |"
+        )
+    cages = report["cages"]
+    if cages["cages"]:
+        lines += [
+            "",
+            f"Cages decided by their own windows alone: {cages['decided_alone']} of {cages['cages']}.",
+        ]
+    return lines
