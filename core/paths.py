@@ -24,7 +24,7 @@ REPORTS = OUTPUTS / "reports"  # make report: reports/<release>
 VIEWS = OUTPUTS / "views"  # make view: views/<release> (the results explorer)
 CACHE = OUTPUTS / "cache"  # finished (H, B) sweep keys of a release build, reused by a rebuild
 HYDRA = OUTPUTS / "hydra"  # Hydra's own run folders
-DEFAULT_NAME = "gridbench-v1.0.0"  # conf/release/default.yaml's name and version (a test checks)
+DEFAULT_NAME = "gridbench-v2.0.0"  # conf/release/default.yaml's name and version (a test checks)
 RELEASE = RELEASES / DEFAULT_NAME  # the release every command reads by default
 
 DEFAULTS = {

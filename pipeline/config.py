@@ -50,7 +50,7 @@ class ReleaseConf:
     """The ``release`` group (``conf/release/*.yaml``): what a release holds and where it is written."""
 
     name: str = "gridbench"
-    version: str = "1.0.0"
+    version: str = "2.0.0"
     domains: list[str] = field(default_factory=lambda: list(PAPER_DOMAINS))  # conf/release/*.yaml
     tasks_per_cell: int = 1
     seed: int = 0
@@ -268,7 +268,7 @@ class TrainConfig:
     """The schema of the sharded training-set build (``conf/apps/train.yaml``)."""
 
     name: str = "gridbench-train"
-    version: str = "1.0.0"
+    version: str = "2.0.0"
     size: int = 100_000
     seed: int = 0
     domains: list[str] = field(default_factory=lambda: list(PAPER_DOMAINS))

@@ -85,7 +85,7 @@ def test_the_wheel_installs_anywhere_and_its_command_builds_and_verifies(tmp_pat
         ],
         work,
     )
-    release = work / "outputs" / "releases" / "wheel-v1.0.0"
+    release = work / "outputs" / "releases" / "wheel-v2.0.0"
     assert (release / "manifest.json").is_file()
     out = run([gridbench, "verify", f"release={release}"], work)
     assert re.search(r"^all\s+4\s+4\s+0$", out.stdout, re.MULTILINE), out.stdout

@@ -3,7 +3,7 @@
     inspect eval gridbench/gridbench --model openai/gpt-4o-mini -T failure_rate=0.1
 
 One sample per task of the release (``-T release=PATH``, default
-``outputs/releases/gridbench-v1.0.0``; filtered with ``-T domains=... -T hidden_slots=...
+``outputs/releases/gridbench-v2.0.0``; filtered with ``-T domains=... -T hidden_slots=...
 -T decoy_budgets=... -T task_ids=...``); ``--epochs N`` plays each task N times as trials
 0..N-1 (the episode's seed, so the injected failures differ between trials as in
 ``make eval``). The model sees the episode's tools, with the same names and JSON schemas.

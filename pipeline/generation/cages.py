@@ -7,7 +7,7 @@ hard as a small task) on a random **ring**, and every run of ``cage_cells`` cons
 of the ring, one step of ``cage_cells - 1`` apart, is a cage: consecutive cages share a cell,
 so (with the default of two) every caged cell belongs to two cages, and the last cage closes
 the ring. Each cage gets a window (``sum_min`` and ``sum_max``, ``scope: "cells"``, task
-format 2) on ``cage_attributes`` of its domain's numeric attributes, chosen at random, with an
+format 2) on ``cage_attributes`` of its domain's wide numeric attributes, chosen at random, with an
 initial radius of up to ``cage_spread`` standard deviations of the cage's total. A cage's own
 windows leave several combinations of its cells standing; the windows of the cages it shares
 cells with, and the grid's rules, decide between them (a Kakuro-like ring: reasoning has to
@@ -63,11 +63,20 @@ def draw_cages(draft: Draft, size: int, free_bits: float = 0.0) -> list[tuple[Ce
     return sorted(found)
 
 
+WIDE = 10  # a cage's window is on an attribute whose natural range spans at least this many units
+
+
 def cage_attributes(draft: Draft, count: int) -> list[str]:
-    """``count`` of the domain's numeric attributes, at random, in the domain's order."""
-    names = [a.name for a in draft.domain.attributes if isinstance(a, NumericAttribute)]
-    chosen = set(draft.rng.sample(names, min(count, len(names))))
-    return [name for name in names if name in chosen]
+    """``count`` of the domain's numeric attributes, at random among the wide ones (a range of
+    at least :data:`WIDE` units; the widest when there are too few), in the domain's order. A
+    pair of cells summing a narrow attribute (1-5) ties too often for windows to tell its
+    combinations apart, and repair cannot converge on such cages."""
+    numeric = [a for a in draft.domain.attributes if isinstance(a, NumericAttribute)]
+    wide = [a.name for a in numeric if a.high - a.low >= WIDE]
+    if len(wide) < count:
+        wide = [a.name for a in sorted(numeric, key=lambda a: a.low - a.high)[: max(count, len(wide))]]
+    chosen = set(draft.rng.sample(wide, min(count, len(wide))))
+    return [a.name for a in numeric if a.name in chosen]
 
 
 def cage_bounds(draft: Draft, settings: GenerationSettings) -> list[Bound]:

@@ -112,11 +112,11 @@ def test_bad_task_arguments_stop_before_any_model_call(release, args, needle):
 
 def test_the_release_defaults_to_the_default_release(release, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(UserError, match="gridbench-v1.0.0: not a release.*make release"):
+    with pytest.raises(UserError, match="gridbench-v2.0.0: not a release.*make release"):
         gridbench_task()
     target = tmp_path / "outputs" / "releases"
     target.mkdir(parents=True)
-    (target / "gridbench-v1.0.0").symlink_to(release)
+    (target / "gridbench-v2.0.0").symlink_to(release)
     assert len(gridbench_task().dataset) == 8
 
 

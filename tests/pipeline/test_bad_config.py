@@ -106,7 +106,7 @@ def test_a_bad_evaluation_setting_is_refused(overrides, message, small, tmp_path
 def test_overwrite_replaces_only_a_release(small, tmp_path):
     from pipeline.release import build
 
-    target = tmp_path / "out" / "precious-v1.0.0"
+    target = tmp_path / "out" / "precious-v2.0.0"
     target.mkdir(parents=True)
     (target / "thesis.txt").write_text("not a release")
     cfg = compose_config(small_release_overrides(tmp_path / "out", "precious") + ["release.overwrite=true"])
@@ -117,11 +117,11 @@ def test_overwrite_replaces_only_a_release(small, tmp_path):
 
 def test_stale_partial_folders_of_killed_builds_are_cleaned(tmp_path, capsys):
     out = tmp_path / "out"
-    stale = out / ".stale-v1.0.0.partial-999999999"
+    stale = out / ".stale-v2.0.0.partial-999999999"
     stale.mkdir(parents=True)
     (stale / "tasks").mkdir()
     build_small(out, "stale")
-    assert not stale.exists() and (out / "stale-v1.0.0" / "manifest.json").is_file()
+    assert not stale.exists() and (out / "stale-v2.0.0" / "manifest.json").is_file()
     assert "unfinished build folder" in capsys.readouterr().out
 
 
@@ -148,8 +148,8 @@ def test_two_concurrent_builds_of_one_version_cannot_both_succeed(tmp_path):
     assert codes == [0, 2], outcomes
     loser = next(err for code, err in outcomes if code == 2)
     assert "already exists" in loser or "another build" in loser
-    assert (tmp_path / "race-v1.0.0" / "manifest.json").is_file()
-    assert not list(tmp_path.glob(".race-v1.0.0.partial-*"))
+    assert (tmp_path / "race-v2.0.0" / "manifest.json").is_file()
+    assert not list(tmp_path.glob(".race-v2.0.0.partial-*"))
 
 
 @pytest.mark.slow  # a subprocess and a signal
@@ -170,5 +170,5 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130 and "Traceback" not in err, err
     assert len([line for line in err.splitlines() if line.strip()]) <= 2
-    assert not (tmp_path / "interrupted-v1.0.0").exists()
-    assert not list(tmp_path.glob(".interrupted-v1.0.0.partial-*"))
+    assert not (tmp_path / "interrupted-v2.0.0").exists()
+    assert not list(tmp_path.glob(".interrupted-v2.0.0.partial-*"))

@@ -114,7 +114,7 @@ def test_report_groups_by_run_and_works_on_empty_partial_and_stale_runs(release,
     assert re.search(r"\| greedy-again \| 4 \| [0-4]/4 \| ", diagnostics)
     assert "nothing-yet" not in diagnostics  # the empty run has no episode to diagnose
     assert "Runs without a scored episode: nothing-yet" in summary
-    assert "retries them): greedy-again @ small-v1.0.0: 1" in summary
+    assert "retries them): greedy-again @ small-v2.0.0: 1" in summary
     assert len(list((tmp_path / "report").glob("heatmap_*.png"))) == 2
     assert pl.read_parquet(one / "results.parquet").height == 8  # rewritten from episodes.jsonl
     only_empty = tmp_path / "only-empty"
@@ -242,7 +242,7 @@ def test_the_audit_says_what_it_is_doing(release, tmp_path, capsys):
     cfg = compose_config([f"release={release}", "splits=0", f"output={tmp_path}"], "audit", "apps")
     assert run_audit(cfg) == 0
     out = capsys.readouterr().out
-    assert "audit small-v1.0.0: reading the decoy cells" in out and "audit small-v1.0.0: policies on" in out
-    assert "audit small-v1.0.0: companion build of" in out  # the transfer classifiers' training build
-    assert "audit small-v1.0.0: transfer classifiers" in out
-    assert "audit small-v1.0.0: 3/3 stages" in out and (tmp_path / "audit.md").is_file()
+    assert "audit small-v2.0.0: reading the decoy cells" in out and "audit small-v2.0.0: policies on" in out
+    assert "audit small-v2.0.0: companion build of" in out  # the transfer classifiers' training build
+    assert "audit small-v2.0.0: transfer classifiers" in out
+    assert "audit small-v2.0.0: 3/3 stages" in out and (tmp_path / "audit.md").is_file()
