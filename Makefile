@@ -55,6 +55,7 @@ bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_large.py $(ARGS)
 	$(PY) bench/bench_depth.py $(ARGS)
 	$(PY) bench/bench_bounds.py $(ARGS)
+	$(PY) bench/bench_seeds.py $(ARGS)
 	$(PY) bench/bench_train.py $(ARGS)
 
 release: $(STAMP) ## Build the default release (5x7, six domains, 324 tasks); ARGS="..." = Hydra overrides
