@@ -86,7 +86,7 @@ class GenerationSettings:
     # numeric attributes (generation/cages.py): the domain's few sums cannot make so many
     # exchangeable decoys unique
     cage_bits: float = 16.0
-    cage_cells: int = 2
+    cage_cells: int = 3
     cage_attributes: int = 1
     cage_spread: float = 1.0  # a cage window's initial radius: up to this many deviations of its total
     # once a caged draft is unique, loosen each of its windows as far as uniqueness allows (its
