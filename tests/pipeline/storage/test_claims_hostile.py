@@ -113,7 +113,7 @@ CASES = [
     (_counts("extra", 1), "unknown keys ['extra']"),
     (lambda r: _edit_manifest(r, lambda m: m.__setitem__("note", "trust me")), "unknown keys ['note']"),
     (lambda r: _edit_manifest(r, lambda m: m.__setitem__("name", "other")), "config.release.name='tiny'"),
-    (lambda r: _edit_manifest(r, lambda m: m.__setitem__("version", "2.0.0")), "config.release.version"),
+    (lambda r: _edit_manifest(r, lambda m: m.__setitem__("version", "3.0.0")), "config.release.version"),
     (lambda r: _edit_manifest(r, lambda m: m.__setitem__("version", "v2")), "not a semantic version"),
     (lambda r: _edit_manifest(r, lambda m: m.__setitem__("software", ["ortools"])), "'software' must map"),
     (lambda r: _edit_manifest(r, lambda m: m.__setitem__("deterministic", ["tasks/"])), "'deterministic'"),
