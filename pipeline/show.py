@@ -17,6 +17,9 @@ USAGE = (
 
 def main(argv: list[str]) -> int:
     """Print the transcript of the episode that ``argv``'s ``key=value`` options name; the exit code."""
+    if any(arg in ("-h", "--help", "help") for arg in argv):
+        print(f"{USAGE}\n\n{__doc__}")
+        return 0
     options = dict(arg.split("=", 1) for arg in argv if "=" in arg)
     unknown = sorted(set(options) - {"run", "task", "failure_rate", "trial"}) + [
         a for a in argv if "=" not in a
