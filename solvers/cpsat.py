@@ -147,6 +147,10 @@ class CpSatModel:
         if self.settings.deterministic_limit is not None:
             solver.parameters.max_deterministic_time = self.settings.deterministic_limit
         solver.parameters.cp_model_presolve = self.settings.presolve
+        # Ctrl-C is Python's: CP-SAT would otherwise catch it, end the search as if its time
+        # limit had passed (an UNKNOWN that generation re-draws, so Ctrl-C never stops it) and
+        # leave SIGINT at its default action (a later Ctrl-C kills without a word)
+        solver.parameters.catch_sigint_signal = False
         start = time.perf_counter()
         status = solver.solve(self.model)
         wall_ms = (time.perf_counter() - start) * 1000.0
