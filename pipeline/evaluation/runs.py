@@ -251,7 +251,15 @@ class RunStore:
 
     def save(self, row: dict[str, Any], transcript: Any) -> None:
         """Transcript first (atomically; a message list, or the bytes of
-        :func:`encode_transcript`), then the row: the row is the commit."""
+        :func:`encode_transcript`), then the row: the row is the commit. A row that could not
+        be read back (a count past int64, a value of the wrong type) is refused loudly: kept, it
+        would be skipped on every resume and its episode played again for ever."""
+        problem = row_problem(json.loads(json.dumps(row, default=str)))
+        if problem:
+            raise UserError(
+                f"the results row of task {str(row.get('task_id'))[:80]!r} cannot be kept ({problem}); "
+                "nothing was written for it"
+            )
         path = self.transcripts / f"{row['episode_id']}.json.gz"
         if transcript is not None:
             self.transcripts.mkdir(parents=True, exist_ok=True)
