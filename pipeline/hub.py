@@ -45,7 +45,7 @@ def check_repo_id(repo_id: str) -> None:
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     example = "give the dataset repository as ORG/NAME, e.g. repo_id=me/gridbench"
-    if not REPO_ID.match(repo_id):
+    if not isinstance(repo_id, str) or not REPO_ID.fullmatch(repo_id):
         raise UserError(f"repo_id={repo_id[:100]!r}: {example}")
     parts = repo_id.split("/")
     if any(part.endswith(("-", ".")) for part in parts) or "--" in repo_id or ".." in repo_id:
