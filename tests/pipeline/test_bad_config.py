@@ -42,7 +42,7 @@ BAD_RELEASE = [
     (["generation.cage_cells=0"], "cage_cells="),
     (["generation.min_depth=deep"], "min_depth="),
     # decoys in two cells: probing decides any two, no draw can need search (re-drawn in vain)
-    (["generation.min_depth=search", "grid.decoy_budgets=[0,2]"], "generation.min_depth=search: no task of H=2 B=2"),
+    (["generation.min_depth=search", "grid.decoy_budgets=[0,2]"], "min_depth=search: no task of H=2 B=2"),
     (["grid.room_over_budget=-1"], "grid.room_over_budget=-1"),
     (["release.workers=0"], "release.workers=0"),
 ]
