@@ -276,6 +276,7 @@ def run_cli(body: Callable[[DictConfig], int | None], cfg: DictConfig) -> None:
 
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 NOT_ALLOWED = (errno.EACCES, errno.EPERM, errno.EROFS)
+NOT_A_FOLDER = (errno.ENOTDIR, errno.EEXIST, errno.EISDIR)
 
 
 def os_error_line(error: OSError) -> str | None:
@@ -296,6 +297,11 @@ def os_error_line(error: OSError) -> str | None:
         )
     if error.errno in NOT_ALLOWED:
         return f"not allowed to write{where}: {error.strerror}; choose a folder you can write"
+    if error.errno in NOT_A_FOLDER:
+        return (
+            f"cannot write{where}: {error.strerror} (a file stands where a folder is needed, or the "
+            "reverse); choose another output folder"
+        )
     return None
 
 

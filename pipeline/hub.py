@@ -145,6 +145,11 @@ def run_hub(cfg: DictConfig) -> int:
     if cfg.dry_run:
         print("\n".join(dry_run_lines(release, files, bool(cfg.answers), bool(cfg.get("verbose")))))
         return 0
+    if not str(cfg.token_env or "").strip():
+        raise UserError(
+            "token_env='' names no environment variable; give the one that holds your token, "
+            "e.g. token_env=HF_TOKEN"
+        )
     token = os.environ.get(str(cfg.token_env), "")
     if not token:
         raise UserError(f"no Hugging Face token: set {cfg.token_env} to a write token (or use dry_run=true)")

@@ -4,6 +4,7 @@ results of a baseline's (``make show``)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import textwrap
 from pathlib import Path
@@ -170,6 +171,8 @@ def show(run: Path, task: str, rate: float | None = None, trial: int | None = No
         error = printable(str(row.get("api_error") or "unknown"))[:2000]
         head += f"api error (not scored; the same command retries it): {error}\n"
     relative = f"transcripts/{episode}.json.gz"
+    if os.path.lexists(run / relative) and not (run / relative).is_file():
+        raise UserError(f"{shown(run)}/{relative}: not a regular file (a folder or a link), which is refused")
     if not (run / relative).is_file():
         return head + f"\n(no transcript: {relative} is missing; the episode was run with traces=false)"
     try:

@@ -232,7 +232,7 @@ def test_show_answers_help():
 
 def _fake_install(site: Path, data: bool) -> None:
     """``site`` as a site-packages folder: our packages (core copied, so that it resolves
-    there), with or without ``core/_data``, and a foreign top-level ``conf/`` beside them."""
+    there), with or without ``core/_data/``, and a foreign top-level ``conf/`` beside them."""
     site.mkdir()
     shutil.copytree(ROOT / "core", site / "core", ignore=shutil.ignore_patterns("__pycache__"))
     for package in ("pipeline", "gridbench", "solvers", "domains"):
