@@ -280,6 +280,11 @@ def gridbench(
         )
     try:
         partial = _flag(partial, "partial")
+        if "\0" in str(release) or len(str(release)) > 4096:
+            raise TaskArgumentError(
+                f"-T release={terminal_text(release, 80)}: not a usable path (a NUL byte, or longer "
+                "than 4096 characters)"
+            )
         root = Path(str(release)).expanduser().resolve()
         if not (root / "manifest.json").is_file():
             raise TaskArgumentError(

@@ -198,3 +198,10 @@ def test_a_damaged_release_is_one_line_before_any_sample_runs(damage, release, t
 
     assert isinstance(caught.value, PrerequisiteError)
     assert caught.value.message.startswith("error: ") and "\n" not in caught.value.message
+
+
+@pytest.mark.parametrize("release", ["/tmp/a\0b", "x" * 5000])
+def test_a_release_path_the_system_cannot_use_is_one_line(release):
+    with pytest.raises(UserError, match="not a usable path") as caught:
+        gridbench_task(release=release)
+    assert caught.value.message.startswith("error: ") and "\n" not in caught.value.message
