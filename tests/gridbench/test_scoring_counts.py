@@ -78,3 +78,16 @@ def test_the_public_score_names_only_hidden_wrong_cells_and_visible_changed_ones
     changed = gridbench.score(TASK, grid, ANSWER)
     assert changed["fixed_cells_changed"] == [[0, 0]] and not changed["success"]
     assert changed["wrong_cells"] == result["wrong_cells"]  # it is no hidden cell's fault
+
+
+def test_an_episode_ended_at_its_step_limit_is_finished():
+    """``finished`` says the episode ended, on done() or on the step limit (``end_reason``
+    and ``truncated`` say which): an episode cut at its limit is not still running."""
+    episode = Episode(TASK, EnvSettings(max_steps=2), seed=0)
+    for _ in range(3):
+        episode.call("get_current_grid_state")
+    result = score_episode(episode, ANSWER)
+    assert episode.truncated and result["finished"] and not result["success"]
+    open_episode = Episode(TASK, EnvSettings(max_steps=5), seed=0)
+    open_episode.call("get_current_grid_state")
+    assert not score_episode(open_episode, ANSWER)["finished"]
