@@ -137,8 +137,10 @@ def _fits(value: Any, kind: Any) -> bool:
 # What a results table read from disk must hold before a report draws it (a table written by
 # `make eval` always does): the columns every row has, of their types, with values that can be.
 MAX_HIDDEN = 30 * 30  # hidden cells of the largest grid (pipeline.generation.validate.MAX_SIDE)
-NOT_NULL = ("episode_id", "task_id", "domain", "hidden_slots", "decoy_budget", "failure_rate", "trial")
-NOT_NULL += ("success", "fraction_correct", "steps")
+NOT_NULL = (
+    *("episode_id", "task_id", "domain", "hidden_slots", "decoy_budget", "failure_rate", "trial"),
+    *("success", "fraction_correct", "steps"),
+)
 
 
 def _dtype_fits(dtype: Any, kind: Any) -> bool:
