@@ -138,6 +138,11 @@ class MilpModel:
 
     def _ask(self, extra: list[Row], objective: dict[int, int], maximize: bool) -> SolveResult:
         start = time.perf_counter()
+        if any(_constant_row_fails(row) for row in self.rows + extra):
+            # decided without a solver: a row of no column that fails (a hidden cell with no
+            # option its slot rules allow; visible cells that alone break a rule). A solver
+            # handed a model with no column answers "empty model", which is no proof.
+            return SolveResult(INFEASIBLE, (time.perf_counter() - start) * 1000.0)
         solve = _solve_highs if self.solver == "highs" else _solve_cbc
         status, values, value = solve(
             len(self.columns), self.rows + extra, objective, maximize, self.settings
@@ -171,6 +176,13 @@ class MilpModel:
 
 
 Outcome = tuple[str, list[float], float]
+
+
+def _constant_row_fails(row: Row) -> bool:
+    """Whether ``row`` has no column left and its constant side breaks it (``0 == 1``)."""
+    if row.terms:
+        return False
+    return {"<=": 0 > row.rhs, ">=": 0 < row.rhs, "==": row.rhs != 0}[row.sense]
 
 
 def _solve_highs(

@@ -14,8 +14,10 @@ from solvers.results import FEASIBLE, INFEASIBLE
 from tests.brute import all_choices, completions, distance
 from tests.examples import (
     BOUNDARY,
+    CASED,
     LOOSENING_CAP,
     LOWER_LOOSENING,
+    NO_OPTION,
     ROW_REPEAT,
     THRESHOLD_ZERO,
     VISIBLE_BREAKS,
@@ -27,6 +29,7 @@ from tests.strategies import small_tasks
 @example(VISIBLE_BREAKS)
 @example(BOUNDARY)
 @example(THRESHOLD_ZERO)
+@example(CASED)
 @given(small_tasks())
 def test_cpsat_feasibility_matches_brute_force(task):
     found = completions(task)
@@ -58,6 +61,27 @@ def test_uniqueness_agrees_across_cpsat_milp_and_brute_force(solver, task):
     assert cbc_other.status == (INFEASIBLE if unique else FEASIBLE)
     if not unique:
         assert cbc_other.solution != truth and is_valid_completion(task, cbc_other.solution)
+
+
+@example(task=VISIBLE_BREAKS)  # the visible cells alone break repeat_max: no completion
+@example(task=NO_OPTION)  # a hidden cell with no option: no column at all
+@example(task=ROW_REPEAT)
+@example(task=BOUNDARY)
+@example(task=CASED)
+@pytest.mark.parametrize("solver", MILP_SOLVERS)
+@given(task=small_tasks())
+def test_milp_finds_a_choice_feasible_exactly_when_it_is_a_completion(solver, task):
+    """The MILP's own semantics against the checker's: a completion exists exactly when brute
+    force finds one (a task whose visible cells alone break a rule has none), and fixing the
+    hidden cells to a choice is feasible exactly when that choice is a completion."""
+    import itertools
+
+    found = completions(task)
+    model = MilpModel(task, solver=solver)
+    assert model.most_decoys({}).status == (FEASIBLE if found else INFEASIBLE)
+    for choice in itertools.islice(all_choices(task), 8):
+        expected = FEASIBLE if is_valid_completion(task, choice) else INFEASIBLE
+        assert model.truth_feasible(choice).status == expected, choice
 
 
 @example(task=ROW_REPEAT)
