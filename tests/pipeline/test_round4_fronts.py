@@ -108,3 +108,23 @@ def test_hub_names_an_empty_token_variable(tiny_release):
     cfg = compose_config([f"release={tiny_release}", "repo_id=me/grid", "token_env=''"], "hub", "apps")
     with pytest.raises(UserError, match="token_env='' names no environment variable"):
         run_hub(cfg)
+
+
+@pytest.mark.parametrize("position", [0, 31, 63])
+def test_a_listed_digest_that_differs_in_one_hex_digit_is_a_mismatch(position, tiny_release, tmp_path):
+    """A digest is compared whole: a manifest may not get away with a file whose SHA-256 only
+    begins (or ends) like the one it lists."""
+    from pipeline.storage.read import read_manifest
+    from pipeline.storage.verification import VerifyReport, check_files
+
+    copy = copy_release(tiny_release, tmp_path / "copy")
+    manifest = json.loads((copy / "manifest.json").read_text())
+    name = sorted(n for n in manifest["files"] if n.startswith("tasks/"))[0]
+    digest = manifest["files"][name]
+    manifest["files"][name] = (
+        digest[:position] + ("0" if digest[position] != "0" else "1") + digest[position + 1 :]
+    )
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    report = VerifyReport()
+    sound = check_files(copy, read_manifest(copy), report)
+    assert name not in sound and f"{name}: digest mismatch (file changed)" in report.file_failures
