@@ -128,3 +128,19 @@ def test_a_listed_digest_that_differs_in_one_hex_digit_is_a_mismatch(position, t
     report = VerifyReport()
     sound = check_files(copy, read_manifest(copy), report)
     assert name not in sound and f"{name}: digest mismatch (file changed)" in report.file_failures
+
+
+@pytest.mark.parametrize("change", [-1, 1, -4])
+def test_a_task_count_above_or_below_the_listed_files_is_refused(change, tiny_release, tmp_path):
+    from pipeline.storage.read import read_manifest
+    from pipeline.storage.verification import VerifyReport, check_release
+
+    copy = copy_release(tiny_release, tmp_path / "copy")
+    manifest = json.loads((copy / "manifest.json").read_text())
+    listed = sum(1 for n in manifest["files"] if n.startswith("tasks/"))
+    manifest["counts"]["tasks"] = listed + change
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    report = VerifyReport()
+    check_release(copy, read_manifest(copy), report)
+    expected = f"manifest.json: counts.tasks={listed + change} but {listed} task files are listed"
+    assert expected in report.file_failures
