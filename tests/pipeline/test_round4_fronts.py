@@ -144,3 +144,21 @@ def test_a_task_count_above_or_below_the_listed_files_is_refused(change, tiny_re
     check_release(copy, read_manifest(copy), report)
     expected = f"manifest.json: counts.tasks={listed + change} but {listed} task files are listed"
     assert expected in report.file_failures
+
+
+@pytest.mark.parametrize(
+    "edit", [lambda text: text + "\n", lambda text: " " + text, lambda text: text + "\n" * 5000]
+)
+def test_an_instruction_padded_with_whitespace_is_not_the_rendered_one(edit):
+    """The instruction is compared byte for byte with what the rules render to: padding (a
+    trailing line break, leading spaces, thousands of empty lines before the agent's turn) is
+    an edit like any other."""
+    import dataclasses
+
+    from pipeline.storage.verification import task_shape
+    from tests.tiny import TASK
+
+    rel = f"tasks/{TASK.domain}/{TASK.task_id}.json"
+    assert "the instruction is not what" not in " ".join(task_shape(TASK, rel))
+    padded = dataclasses.replace(TASK, instruction=edit(TASK.instruction))
+    assert "the instruction is not what the task's rules render to (edited?)" in task_shape(padded, rel)
