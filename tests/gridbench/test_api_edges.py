@@ -47,7 +47,7 @@ def test_a_record_s_episode_checks_its_seed(tiny_release):
 
 
 def test_tool_schemas_of_something_that_is_no_domain_name_are_refused():
-    with pytest.raises(UserError, match="a domain name"):
+    with pytest.raises(UserError, match=r"pass a domain name \(a str\), got list$"):
         gridbench.openai_schemas(["course"])
     assert gridbench.openai_schemas("toy")  # the domain's tools
 
@@ -59,10 +59,19 @@ def test_an_answer_whose_cells_are_not_the_task_s_hidden_cells_is_refused():
     from core.task import SlotRoles
 
     moved = dataclasses.replace(ANSWER, roles=(ANSWER.roles[0], SlotRoles(9, 9, "G", (), ())))
-    with pytest.raises(UserError, match="not the task's hidden cells"):
+    with pytest.raises(UserError) as refused:
         gridbench.score(TASK, TRUTH, moved)
+    assert str(refused.value) == (
+        "score: the answer's cells are not the task's hidden cells (e.g. [(1, 2), (9, 9)]); "
+        "pass the answer file of this task"
+    )
+    many = dataclasses.replace(
+        ANSWER, roles=tuple(SlotRoles(8, c, "G", (), ()) for c in range(5))
+    )  # both hidden cells missing, five stray ones: the first three of the seven named
+    with pytest.raises(UserError, match=r"\(e\.g\. \[\(0, 1\), \(1, 2\), \(8, 0\)\]\)"):
+        gridbench.score(TASK, TRUTH, many)
     fewer = dataclasses.replace(ANSWER, roles=ANSWER.roles[:1])
-    with pytest.raises(UserError, match="not the task's hidden cells"):
+    with pytest.raises(UserError, match=r"not the task's hidden cells \(e\.g\. \[\(1, 2\)\]\)"):
         gridbench.score(TASK, TRUTH, fewer)
     assert gridbench.score(TASK, TRUTH, ANSWER)["success"]
 
