@@ -137,12 +137,12 @@ class MilpModel:
         return constant, tuple((column, value) for column, value in terms if value)
 
     def _ask(self, extra: list[Row], objective: dict[int, int], maximize: bool) -> SolveResult:
-        start = time.perf_counter()
         if any(_constant_row_fails(row) for row in self.rows + extra):
-            # decided without a solver: a row of no column that fails (a hidden cell with no
-            # option its slot rules allow; visible cells that alone break a rule). A solver
-            # handed a model with no column answers "empty model", which is no proof.
-            return SolveResult(INFEASIBLE, (time.perf_counter() - start) * 1000.0)
+            # decided without a solver (no solve, no time): a row of no column that fails (a
+            # hidden cell with no option its slot rules allow; visible cells that alone break
+            # a rule). A solver handed a model with no column answers "empty model", no proof.
+            return SolveResult(INFEASIBLE, 0.0)
+        start = time.perf_counter()
         solve = _solve_highs if self.solver == "highs" else _solve_cbc
         status, values, value = solve(
             len(self.columns), self.rows + extra, objective, maximize, self.settings
