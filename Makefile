@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow lint mutate bench release train verify import audit eval show report hub clean
+.PHONY: help install test test-slow browser lint mutate bench release train verify import audit eval show report view hub clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -26,8 +26,14 @@ install: $(STAMP) ## Create .venv and install the pinned dependencies
 test: $(STAMP) ## Run the quick test suite (what CI runs)
 	$(PY) -m pytest
 
-test-slow: $(STAMP) ## Run the slow tests too
+test-slow: $(STAMP) browser ## Run the slow tests too (installs Chromium and Playwright first: make browser)
 	$(PY) -m pytest -m "slow or not slow"
+
+PLAYWRIGHT := playwright==1.65.2
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser: $(STAMP) ## Debian's Chromium and Playwright, for the explorer's browser test (make test-slow; not make test)
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
+	@$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install --quiet '$(PLAYWRIGHT)'
 
 lint: $(STAMP) ## ruff and mypy on the packages (strict on core and gridbench)
 	$(PY) -m ruff check core domains solvers pipeline gridbench tests bench
@@ -48,6 +54,8 @@ bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_executors.py
 	$(PY) bench/bench_large.py $(ARGS)
 	$(PY) bench/bench_depth.py $(ARGS)
+	$(PY) bench/bench_bounds.py $(ARGS)
+	$(PY) bench/bench_seeds.py $(ARGS)
 	$(PY) bench/bench_train.py $(ARGS)
 
 release: $(STAMP) ## Build the default release (5x7, six domains, 324 tasks); ARGS="..." = Hydra overrides
@@ -73,6 +81,9 @@ show: $(STAMP) ## Print one transcript: make show ARGS="run=outputs/runs/R/RUN t
 
 report: $(STAMP) ## Heatmaps, tables and summary of the runs of a release
 	$(GB) report $(ARGS)
+
+view: $(STAMP) ## The results explorer, one HTML folder: make view ARGS="runs_root=outputs/runs/R" -> outputs/views/R/index.html
+	$(GB) view $(ARGS)
 
 hub: $(STAMP) ## Publish a release to the Hugging Face Hub: make hub ARGS="release=PATH repo_id=ORG/NAME [dry_run=true]"
 	$(GB) hub $(ARGS)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-RELEASE = ROOT / "outputs" / "releases" / "gridbench-v1.0.0"
+RELEASE = ROOT / "outputs" / "releases" / "gridbench-v2.0.0"
 
 
 def moves(record, count: int) -> list[tuple[str, dict]]:

@@ -9,7 +9,7 @@ fixpoint (probing or search), with Wilson 95% intervals.
 With two seeds or more it also audits each preset's tasks: the rule-free policies, and the
 transfer classifiers trained on seed 0's tasks and tested on the other seeds'.
 
-Generation settings may be given as name=value (``cage_slack_share=0.75 cage_cells=4``).
+Generation settings may be given as name=value (``cage_spread=2.0 cage_cells=3``).
 Prints numbers; never fails on a figure.
 """
 

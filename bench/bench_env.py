@@ -90,7 +90,7 @@ def search_episodes() -> None:
 
 
 def evaluation_memory() -> None:
-    release = ROOT / "outputs" / "releases" / "gridbench-v1.0.0"
+    release = ROOT / "outputs" / "releases" / "gridbench-v2.0.0"
     python = sys.executable
     if not (release / "manifest.json").exists():
         subprocess.run([python, "-m", "pipeline.release"], cwd=ROOT, check=True, capture_output=True)

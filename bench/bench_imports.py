@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RELEASE = ROOT / "outputs" / "releases" / "gridbench-v1.0.0"
+RELEASE = ROOT / "outputs" / "releases" / "gridbench-v2.0.0"
 
 
 def timed(command: list[str], repeat: int) -> float:

@@ -51,7 +51,7 @@ def _release(folder: Path, tasks: int) -> Path:
         ]
     )
     build(cfg)
-    return folder / "bench-v1.0.0"
+    return folder / "bench-v2.0.0"
 
 
 def _tasks(release: Path) -> list:

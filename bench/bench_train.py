@@ -58,7 +58,7 @@ def main() -> None:
                 f"hydra.run.dir={folder}/h",
             ]
         )
-        release = Path(folder) / f"{name}-v1.0.0"
+        release = Path(folder) / f"{name}-v2.0.0"
         size = disk_bytes(release)
         print(f"== make train size={args.size} (conf/apps/train.yaml, {args.workers} local processes)")
         print(

@@ -21,8 +21,9 @@ OUTPUTS = Path("outputs")
 RELEASES = OUTPUTS / "releases"  # make release / gridbench release
 RUNS = OUTPUTS / "runs"  # make eval: runs/<release>/<run>
 REPORTS = OUTPUTS / "reports"  # make report: reports/<release>
+VIEWS = OUTPUTS / "views"  # make view: views/<release> (the results explorer)
 CACHE = OUTPUTS / "cache"  # finished (H, B) sweep keys of a release build, reused by a rebuild
-DEFAULT_NAME = "gridbench-v1.0.0"  # conf/release/default.yaml's name and version (a test checks)
+DEFAULT_NAME = "gridbench-v2.0.0"  # conf/release/default.yaml's name and version (a test checks)
 RELEASE = RELEASES / DEFAULT_NAME  # the release every command reads by default
 
 DEFAULTS = {
@@ -30,6 +31,7 @@ DEFAULTS = {
     "releases": RELEASES,
     "runs": RUNS,
     "reports": REPORTS,
+    "views": VIEWS,
     "cache": CACHE,
     "release": RELEASE,
     "release_runs": RUNS / DEFAULT_NAME,
@@ -82,7 +84,7 @@ REQUIRED_DATA = (
     "conf/agent/llm.yaml",
     *(
         f"conf/apps/{name}.yaml"
-        for name in ("audit", "evaluate", "hub", "import_agentce", "report", "train", "verify")
+        for name in ("audit", "evaluate", "hub", "import_agentce", "report", "train", "verify", "view")
     ),
     "schemas/task.schema.json",
     "schemas/answer.schema.json",

@@ -133,6 +133,19 @@ class Depth:
 
 
 @dataclass(frozen=True)
+class Effort:
+    """The finer difficulty measures (``solvers.ladder``): the nodes of the complete search
+    tree that propagation to the fixpoint leaves (1: the fixpoint decides; ``capped``: the
+    count stopped at its limit) and ``joint_bits``, the options left, in bits, once the
+    fixpoint and every region enumerated on its own have done what they can (what only
+    reasoning across regions and rules removes)."""
+
+    search_nodes: int
+    search_capped: bool
+    joint_bits: float
+
+
+@dataclass(frozen=True)
 class Measures:
     """The difficulty measures of a task (README: Difficulty measures)."""
 
@@ -145,10 +158,13 @@ class Measures:
     propagation: Resistance
     decoy_direction: dict[str, list[int]] = field(default_factory=dict)
     depth: Depth | None = None  # None in answers written before the ladder
+    effort: Effort | None = None  # None in answers written before release 2
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object of the answer file (no ``depth`` key when it was not measured)."""
+        """The JSON object of the answer file (no ``depth`` or ``effort`` key when it was not
+        measured)."""
         data = dataclasses.asdict(self)
-        if self.depth is None:
-            data.pop("depth")
+        for name in ("depth", "effort"):
+            if getattr(self, name) is None:
+                data.pop(name)
         return data

@@ -8,6 +8,7 @@ it, so a task without such rules is a format-1 file, byte for byte as before.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,8 @@ class TaskFormatError(UserError):
     """A task or answer record is malformed; the message names the field."""
 
 
+RULE_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")  # what every rule is called by, in prompt and tools
+RULE_NAME_TEXT = "a plain identifier (lowercase letters, digits and _, starting with a letter, at most 64)"
 INT_LIMIT = 2**40  # every integer of a task; far beyond any real value, safe for the solvers
 
 
@@ -124,6 +127,8 @@ class GlobalRule:
         if kind == RuleKind.COUNT_MIN_THRESHOLD and data.get("at_least") is None:
             raise TaskFormatError(f"global rule {data.get('name')!r} ({kind}) needs 'at_least'")
         name = str(data["name"])[:40]
+        if not isinstance(data["name"], str) or not RULE_NAME.fullmatch(data["name"]):
+            raise TaskFormatError(f"global rule name {name!r} is not {RULE_NAME_TEXT}")
         at_least = data.get("at_least")
         if at_least is not None:
             at_least = checked_int(at_least, f"rule {name} at_least")

@@ -96,6 +96,11 @@ def task_from_dict(data: dict[str, Any]) -> Task:
             f"{where}: schema_version {task.format!r} cannot hold rules with scope 'cells'; "
             f"declare {task.needs_format!r}"
         )
+    if task.format > task.needs_format:
+        raise TaskFormatError(
+            f"{where}: schema_version {task.format!r} but no rule has scope 'cells'; a task is "
+            f"written in the lowest format that holds it: declare {task.needs_format!r}"
+        )
     if "hidden_slots" in data and int(data["hidden_slots"]) != len(slots):
         raise TaskFormatError(f"{where}: hidden_slots={data['hidden_slots']} but {len(slots)} slots")
     return task
@@ -119,6 +124,11 @@ def _check_references(task: Task, where: str) -> None:
             if not (0 <= r < task.rows and 0 <= c < task.cols):
                 raise TaskFormatError(
                     f"{where}: rule {rule.name[:40]!r} names cell ({r},{c}) outside the grid"
+                )
+            if task.grid[r][c] is not None:
+                raise TaskFormatError(
+                    f"{where}: rule {rule.name[:40]!r} names cell ({r},{c}), which is visible; "
+                    "a region names hidden cells only"
                 )
     hidden = sum(cell is None for row in task.grid for cell in row)
     if hidden != len(task.slots):

@@ -3,7 +3,7 @@
 The public face: what users import, re-exported from the layers below it (docs/architecture.md)::
 
     import gridbench
-    release = gridbench.load_release("outputs/releases/gridbench-v1.0.0")
+    release = gridbench.load_release("outputs/releases/gridbench-v2.0.0")
     record = release.filter(domains=["course"])[0]
     episode = record.episode(gridbench.EnvSettings(failure_rate=0.1), seed=0)
     episode.call("get_current_grid_state")

@@ -21,6 +21,7 @@ from core.errors import UserError
 from pipeline.cli import command
 from pipeline.config import register_configs
 from pipeline.integrity import FEATURE_SETS, MODELS, audit, audit_markdown
+from pipeline.integrity.soft import RUNG_NAMES
 from pipeline.parallel import Progress, check_workers
 from pipeline.storage.companion import companion_pairs
 from pipeline.storage.read import release_pairs, shown
@@ -28,7 +29,8 @@ from pipeline.storage.safe import inside
 
 register_configs()
 AUDITS = paths.OUTPUTS / "audits"
-FOLDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")  # a release folder's name, e.g. gridbench-v1.0.0
+BOUND_RUNGS = tuple(RUNG_NAMES)  # the command scores soft heuristics after every rung (the card: all options)
+FOLDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")  # a release folder's name, e.g. gridbench-v2.0.0
 
 
 def run_audit(cfg: DictConfig) -> int:
@@ -47,7 +49,7 @@ def run_audit(cfg: DictConfig) -> int:
     if cfg.transfer:  # built before the progress display: it shows its own
         print(f"audit {release.name}: companion build of {len(pairs)} tasks (seed + {offset})", flush=True)
     companion = companion_pairs(release, offset, workers) if cfg.transfer else None
-    stages = 2 + (len(FEATURE_SETS) * len(MODELS) if int(cfg.splits) > 0 else 0) + bool(companion)
+    stages = 3 + (len(FEATURE_SETS) * len(MODELS) if int(cfg.splits) > 0 else 0) + bool(companion)
     progress = Progress(stages, f"audit {release.name}", unit="stage")
     stage: list[tuple[str, float]] = []  # the stages so far, with their start times
 
@@ -61,7 +63,7 @@ def run_audit(cfg: DictConfig) -> int:
         f"{stage[-1][0]} for {time.perf_counter() - stage[-1][1]:.0f} s" if stage else ""
     )
     try:
-        report = audit(pairs, int(cfg.splits), int(cfg.seed), step, companion)
+        report = audit(pairs, int(cfg.splits), int(cfg.seed), step, companion, BOUND_RUNGS)
         progress.update()  # the last stage is done
     finally:
         progress.close()
@@ -73,7 +75,7 @@ def run_audit(cfg: DictConfig) -> int:
     print(f"audit -> {out / 'audit.md'} ({time.perf_counter() - start:.1f}s)")
     if report["failures"]:
         print(
-            f"audit FAILED: {len(report['failures'])} rule-free reader(s) above chance + 0.03",
+            f"audit FAILED: {len(report['failures'])} finding(s) clear of chance (or of the control) + 0.03",
             file=sys.stderr,
         )
         return 1

@@ -50,7 +50,7 @@ class ReleaseConf:
     """The ``release`` group (``conf/release/*.yaml``): what a release holds and where it is written."""
 
     name: str = "gridbench"
-    version: str = "1.0.0"
+    version: str = "2.0.0"
     domains: list[str] = field(default_factory=lambda: list(PAPER_DOMAINS))  # conf/release/*.yaml
     tasks_per_cell: int = 1
     seed: int = 0
@@ -268,7 +268,7 @@ class TrainConfig:
     """The schema of the sharded training-set build (``conf/apps/train.yaml``)."""
 
     name: str = "gridbench-train"
-    version: str = "1.0.0"
+    version: str = "2.0.0"
     size: int = 100_000
     seed: int = 0
     domains: list[str] = field(default_factory=lambda: list(PAPER_DOMAINS))
@@ -291,6 +291,15 @@ class ReportConfig:
     release: str = ""  # the release to validate; "": outputs/releases/<first runs_root's name>
 
 
+@dataclass
+class ViewConfig:
+    """The schema of the view command (``conf/apps/view.yaml``)."""
+
+    runs_root: Any = str(paths.RUNS / paths.DEFAULT_NAME)  # a folder, or a list of them
+    output: str = ""  # "": outputs/views/<the first runs_root's name>
+    release: str = ""  # the release of the runs (grids, truth); "": outputs/releases/<runs_root's name>
+
+
 def register_configs() -> None:
     """Register the schemas so that a misspelt key fails with a message naming it. Group
     files are typed through the fields of the top-level schema, so no group is registered
@@ -303,6 +312,7 @@ def register_configs() -> None:
     store.store(name="base_import", node=ImportConfig)
     store.store(name="base_evaluate", node=EvaluateConfig)
     store.store(name="base_report", node=ReportConfig)
+    store.store(name="base_view", node=ViewConfig)
     store.store(name="base_audit", node=AuditConfig)
     store.store(name="base_hub", node=HubConfig)
     store.store(name="base_train", node=TrainConfig)

@@ -32,6 +32,7 @@ COMMANDS: dict[str, Command] = {
     "eval": Command("pipeline.evaluate", "run an agent (baseline or LLM) over a release"),
     "show": Command("pipeline.show", "print one episode's transcript", argv_style=True),
     "report": Command("pipeline.report", "tables, heatmaps and the validation figure of runs"),
+    "view": Command("pipeline.view", "the results explorer of runs: a static HTML folder"),
     "train": Command("pipeline.train", "a large training set in Parquet shards"),
     "import": Command("pipeline.import_agentce", "import reference (AgentCE) files into a release"),
     "hub": Command("pipeline.hub", "publish a release to the Hugging Face Hub"),

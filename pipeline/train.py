@@ -2,7 +2,7 @@
 
     make train                                   # conf/apps/train.yaml: 100,000 tasks
     make train ARGS="size=10000 name=gridbench-train-10k"
-    make verify ARGS="release=outputs/releases/gridbench-train-v1.0.0"   # shard by shard
+    make verify ARGS="release=outputs/releases/gridbench-train-v2.0.0"   # shard by shard
 
 Shards are made in `workers` processes (or on Ray with `executor=ray`); a build that is
 killed resumes from the shards already written; the manifest is written last.

@@ -60,6 +60,7 @@ class CpSatModel:
             self.model.add_exactly_one(self.choice[cell].values())
         self.relax: dict[str, cp_model.IntVar] = {}
         self.loosen: dict[str, cp_model.IntVar] = {}
+        self.rows: dict[str, list[tuple[Any, int, bool]]] = {}  # each rule's linear rows
         for rule in task.global_constraints:
             self._add_rule(rule)
         self.forbid_truth = self.model.new_bool_var("forbid_truth")
@@ -79,11 +80,12 @@ class CpSatModel:
     def _add_rule(self, rule: GlobalRule) -> None:
         """Linear constraints for ``rule``; its bound can be loosened by ``loosen[name]``."""
         cells = self.task.rows * self.task.cols
-        top = abs(rule.bound) + cells * max(1, self._largest_value(rule))
+        top = abs(rule.bound) + 2 * cells * max(1, self._largest_value(rule))
         loosen = self.model.new_int_var(0, top, f"loosen_{rule.name}")
         relax = self.model.new_bool_var(f"relax_{rule.name}")
         self.model.add(loosen == 0).only_enforce_if(relax.Not())
         self.loosen[rule.name], self.relax[rule.name] = loosen, relax
+        rows = self.rows.setdefault(rule.name, [])
         for group in rule_groups(rule, self.task.rows, self.task.cols):
             for constant, terms in self._group_expressions(rule, group):
                 expression: Any = cp_model.LinearExpr.weighted_sum(
@@ -91,9 +93,18 @@ class CpSatModel:
                     [coef for _, coef in terms] + [-1 if rule.is_upper_bound else 1],
                 )
                 if rule.is_upper_bound:  # sum - loosen <= bound - constant
-                    self.model.add(expression <= rule.bound - constant)
+                    row = self.model.add(expression <= rule.bound - constant)
                 else:  # sum + loosen >= bound - constant
-                    self.model.add(expression >= rule.bound - constant)
+                    row = self.model.add(expression >= rule.bound - constant)
+                rows.append((row, constant, rule.is_upper_bound))
+
+    def set_bound(self, rule_name: str, bound: int) -> None:
+        """Give the rule ``rule_name`` the bound ``bound`` in this model (its task record is
+        not changed): a generator narrowing or widening one bound solves again without building
+        the model anew. The bound must stay within the range the model was built for (a loosening
+        of at most ``cells`` times the largest value, plus the bound built with)."""
+        for row, constant, upper in self.rows[rule_name]:
+            row.proto.linear.domain[1 if upper else 0] = bound - constant
 
     def _largest_value(self, rule: GlobalRule) -> int:
         if rule.kind not in (RuleKind.SUM_MAX, RuleKind.SUM_MIN):
@@ -147,6 +158,7 @@ class CpSatModel:
         if self.settings.deterministic_limit is not None:
             solver.parameters.max_deterministic_time = self.settings.deterministic_limit
         solver.parameters.cp_model_presolve = self.settings.presolve
+        solver.parameters.linearization_level = self.settings.linearization
         # Ctrl-C is Python's: CP-SAT would otherwise catch it, end the search as if its time
         # limit had passed (an UNKNOWN that generation re-draws, so Ctrl-C never stops it) and
         # leave SIGINT at its default action (a later Ctrl-C kills without a word)

@@ -18,11 +18,13 @@ probing's closure is unique too, so the depth does not depend on any order.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Mapping
 
 from core.records import Depth
 from core.task import Task
-from solvers.checker import locally_valid_candidates
+from solvers.checker import locally_valid_candidates, rule_excess, rule_measure
 from solvers.propagation import LinearRow, linear_rows, propagate
 
 Cell = tuple[int, int]
@@ -155,6 +157,92 @@ def rung_domains(task: Task) -> list[dict[Cell, frozenset[str]]]:
         dict(result.fixpoint),
         {cell: frozenset(ids) for cell, ids in domains.items()},
     ]
+
+
+def search_nodes(task: Task, limit: int = 5_000) -> tuple[int, bool]:
+    """The size of the complete search tree that propagation to the fixpoint leaves: nodes
+    of a depth-first search that propagates at every node, branches on the open cell with the
+    fewest options (ties: row, then column) and tries every option, so it proves that no other
+    completion exists. 1 when the fixpoint decides the task. Neither the order of the
+    candidates nor of the rules changes it (every option of a branching cell is explored, and
+    the fixpoint is unique). Returns (nodes, whether ``limit`` stopped the count)."""
+    options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
+    rows = linear_rows(task, options)
+    domains = {cell: set(ids) for cell, ids in options.items()}
+    if not all(domains.values()) or not _Propagator(rows).fixpoint(domains):
+        return 1, False  # no completion: the root alone
+    propagator = _Propagator(fold(rows, domains))  # decided cells are constants from here on
+    domains = {cell: ids for cell, ids in domains.items() if len(ids) > 1}
+    stack = [(domains, _branch(domains))]
+    nodes = 1
+    while stack:
+        domains, cell = stack.pop()
+        if cell is None:
+            continue
+        for option in sorted(domains[cell], reverse=True):
+            nodes += 1
+            if nodes > limit:
+                return limit, True
+            trial = {c: (set(ids) if len(ids) > 1 else ids) for c, ids in domains.items()}
+            trial[cell] = {option}
+            if propagator.fixpoint(trial, propagator.rows_of.get(cell, [])):
+                stack.append((trial, _branch(trial)))
+    return nodes, False
+
+
+def _branch(domains: Mapping[Cell, set[str]]) -> Cell | None:
+    """The open cell a search branches on: the fewest options, then row, then column."""
+    open_cells = [cell for cell, ids in domains.items() if len(ids) > 1]
+    return min(open_cells, key=lambda c: (len(domains[c]), c)) if open_cells else None
+
+
+REGION_LIMIT = 100_000  # combinations of one region enumerated at most
+
+
+def joint_bits(task: Task) -> float:
+    """What is left for reasoning across regions: log2 of the product of the options that
+    remain once propagation reaches its fixpoint and every region (the cells a ``cells``-scoped
+    rule names) is enumerated on its own -- each option kept only when some combination of the
+    region's cells that meets the region's own rules uses it -- both repeated until nothing
+    changes. For a task without regions it is the options the fixpoint leaves, in bits; 0 when
+    these local steps decide the task. A region of more than :data:`REGION_LIMIT` combinations
+    is not enumerated (the value is then an upper bound)."""
+    options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
+    propagator = _Propagator(linear_rows(task, options))
+    domains = {cell: set(ids) for cell, ids in options.items()}
+    regions: dict[tuple[Cell, ...], list] = {}
+    for rule in task.global_constraints:
+        if rule.scope == "cells" and rule.cells:
+            regions.setdefault(tuple(rule.cells), []).append(rule)
+    changed = True
+    while changed:
+        if not all(domains.values()) or not propagator.fixpoint(domains):
+            return 0.0  # no completion
+        changed = any([_enumerate_region(task, cells, rules, domains) for cells, rules in regions.items()])
+    return round(sum(math.log2(len(ids)) for ids in domains.values() if ids), 6)
+
+
+def _enumerate_region(
+    task: Task, cells: tuple[Cell, ...], rules: list, domains: dict[Cell, set[str]]
+) -> bool:
+    """Keep in each hidden cell of the region the options some combination that meets the
+    region's rules uses; whether anything changed."""
+    hidden = [cell for cell in cells if cell in domains]
+    if not hidden or math.prod(len(domains[cell]) for cell in hidden) > REGION_LIMIT:
+        return False
+    fixed = [task.items[str(task.grid[r][c])] for r, c in cells if (r, c) not in domains]
+    used: dict[Cell, set[str]] = {cell: set() for cell in hidden}
+    for combo in itertools.product(*(sorted(domains[cell]) for cell in hidden)):
+        records = fixed + [task.items[item] for item in combo]
+        if all(rule_excess(rule, rule_measure(rule, records)) <= 0 for rule in rules):
+            for cell, item in zip(hidden, combo, strict=True):
+                used[cell].add(item)
+    changed = False
+    for cell in hidden:
+        if used[cell] != domains[cell]:
+            domains[cell].intersection_update(used[cell])
+            changed = True
+    return changed
 
 
 def reasoning_depth(task: Task) -> Depth:

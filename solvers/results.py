@@ -21,6 +21,9 @@ class SolverSettings:
     workers: int = 1
     seed: int = 0
     presolve: bool = True  # off is faster on average but has a heavy tail (measured)
+    # CP-SAT's linearization_level: 0 (no LP relaxation) proves these tasks 2-3x faster than
+    # its default 1, and up to 10x on caged rings of sums (measured: bench/bench_generate.py)
+    linearization: int = 0
     # CP-SAT's deterministic time (a work count, about a second of this machine's time per
     # unit): with one worker a solve stops at the same point on every machine, so a draft that
     # times out times out everywhere and generation stays byte-for-byte reproducible

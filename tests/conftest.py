@@ -39,7 +39,7 @@ def _shared_release(tmp_path_factory, name: str, build) -> Path:
     if not cache:
         return build(tmp_path_factory.mktemp(name), name)
     final = Path(cache) / name
-    if not (final / f"{name}-v1.0.0" / "manifest.json").exists():
+    if not (final / f"{name}-v2.0.0" / "manifest.json").exists():
         Path(cache).mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=cache, prefix=f".{name}-"))
         build(staging, name)
@@ -47,7 +47,7 @@ def _shared_release(tmp_path_factory, name: str, build) -> Path:
             staging.rename(final)  # atomic: a session running beside this one sees all or nothing
         except OSError:  # that session finished first: its copy is the same bytes
             shutil.rmtree(staging, ignore_errors=True)
-    return final / f"{name}-v1.0.0"
+    return final / f"{name}-v2.0.0"
 
 
 @pytest.fixture(scope="session")
@@ -80,7 +80,7 @@ def build_sharded(root: Path, name: str = "sharded") -> Path:
     overrides = [f"name={name}", "size=8", "shard_size=4", "domains=[course,toy]"]
     overrides += ["candidates_per_slot=6", parts, f"output_root={root}", "workers=1"]
     assert build(compose_config(overrides, "train", "apps")) == 0
-    return root / f"{name}-v1.0.0"
+    return root / f"{name}-v2.0.0"
 
 
 @pytest.fixture(scope="session")

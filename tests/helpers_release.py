@@ -53,7 +53,7 @@ def build_small(root: Path, name: str = "small", workers: int = 1) -> Path:
 
     cfg = compose_config(small_release_overrides(root, name, workers))
     assert build(cfg) == 0
-    return root / f"{name}-v1.0.0"
+    return root / f"{name}-v2.0.0"
 
 
 def copy_release(source: Path, target: Path) -> Path:

@@ -46,7 +46,7 @@ def build_tiny(root: Path, name: str = "tiny") -> Path:
     from pipeline.release import build
 
     assert build(compose_config(tiny_overrides(root, name))) == 0
-    return root / f"{name}-v1.0.0"
+    return root / f"{name}-v2.0.0"
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:

@@ -37,6 +37,7 @@ COMMANDS = frozenset(
         "show",
         "train",
         "verify",
+        "view",
         "main",
     )
 )

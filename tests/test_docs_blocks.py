@@ -225,6 +225,14 @@ def check_python(words: list[str]) -> None:
     by_module = {c.module: name for name, c in COMMANDS.items()} | {"gridbench.mcp": "mcp"}
     if module in by_module:
         check_gridbench([by_module[module], *rest])
+    elif module == "http.server":  # serving a folder make view wrote
+        assert (
+            rest[0] == "--directory"
+            and rest[1].startswith("outputs/views/")
+            and rest[2:3]
+            and rest[2].isdigit()
+        ), rest
+        assert len(rest) == 3, rest
     elif module == "gridbench.agents.llm.loopback":
         options = dict(w.split("=", 1) for w in rest)
         assert "release" in options and set(options) <= {"release", "port", "rate"}, rest
@@ -336,7 +344,7 @@ def small_release(root: Path, name: str) -> None:
 
 @pytest.fixture(scope="module")
 def docs_folder(tmp_path_factory) -> Path:
-    """A folder holding a small release at the docs' path, outputs/releases/gridbench-v1.0.0."""
+    """A folder holding a small release at the docs' path, outputs/releases/gridbench-v2.0.0."""
     root = tmp_path_factory.mktemp("docs")
     small_release(root, "gridbench")
     return root
@@ -425,12 +433,12 @@ def quick_start(tmp_path_factory) -> tuple[Path, dict[str, float]]:
 def test_the_quick_start_runs(quick_start):
     folder, seconds = quick_start
     releases = list((folder / "outputs/releases").iterdir())
-    assert [r.name for r in releases] == ["quick-v1.0.0"]
+    assert [r.name for r in releases] == ["quick-v2.0.0"]
     assert json.loads((releases[0] / "manifest.json").read_text())["counts"]["tasks"] == 8
-    assert (folder / "outputs/runs/quick-v1.0.0/search/results.parquet").is_file()
-    summary = (folder / "outputs/reports/quick-v1.0.0/summary.md").read_text()
+    assert (folder / "outputs/runs/quick-v2.0.0/search/results.parquet").is_file()
+    summary = (folder / "outputs/reports/quick-v2.0.0/summary.md").read_text()
     assert "| search | 8 | 1.000 |" in summary
-    assert (folder / "outputs/reports/quick-v1.0.0/heatmap_search.png").is_file()
+    assert (folder / "outputs/reports/quick-v2.0.0/heatmap_search.png").is_file()
     print("quick start:", ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items()))
 
 
@@ -550,7 +558,7 @@ def test_a_broken_line_fails(line):
 
 def test_a_broken_python_block_fails(docs_folder, monkeypatch):
     block = Block(
-        "test", 1, "python", 'import gridbench\ngridbench.load_release("outputs/releases/gone-v1.0.0")\n'
+        "test", 1, "python", 'import gridbench\ngridbench.load_release("outputs/releases/gone-v2.0.0")\n'
     )
     with pytest.raises(Exception, match="gone"):
         run_python([block], docs_folder, monkeypatch)

@@ -54,7 +54,7 @@ def test_a_command_run_from_another_folder_reads_the_packaged_conf_and_fails_in_
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "nowhere" in lines[0], out.stderr
-    # the default release is outputs/releases/gridbench-v1.0.0 of the folder it runs in
+    # the default release is outputs/releases/gridbench-v2.0.0 of the folder it runs in
     out = gridbench("verify", cwd=tmp_path)
     assert out.returncode == 2 and str(paths.RELEASE) in out.stderr, out.stderr
     assert not (tmp_path / "outputs" / "releases").exists()
@@ -64,7 +64,7 @@ def test_the_default_release_name_is_the_release_config_s():
     release = yaml.safe_load((paths.CONF_DIR / "release" / "default.yaml").read_text())
     assert paths.DEFAULT_NAME == f"{release['name']}-v{release['version']}"
     assert paths.CONF_DIR == ROOT / "conf" and paths.SCHEMA_DIR == ROOT / "schemas"
-    assert paths.default("release") == "outputs/releases/gridbench-v1.0.0"
+    assert paths.default("release") == "outputs/releases/gridbench-v2.0.0"
     from core.errors import UserError
 
     with pytest.raises(UserError, match="no such default path"):

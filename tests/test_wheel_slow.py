@@ -58,6 +58,10 @@ def test_the_wheel_installs_anywhere_and_its_command_builds_and_verifies(tmp_pat
         "core/py.typed",
         "gridbench/py.typed",
         "pipeline/main.py",
+        "pipeline/evaluation/assets/explorer.html",  # the results explorer's page, script and style
+        "pipeline/evaluation/assets/explorer.js",
+        "pipeline/evaluation/assets/explorer.css",
+        "core/_data/conf/apps/view.yaml",
     ):
         assert needed in names, needed
     assert not any(name.startswith(("tests/", "bench/", "outputs/")) for name in names)
@@ -81,7 +85,7 @@ def test_the_wheel_installs_anywhere_and_its_command_builds_and_verifies(tmp_pat
         ],
         work,
     )
-    release = work / "outputs" / "releases" / "wheel-v1.0.0"
+    release = work / "outputs" / "releases" / "wheel-v2.0.0"
     assert (release / "manifest.json").is_file()
     out = run([gridbench, "verify", f"release={release}"], work)
     assert re.search(r"^all\s+4\s+4\s+0$", out.stdout, re.MULTILINE), out.stdout

@@ -3,7 +3,7 @@
     inspect eval gridbench/gridbench --model openai/gpt-4o-mini -T failure_rate=0.1
 
 One sample per task of the release (``-T release=PATH``, default
-``outputs/releases/gridbench-v1.0.0``; filtered with ``-T domains=... -T hidden_slots=...
+``outputs/releases/gridbench-v2.0.0``; filtered with ``-T domains=... -T hidden_slots=...
 -T decoy_budgets=... -T task_ids=...``); ``--epochs N`` plays each task N times as trials
 0..N-1 (the episode's seed, so the injected failures differ between trials as in
 ``make eval``). The model sees the episode's tools, with the same names and JSON schemas.
@@ -16,7 +16,8 @@ reminders and decides when the episode ends; the conversation goes back into Ins
 messages, so ``inspect view`` shows exactly what the model saw. The scorer is
 ``gridbench.score``: success, with the fraction correct, what the episode spent and the
 loop's counts (turns, text and malformed calls, reminders, tokens, the end reason) as
-metadata. A wrong ``-T`` argument is one ``error:`` line before any model call.
+metadata, and ``api_retries``: the requests Inspect itself retried (its model events'
+``retries``). A wrong ``-T`` argument is one ``error:`` line before any model call.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from typing import Any
 from inspect_ai import Task, task
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.event import ModelEvent
+from inspect_ai.log import transcript
 from inspect_ai.model import (
     ChatMessage,
     ChatMessageAssistant,
@@ -191,6 +194,15 @@ def play(release: str, settings: dict[str, Any], max_reminders: int, max_turns: 
     return solve
 
 
+def inspect_retries() -> int:
+    """The requests Inspect retried in this sample, read from its own record: every model
+    event that ended in an error (Inspect logs each failed attempt as one, then asks again),
+    plus the HTTP retries counted inside an attempt (an event's ``retries``). The agent loop
+    sees only the reply that came through, so it counts none of them."""
+    events = [event for event in transcript().events if isinstance(event, ModelEvent)]
+    return sum(event.retries or 0 for event in events) + sum(event.error is not None for event in events)
+
+
 @scorer(metrics=[accuracy(), stderr()])
 def grid_score(partial: bool = False) -> Any:
     """``gridbench.score`` of the episode's grid: CORRECT when every hidden cell holds its
@@ -204,6 +216,7 @@ def grid_score(partial: bool = False) -> Any:
         details = session.score()
         counts = loop.outcome.counters()
         details.update({k: v for k, v in counts.items() if k != "api_error"})
+        details["api_retries"] = inspect_retries()
         value: Any = (
             details["fraction_correct"] if partial else (CORRECT if details["success"] else INCORRECT)
         )

@@ -4,7 +4,7 @@
     from trl import GRPOConfig, GRPOTrainer
     from gridbench.adapters.trl import environments
 
-    rows, factories = environments(release="outputs/releases/gridbench-v1.0.0")
+    rows, factories = environments(release="outputs/releases/gridbench-v2.0.0")
     # or, certified tasks made on the fly: environments(tasks=gridbench.create_dataset(...))
     trainer = GRPOTrainer(model="Qwen/Qwen3-0.6B", train_dataset=Dataset.from_list(rows),
                           environment_factory=factories, args=GRPOConfig(...))

@@ -35,11 +35,14 @@ from typing import Any
 import polars as pl
 
 from core import paths
+from core.budgets import UNLIMITED
 from core.errors import UserError
 from core.task import Answer, Task
 from core.task_io import answer_from_dict, task_from_dict
 from gridbench.agents.registry import AgentSpec, make_agent
 from gridbench.env import EnvSettings, Episode, score_episode
+from pipeline.evaluation.diagnostics import diagnose
+from pipeline.evaluation.knowledge import read_calls
 from pipeline.evaluation.runs import RunStore, call_columns, encode_transcript
 from pipeline.parallel import Progress, parallel_imap
 from pipeline.storage.metadata import METADATA_SCHEMA
@@ -184,6 +187,20 @@ def _object(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
+def episode_diagnostics(
+    task: Task, answer: Answer, episode: Episode, turns: list[int] | None = None
+) -> dict[str, Any]:
+    """The trajectory diagnostics of a played episode (``pipeline/evaluation/diagnostics.py``)
+    from its trace (``turns``: each call's model turn), with the budgets it left."""
+    calls = read_calls(episode.trace or [], task.domain, turns)
+    queries = list(episode.queries_left.values())
+    return {
+        **diagnose(task, answer, calls),
+        "queries_left": None if UNLIMITED in queries else sum(queries),
+        "checks_left": None if episode.checks_left == UNLIMITED else episode.checks_left,
+    }
+
+
 def episode_row(
     job: Job,
     spec: AgentSpec,
@@ -193,6 +210,7 @@ def episode_row(
     answer: Answer,
     extra: dict[str, Any],
     wall_ms: float,
+    turns: list[int] | None = None,
 ) -> dict[str, Any]:
     """One results row (see the README's accounting table)."""
     result = score_episode(episode, answer)
@@ -224,9 +242,10 @@ def episode_row(
         **result,
         "end_reason": end,
         **call_columns(calls, task.domain),
-        "calls_json": json.dumps(calls, sort_keys=True),
+        "tool_call_counts": json.dumps(calls, sort_keys=True),
         **extra,
         "wall_ms": wall_ms,
+        **episode_diagnostics(task, answer, episode, turns),
     }
 
 
@@ -239,7 +258,7 @@ def play_sync(args: tuple[Job, AgentSpec, EnvSettings, bool]) -> tuple[dict[str,
     """A baseline or a synchronous custom agent on one episode (runs in a worker process)."""
     job, spec, env, record = args
     task, answer = load_pair(job)
-    episode = _episode(job, env, task, record)
+    episode = _episode(job, env, task, True)  # the diagnostics read the trace; record: whether it is kept
     start = time.perf_counter()
     # The transcript grows by a few dicts per call and cyclic garbage collection rescans it
     # every few hundred allocations: 25% of a search episode's time. Episodes are bounded,
@@ -253,7 +272,7 @@ def play_sync(args: tuple[Job, AgentSpec, EnvSettings, bool]) -> tuple[dict[str,
             gc.enable()
     wall_ms = (time.perf_counter() - start) * 1000.0
     row = episode_row(job, spec, env, task, episode, answer, {}, wall_ms)
-    return row, (encode_transcript(row, episode.trace) if episode.trace is not None else None)
+    return row, (encode_transcript(row, episode.trace) if record else None)
 
 
 async def play_async(
@@ -276,12 +295,13 @@ async def play_async(
     async def one(job: Job) -> None:
         async with gate:
             task, answer = load_pair(job)
-            episode = _episode(job, env, task, record)
+            episode = _episode(job, env, task, True)  # the diagnostics read the trace
             start = time.perf_counter()
             outcome = await agent.play(episode)
             wall_ms = (time.perf_counter() - start) * 1000.0
             extra = {**outcome.counters(), "prompt_sha256": prompt} if outcome is not None else {}
-            row = episode_row(job, spec, env, task, episode, answer, extra, wall_ms)
+            turns = outcome.call_turns if outcome is not None else None
+            row = episode_row(job, spec, env, task, episode, answer, extra, wall_ms, turns)
             transcript = outcome.messages if outcome is not None else episode.trace
             store.save(row, transcript if record else None)
             progress.update(row)

@@ -30,6 +30,11 @@ def _cells(count: int, kind: str = "hidden") -> str:
     return f"{count} {kind} cell{'' if count == 1 else 's'}"
 
 
+def _matching(count: int) -> str:
+    """``"1 candidate matches"``, ``"0 candidates match"``, ``"3 candidates match"``."""
+    return f"{count} candidate matches" if count == 1 else f"{count} candidates match"
+
+
 def _result(status: str, message: str, data: Any = None) -> dict[str, Any]:
     return {"status": status, "message": message, "data": data}
 
@@ -304,7 +309,7 @@ class Episode:
             for i in self.slots[(row, col)].candidates
             if _matches(self.task.items[i][field], operator, value)
         ]
-        return _result("ok", f"{len(matches)} candidates match", {"candidates": matches})
+        return _result("ok", _matching(len(matches)), {"candidates": matches})
 
     def _query_value(self, field: str, operator: str, value: Any) -> Any:
         """The query value, coerced; raises :class:`ArgumentError` naming what is allowed."""
@@ -356,12 +361,18 @@ class Episode:
         statuses = check_global(self.task, self.grid)
         violated = sorted(name for name, s in statuses.items() if s == "violated")
         complete = all(self.grid[r][c] is not None for r, c in self.slots)
+        regions = {
+            rule.name: [list(cell) for cell in rule.cells or ()]
+            for rule in self.task.global_constraints
+            if rule.name in violated and rule.scope == "cells"
+        }
         return _result(
             "ok",
-            f"{len(violated)} violated" if violated else "no rule violated",
+            f"{len(violated)} violated: {', '.join(violated)}" if violated else "no rule violated",
             {
                 "rules": statuses,
                 "violated": violated,
+                "violated_cells": regions,
                 "complete": complete,
                 "all_satisfied": complete and not violated,
             },

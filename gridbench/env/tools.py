@@ -284,8 +284,9 @@ def tools_for(domain: str) -> dict[str, Tool]:
         Tool(
             f"check_{d}_global_constraints",
             "Check every global constraint on the grid as it "
-            "is now: satisfied, violated, or pending (lower bounds wait for a complete grid). "
-            "Uses one global check.",
+            "is now: satisfied, violated, or pending (lower bounds wait for a complete grid), "
+            "each by the name the task lists it under; a violated region rule's cells are in "
+            "violated_cells. Uses one global check.",
             (),
             "spend",
         ),

@@ -31,6 +31,7 @@ from typing import Any
 import polars as pl
 
 from core.errors import UserError
+from pipeline.evaluation.diagnostics import DIAGNOSTIC_COLUMNS
 
 MAX_ROW_BYTES = 4 * 1024 * 1024
 EPISODE_ID = re.compile(r"^[0-9a-f]{16}$")
@@ -99,18 +100,29 @@ _LLM = {
 RESULT_SCHEMA: dict[str, Any] = {
     **_BASE,
     **{f"calls_{kind}": pl.Int64 for kind in CALL_KINDS},
-    "calls_json": pl.String,
+    "tool_call_counts": pl.String,  # JSON: every tool's calls by its full name (was calls_json)
     **_LLM,
     "wall_ms": pl.Float64,
+    **DIAGNOSTIC_COLUMNS,
 }
+# Columns of older runs, read back under their current names.
+RENAMED = {"calls_json": "tool_call_counts"}
 # Written by every version of the runner: a row without one of these is not a row.
-REQUIRED = tuple(k for k in RESULT_SCHEMA if k not in _LLM and k not in ("run", "min_resistant_share"))
+REQUIRED = tuple(
+    k
+    for k in RESULT_SCHEMA
+    if k not in _LLM and k not in DIAGNOSTIC_COLUMNS and k not in ("run", "min_resistant_share")
+)
 
 
 def row_problem(row: Any) -> str:
-    """Why ``row`` (a parsed line of ``episodes.jsonl``) cannot be a results row ("" if it can)."""
+    """Why ``row`` (a parsed line of ``episodes.jsonl``) cannot be a results row ("" if it can).
+    A column an older version named otherwise (:data:`RENAMED`) is renamed in place."""
     if not isinstance(row, dict):
         return f"a JSON {type(row).__name__}, not an object"
+    for old, new in RENAMED.items():
+        if old in row and new not in row:
+            row[new] = row.pop(old)
     episode = row.get("episode_id")
     if not isinstance(episode, str) or not EPISODE_ID.match(episode):
         return "episode_id is not 16 hex digits"
@@ -137,6 +149,7 @@ def _fits(value: Any, kind: Any) -> bool:
 # What a results table read from disk must hold before a report draws it (a table written by
 # `make eval` always does): the columns every row has, of their types, with values that can be.
 MAX_HIDDEN = 30 * 30  # hidden cells of the largest grid (pipeline.generation.validate.MAX_SIDE)
+LEFT = ("queries_left", "checks_left")  # budgets left at the end: -1 when unlimited
 NOT_NULL = (
     *("episode_id", "task_id", "domain", "hidden_slots", "decoy_budget", "failure_rate", "trial"),
     *("success", "fraction_correct", "steps"),
@@ -170,7 +183,8 @@ def table_problem(frame: pl.DataFrame) -> str:
     counts = [n for n, kind in RESULT_SCHEMA.items() if kind == pl.Int64 and n in frame.columns]
     floats = [n for n, kind in RESULT_SCHEMA.items() if kind == pl.Float64 and n in frame.columns]
     rules: list[tuple[str, pl.Expr]] = [
-        *((f"{n} < 0", pl.col(n) < 0) for n in counts),
+        *((f"{n} < 0", pl.col(n) < 0) for n in counts if n not in LEFT),
+        *((f"{n} < -1", pl.col(n) < -1) for n in counts if n in LEFT),  # -1: unlimited
         *(
             (f"{n} not a finite number >= 0", ~pl.col(n).cast(pl.Float64).is_finite() | (pl.col(n) < 0))
             for n in floats

@@ -22,11 +22,11 @@ import polars as pl
 
 from core.errors import UserError, terminal_text
 from pipeline.evaluation.figures import MAX_PANELS, domain_heatmap, heatmap, success_vs_budget, wilson
-from pipeline.evaluation.runs import RunStore, results_frame, table_problem
+from pipeline.evaluation.runs import RENAMED, RunStore, results_frame, table_problem
 from pipeline.storage.parquet import read_arrow_table
 from pipeline.storage.safe import ReleaseError, read_bytes
 
-__all__ = ["load_runs", "make_report", "run_table", "wilson"]
+__all__ = ["diagnostics_cells", "load_runs", "make_report", "run_table", "wilson"]
 
 
 def _current(path: Path) -> None:
@@ -73,6 +73,9 @@ def load_runs(roots: list[Path]) -> tuple[pl.DataFrame, dict[str, int]]:
                 f"{terminal_text(path, 300)} cannot be read ({type(error).__name__}); delete it and "
                 "rerun `make eval` (finished episodes are kept in episodes.jsonl)"
             ) from None
+        frame = frame.rename(
+            {old: new for old, new in RENAMED.items() if old in frame.columns and new not in frame.columns}
+        )
         problem = table_problem(frame)
         if problem:
             raise UserError(
@@ -101,7 +104,8 @@ def run_table(frame: pl.DataFrame, rate: float) -> str:
     per run: runs of different agents or task sets are never pooled."""
     part = frame.filter(pl.col("failure_rate") == rate)
     lines = [
-        "| run | episodes | success | 95% interval | steps | prompt tokens | completion tokens | wall s |",
+        "| run | episodes | success | 95% interval | mean steps | mean prompt tokens "
+        "| mean completion tokens | mean wall s |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for run in sorted(set(part["run"].to_list())):
@@ -123,6 +127,58 @@ def _table_row(name: str, rows: pl.DataFrame) -> str:
         f"| {name} | {n} | {wins / max(n, 1):.3f} | [{low:.3f}, {high:.3f}] | "
         f"{mean('steps')} | {mean('prompt_tokens')} | {mean('completion_tokens')} | {seconds} |"
     )
+
+
+DIAGNOSTICS_HEADER = (
+    "| run | episodes | informed | failed, never informed | failed though informed | informed at turn "
+    "| wasted calls | wrong sets | first wrong undone | violations in / out / left | queries left "
+    "| checks left | steps / ideal |"
+)
+
+
+def diagnostics_table(frame: pl.DataFrame, rate: float) -> str:
+    """Per run, how its episodes went (docs/evaluation.md, "Diagnostics"): the share that
+    knew enough to decide, the failures before and after knowing enough, and the means of
+    the other diagnostics ("-" for runs made before them)."""
+    part = frame.filter(pl.col("failure_rate") == rate)
+    lines = [DIAGNOSTICS_HEADER, "|" + "---|" * DIAGNOSTICS_HEADER.count(" | ") + "---|"]
+    for run in sorted(set(part["run"].to_list())):
+        rows = part.filter((pl.col("run") == run) & pl.col("depth_rung").is_not_null())
+        lines.append("| " + " | ".join(diagnostics_cells(run, rows)) + " |")
+    return "\n".join(lines)
+
+
+def diagnostics_cells(name: str, rows: pl.DataFrame) -> list[str]:
+    """The cells of one run's row of the diagnostics table (``rows``: its episodes that have
+    diagnostics), in the order of :data:`DIAGNOSTICS_HEADER`."""
+    n = rows.height
+    if not n:
+        return [name, "0"] + ["-"] * (DIAGNOSTICS_HEADER.count(" | ") - 1)
+    informed = rows["informed_step"].is_not_null()
+    failed = ~rows["success"].fill_null(False)
+    undone = rows["first_wrong_undone"].drop_nulls()
+
+    def mean(column: str, digits: int = 1) -> str:
+        value = rows[column].cast(pl.Float64).mean()
+        return f"{value:.{digits}f}" if isinstance(value, int | float) else "-"
+
+    ratio = (rows["steps"].cast(pl.Float64) / rows["ideal_calls"].cast(pl.Float64)).mean()
+    cells = [
+        name,
+        str(n),
+        f"{int(informed.sum())}/{n}",
+        f"{int((failed & ~informed).sum())}/{int(failed.sum())}",
+        f"{int((failed & informed).sum())}/{int(failed.sum())}",
+        mean("informed_turn"),
+        mean("wasted_calls"),
+        mean("wrong_sets"),
+        f"{int(undone.sum())}/{undone.len()}" if undone.len() else "-",
+        f"{mean('violations_introduced')} / {mean('violations_repaired')} / {mean('violations_at_end')}",
+        mean("queries_left"),
+        mean("checks_left"),
+        f"{ratio:.2f}" if isinstance(ratio, int | float) else "-",
+    ]
+    return cells
 
 
 def evidence(frame: pl.DataFrame) -> list[str]:
@@ -189,7 +245,7 @@ def by_resistance(frame: pl.DataFrame) -> list[str]:
         "",
         "## Success by the release's min_resistant_share",
         "",
-        "| run | failure rate | min_resistant_share | episodes | success | steps |",
+        "| run | failure rate | min_resistant_share | episodes | success | mean steps |",
         "|---|---|---|---|---|---|",
     ]
     lines += [
@@ -233,6 +289,20 @@ def make_report(roots: list[Path], out: Path) -> int:
         text += ["No scored episode yet: nothing to compare.", ""]
     for rate in rates:
         text += [f"## Runs at tool failure rate {rate:g}", "", run_table(frame, rate), ""]
+    if frame.height:
+        text += [
+            "## How the episodes went",
+            "",
+            "Per episode, from its calls and the task's answer (docs/evaluation.md, *Diagnostics*): "
+            "*informed*, the episodes whose facts came to decide the task at its rung of the ladder; "
+            "the failures before and after that point; the turn it came at, wasted calls, wrong "
+            "set_slot calls and the share of first wrong moves undone, violations introduced, "
+            "repaired and left, budgets left (- when unlimited), and the calls against the ideal "
+            "agent's, as means per episode. Runs made before the diagnostics count 0 episodes here.",
+            "",
+        ]
+        for rate in rates:
+            text += [f"### Tool failure rate {rate:g}", "", diagnostics_table(frame, rate), ""]
     checks = evidence(frame)
     if checks:
         text += ["## Do the axes work?", *checks, ""]

@@ -150,6 +150,23 @@ def render_calls(calls: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def how_it_went(row: dict[str, Any]) -> str:
+    """The episode's diagnostics in two lines ("" for a row of a run made before them)."""
+    if not row.get("depth_rung"):
+        return ""
+    informed = row.get("informed_step")
+    when = f"at call {informed} (turn {row.get('informed_turn')})" if informed is not None else "never"
+    undone = {True: "undone", False: "never undone", None: "none"}.get(row.get("first_wrong_undone"), "-")
+    first = row.get("first_wrong_step")
+    return (
+        f"knew enough to decide it ({row.get('depth_rung')} task): {when}; wasted calls "
+        f"{row.get('wasted_calls')}; calls {row.get('steps')} vs the ideal {row.get('ideal_calls')}\n"
+        f"wrong set_slot {row.get('wrong_sets')} (first {'at call ' + str(first) if first else 'none'}, "
+        f"{undone}); violations introduced {row.get('violations_introduced')}, repaired "
+        f"{row.get('violations_repaired')}, left {row.get('violations_at_end')}\n"
+    )
+
+
 def show(run: Path, task: str, rate: float | None = None, trial: int | None = None) -> str:
     """The transcript of ``task``'s episode in ``run``, readable, under a header of its results
     (with the error of an episode that ended in ``api_error``). The transcript is found by the
@@ -167,6 +184,7 @@ def show(run: Path, task: str, rate: float | None = None, trial: int | None = No
         f"{row.get('end_reason')}  steps {row.get('steps')}  turns {row.get('turns', '-')}"
         f"  retries {row.get('api_retries', '-')}\n"
     )
+    head += printable(how_it_went(row))
     if row.get("end_reason") == "api_error":
         error = printable(str(row.get("api_error") or "unknown"))[:2000]
         head += f"api error (not scored; the same command retries it): {error}\n"

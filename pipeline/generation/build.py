@@ -22,7 +22,7 @@ from pipeline.generation.draft import Draft
 from pipeline.generation.keys import GenerationError, GenerationSettings, TaskKey
 from pipeline.generation.records import CertifiedTask
 from pipeline.generation.repair import RepairFailed, RepairStats, make_unique
-from pipeline.generation.resist import loosen_for_resistance
+from pipeline.generation.resist import loosen, loosen_for_resistance
 from pipeline.generation.sample import sample_grid
 from pipeline.generation.seal import seal
 from pipeline.generation.validate import decoy_cell_count, search_bits, validate_key
@@ -69,15 +69,12 @@ def generate_task(key: TaskKey, settings: GenerationSettings | None = None) -> C
         draft = draw_draft(key, settings, attempt)
         stats.counterexamples = []  # completions of this draft only
         try:
-            make_unique(draft, key.task_id, settings, solver, stats)
-            if not loosen_for_resistance(draft, key.task_id, settings, solver):
+            if not settle_bounds(draft, key.task_id, settings, solver, stats):
                 reason = (
                     f"min_resistant_share={settings.min_resistant_share} or "
                     f"min_depth={settings.min_depth!r} not met, even with every bound loosened"
                 )
                 continue
-            if settings.min_margin > 1:
-                make_unique(draft, key.task_id, settings, solver, stats)
             made = _finish(draft, key, settings, solver, stats, attempt, start)
         except (RepairFailed, SolverTimeout) as error:  # a time-out is never a proof: re-draw
             reason = f"{type(error).__name__}: {error}"
@@ -92,6 +89,24 @@ def generate_task(key: TaskKey, settings: GenerationSettings | None = None) -> C
         f"(last reason: {reason}); lower decoy_budget, min_resistant_share or min_depth, or raise "
         "max_attempts / resistance_attempts (solver.time_limit_s for time-outs)"
     )
+
+
+def settle_bounds(
+    draft: Draft, task_id: str, settings: GenerationSettings, solver: SolverSettings, stats: RepairStats
+) -> bool:
+    """Stages 4 and 4b on a drawn draft: make it unique, loosen a caged draft's windows again,
+    meet ``min_resistant_share`` and ``min_depth`` (False when they cannot be met), and keep
+    ``min_margin``; its bounds are final and placed. Raises :class:`RepairFailed` or
+    :class:`SolverTimeout` (the draft is re-drawn)."""
+    make_unique(draft, task_id, settings, solver, stats)
+    if draft.cages and settings.cage_loosen:
+        windows = [i for i, bound in enumerate(draft.bounds) if bound.window]
+        loosen(draft, task_id, settings, solver, windows)
+    if not loosen_for_resistance(draft, task_id, settings, solver):
+        return False
+    if settings.min_margin > 1:
+        make_unique(draft, task_id, settings, solver, stats)
+    return True
 
 
 def _finish(

@@ -1,18 +1,21 @@
-"""Large decoy budgets: regions ("cages") of decoy cells with their own windows.
+"""Large decoy budgets: regions ("cages") of decoy cells that need each other.
 
 With many exchangeable decoys the domain's few grid-wide sums cannot make the truth unique:
 combinations of swaps cancel on every rule. A key whose decoys allow more than about
-``2**cage_bits`` completions therefore groups its decoy-holding cells, at random, into cages
-of about ``cage_cells`` cells, and states for every cage a window (``sum_min`` and
-``sum_max`` with ``scope: "cells"``, task format 2) on each of its domain's numeric
-attributes, drawn like every other rule from the truth grid with a random slack. Each cage is
-a small puzzle of its own: the windows together pin its cells, while each one alone leaves
-many options standing (interval propagation settles little; probing or search is needed).
+``2**cage_bits`` completions therefore lays its decoy-holding cells (beyond a free part as
+hard as a small task) on a random **ring**, and every run of ``cage_cells`` consecutive cells
+of the ring, one step of ``cage_cells - 1`` apart, is a cage: consecutive cages share a cell,
+so (with the default of two) every caged cell belongs to two cages, and the last cage closes
+the ring. Each cage gets a window (``sum_min`` and ``sum_max``, ``scope: "cells"``, task
+format 2) on ``cage_attributes`` of its domain's wide numeric attributes, chosen at random, with an
+initial radius of up to ``cage_spread`` standard deviations of the cage's total. A cage's own
+windows leave several combinations of its cells standing; the windows of the cages it shares
+cells with, and the grid's rules, decide between them (a Kakuro-like ring: reasoning has to
+go round it). Repair narrows radii only as far as uniqueness needs.
 
 Nothing is changed to make the truth grid regular: the visible cells, the candidates and the
-truth are drawn exactly as for small budgets (the truth uniformly among its cell's locally
-valid candidates), so the bounds are the only thing that tells the truth apart, and each
-cage's bound is a random draw from its own cells.
+truth are drawn exactly as for small budgets, and the windows are placed like every other
+window (:mod:`pipeline.generation.bounds`), the truth at a uniform position inside them.
 """
 
 from __future__ import annotations
@@ -22,50 +25,70 @@ import math
 from core.task import GlobalRule
 from core.vocabulary import RuleKind, Scope
 from domains import NumericAttribute
+from pipeline.generation.bounds import Bound, spread
 from pipeline.generation.draft import Cell, Draft
-from solvers.checker import rule_measure
+from pipeline.generation.keys import GenerationSettings
 
 
-def draw_cages(draft: Draft, size: int, free_bits: float = 0.0) -> list[tuple[Cell, ...]]:
-    """Cells holding decoys, fewest decoys first (ties in random order); the first of them,
-    whose completions number at most about ``2**free_bits``, stay free (bound by the grid-wide
-    rules only, as in a small task: as many as fit, so that the free part is as hard as a small
-    task can be made); the rest are dealt at random into round(n / size) cages (at least one;
-    sizes differ by at most one), each sorted; cages in order of their first cell."""
+def _free_and_caged(draft: Draft, free_bits: float) -> tuple[list[Cell], list[Cell]]:
+    """Cells holding decoys, fewest decoys first (ties in random order): the first of them,
+    whose completions number at most about ``2**free_bits``, stay free; the rest are caged."""
     cells = sorted(cell for cell, ids in draft.decoys.items() if ids)
     draft.rng.shuffle(cells)
     cells.sort(key=lambda cell: len(draft.decoys[cell]))  # stable: the shuffle breaks ties
-    bits = 0.0
+    free, bits = [], 0.0
     while cells and bits + math.log2(1 + len(draft.decoys[cells[0]])) <= free_bits:
-        bits += math.log2(1 + len(draft.decoys[cells.pop(0)]))
-    if not cells:
+        bits += math.log2(1 + len(draft.decoys[cells[0]]))
+        free.append(cells.pop(0))
+    return free, cells
+
+
+def draw_cages(draft: Draft, size: int, free_bits: float = 0.0) -> list[tuple[Cell, ...]]:
+    """The cages of ``draft`` (see the module's docstring): each sorted, in order of their
+    first cell. A lone caged cell takes the last free one with it (a cage of one cell would be
+    a slot rule in disguise)."""
+    free, caged = _free_and_caged(draft, free_bits)
+    if len(caged) == 1 and free:
+        caged.append(free[-1])
+    if len(caged) < 2:
         return []
-    draft.rng.shuffle(cells)
-    count = max(1, round(len(cells) / size))
-    cages = [sorted(cells[k::count]) for k in range(count)]
-    return sorted(tuple(cage) for cage in cages)
+    draft.rng.shuffle(caged)
+    if len(caged) <= size:
+        return [tuple(sorted(caged))]
+    step = max(1, size - 1)
+    found = {
+        tuple(sorted(caged[(start + j) % len(caged)] for j in range(size)))
+        for start in range(0, len(caged), step)
+    }
+    return sorted(found)
 
 
-def cage_attributes(draft: Draft) -> list[str]:
-    """The attributes every cage bounds: each numeric attribute of the domain."""
-    return [a.name for a in draft.domain.attributes if isinstance(a, NumericAttribute)]
+WIDE = 10  # a cage's window is on an attribute whose natural range spans at least this many units
 
 
-def cage_rules(draft: Draft, slack_share: float) -> list[GlobalRule]:
-    """Both sides of a window on every cage attribute, per cage: bound = the truth's total in
-    the cage -/+ a random slack of up to ``slack_share`` of one item's range."""
-    rules = []
+def cage_attributes(draft: Draft, count: int) -> list[str]:
+    """``count`` of the domain's numeric attributes, at random among the wide ones (a range of
+    at least :data:`WIDE` units; the widest when there are too few), in the domain's order. A
+    pair of cells summing a narrow attribute (1-5) ties too often for windows to tell its
+    combinations apart, and repair cannot converge on such cages."""
+    numeric = [a for a in draft.domain.attributes if isinstance(a, NumericAttribute)]
+    wide = [a.name for a in numeric if a.high - a.low >= WIDE]
+    if len(wide) < count:
+        wide = [a.name for a in sorted(numeric, key=lambda a: a.low - a.high)[: max(count, len(wide))]]
+    chosen = set(draft.rng.sample(wide, min(count, len(wide))))
+    return [a.name for a in numeric if a.name in chosen]
+
+
+def cage_bounds(draft: Draft, settings: GenerationSettings) -> list[Bound]:
+    """A window per cage and chosen attribute: ``region_<n>_<attribute>_min`` and ``_max``."""
+    bounds = []
     for number, cage in enumerate(draft.cages, 1):
-        for attribute in cage_attributes(draft):
-            numeric = draft.domain.numeric(attribute)
-            probe = GlobalRule("", RuleKind.SUM_MIN, attribute, 0, Scope.CELLS, cells=cage)
-            total = rule_measure(probe, [draft.truth_record(cell) for cell in cage])
-            top = int((numeric.high - numeric.low) * slack_share)
-            low = max(0, total - draft.rng.randint(0, max(0, top)))
-            high = total + draft.rng.randint(0, max(0, top))
+        for attribute in cage_attributes(draft, settings.cage_attributes):
             name = f"region_{number}_{attribute}"
-            rules.append(GlobalRule(f"{name}_min", RuleKind.SUM_MIN, attribute, low, Scope.CELLS, cells=cage))
-            rules.append(
-                GlobalRule(f"{name}_max", RuleKind.SUM_MAX, attribute, high, Scope.CELLS, cells=cage)
+            rules = (
+                GlobalRule(f"{name}_min", RuleKind.SUM_MIN, attribute, 0, Scope.CELLS, cells=cage),
+                GlobalRule(f"{name}_max", RuleKind.SUM_MAX, attribute, 0, Scope.CELLS, cells=cage),
             )
-    return rules
+            top = math.ceil(settings.cage_spread * spread(draft, rules[0]) - 1e-9)
+            bounds.append(Bound(rules, max(0, top), draft.rng.random()))
+    return bounds

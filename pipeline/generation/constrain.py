@@ -1,34 +1,31 @@
-"""Stage 3: the grid-wide rules, drawn after the candidates, with bounds the truth meets.
+"""Stage 3: the grid-wide rules, drawn after the candidates, as bounds without a tell.
 
-Every grid-scope sum of the domain's vocabulary becomes a two-sided window (a ``sum_min``
-and a ``sum_max`` on the same attribute, the format's existing kinds): with one-sided caps
-only, every decoy would have to be worse than the truth on some capped attribute, which a
-classifier learns; a window refutes candidates on either side, so the truth can be any of
-its cell's exchangeable candidates. Window sides sit a random slack away from the truth's
-sum (up to ``window_slack_share`` of one item's range); repair (stage 4) narrows them.
-The other rules are one-sided, with the domain's meaning, and a small random slack.
+Every grid-scope sum of the domain's vocabulary becomes a two-sided *window* (its ``sum_max``
+and a ``sum_min`` partner, or the reverse): with one-sided caps only, every decoy would have
+to be worse than the truth on some capped attribute, which a classifier learns; a window
+refutes candidates on either side. The other rules keep their one-sided meaning. How each
+bound is then placed around the truth (a radius that repair and resistance decide, an offset
+drawn once) is :mod:`pipeline.generation.bounds`: the truth's position inside a window is
+uniform and tells nothing.
 
-Large decoy budgets (``GenerationSettings.cage_bits``): the cage windows of
-:mod:`pipeline.generation.cages` follow the domain's rules.
+Initial radii: a window's is uniform in 0..2 * ``window_slack_share`` of one item's range (a
+width of that share on average); a one-sided rule's is ``one_sided_spread`` standard
+deviations of its measure over random completions (so its slack spreads over the range the
+other completions cover). Large decoy budgets add the cage windows of
+:mod:`pipeline.generation.cages`.
 """
 
 from __future__ import annotations
 
+import math
+
 from core.task import GlobalRule
 from core.vocabulary import SUM_KINDS, RuleKind, Scope
 from domains import GlobalRuleTemplate
-from pipeline.generation.cages import cage_rules
+from pipeline.generation.bounds import Bound, place, spread
+from pipeline.generation.cages import cage_bounds
 from pipeline.generation.draft import Draft
 from pipeline.generation.keys import GenerationSettings
-from solvers.checker import rule_groups, rule_measure
-
-
-def truth_measures(draft: Draft, rule: GlobalRule) -> list[int]:
-    """The rule's measure on the truth grid, per group of its scope."""
-    return [
-        rule_measure(rule, [draft.truth_record(cell) for cell in group])
-        for group in rule_groups(rule, draft.rows, draft.cols)
-    ]
 
 
 def partner_name(name: str) -> str:
@@ -40,40 +37,30 @@ def partner_name(name: str) -> str:
     return name + "_window"
 
 
-def rule_templates(templates: tuple[GlobalRuleTemplate, ...]) -> list[GlobalRuleTemplate]:
-    """The domain's rules, each grid-scope sum followed by its window partner (unless the
-    domain already bounds that attribute from the other side)."""
-    sides = {(t.attribute, t.kind) for t in templates if t.kind in SUM_KINDS and t.scope == Scope.GRID}
-    out = []
+def _window_side(template: GlobalRuleTemplate) -> bool:
+    return template.kind in SUM_KINDS and template.scope == Scope.GRID
+
+
+def rule_templates(templates: tuple[GlobalRuleTemplate, ...]) -> list[tuple[GlobalRuleTemplate, ...]]:
+    """The domain's rules as bounds: each grid-scope sum with the other side of its window (the
+    domain's own rule on that side when it has one, else a partner), every other rule alone;
+    in the domain's order."""
+    sides = {(t.attribute, t.kind): t for t in templates if _window_side(t)}
+    out: list[tuple[GlobalRuleTemplate, ...]] = []
+    taken: set[str] = set()
     for template in templates:
-        out.append(template)
-        if template.kind not in SUM_KINDS or template.scope != Scope.GRID:
+        if template.name in taken:
             continue
-        other = RuleKind.SUM_MIN if template.kind == RuleKind.SUM_MAX else RuleKind.SUM_MAX
-        if (template.attribute, other) not in sides:
-            out.append(GlobalRuleTemplate(partner_name(template.name), other, template.attribute))
+        if not _window_side(template):
+            out.append((template,))
+            continue
+        other_kind = RuleKind.SUM_MIN if template.kind == RuleKind.SUM_MAX else RuleKind.SUM_MAX
+        other = sides.get((template.attribute, other_kind)) or GlobalRuleTemplate(
+            partner_name(template.name), other_kind, template.attribute
+        )
+        taken.add(other.name)
+        out.append((template, other))
     return out
-
-
-def _slack(draft: Draft, template: GlobalRuleTemplate, share: float, count_p: float) -> int:
-    rng = draft.rng
-    if template.kind in SUM_KINDS:
-        attribute = draft.domain.numeric(template.attribute)
-        top = int((attribute.high - attribute.low) * share)
-        return rng.randint(0, max(0, top))
-    return 1 if rng.random() < count_p else 0
-
-
-def draw_global_rules(draft: Draft, settings: GenerationSettings) -> None:
-    """One rule per template of the domain (windows included), then the cage windows of a
-    caged draft; bound = truth measure +/- a random slack (a window side: up to
-    ``window_slack_share`` of one item's range, ``cage_slack_share`` for a cage window)."""
-    draft.rules = []
-    for template in rule_templates(draft.domain.global_rules):
-        window = template.kind in SUM_KINDS and template.scope == Scope.GRID
-        share = settings.window_slack_share if window else settings.sum_slack_share
-        draft.rules.append(draw_rule(draft, template, share, settings.count_slack_probability))
-    draft.rules += cage_rules(draft, settings.cage_slack_share)
 
 
 def unbounded(template: GlobalRuleTemplate) -> GlobalRule:
@@ -89,14 +76,21 @@ def unbounded(template: GlobalRuleTemplate) -> GlobalRule:
     )
 
 
-def draw_rule(
-    draft: Draft, template: GlobalRuleTemplate, slack_share: float, count_slack_p: float
-) -> GlobalRule:
-    """The rule of ``template`` with its bound drawn from the truth grid: a sum's slack is up
-    to ``slack_share`` of one item's range, a count's one unit with chance ``count_slack_p``."""
-    rule = unbounded(template)
-    measures = truth_measures(draft, rule)
-    slack = _slack(draft, template, slack_share, count_slack_p)
-    if rule.is_upper_bound:
-        return rule.with_bound(max(measures) + slack)
-    return rule.with_bound(max(0, min(measures) - slack))
+def initial_radius(draft: Draft, rules: tuple[GlobalRule, ...], settings: GenerationSettings) -> int:
+    """A new bound's radius before repair (see the module's docstring)."""
+    if len(rules) == 2:
+        attribute = draft.domain.numeric(rules[0].attribute)
+        top = int((attribute.high - attribute.low) * settings.window_slack_share)
+        return draft.rng.randint(0, 2 * max(0, top))
+    return math.ceil(settings.one_sided_spread * spread(draft, rules[0]) - 1e-9)
+
+
+def draw_global_rules(draft: Draft, settings: GenerationSettings) -> None:
+    """A bound per rule group of the domain (windows included), then the cage windows of a
+    caged draft; each with its initial radius and its offset, and the rules placed."""
+    draft.bounds = []
+    for group in rule_templates(draft.domain.global_rules):
+        rules = tuple(unbounded(template) for template in group)
+        draft.bounds.append(Bound(rules, initial_radius(draft, rules, settings), draft.rng.random()))
+    draft.bounds += cage_bounds(draft, settings)
+    place(draft)

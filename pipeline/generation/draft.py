@@ -13,6 +13,27 @@ Record = dict[str, Value]
 
 
 @dataclass
+class Bound:
+    """One bound of a draft: its rules (bounds not yet set; a window's two in their listed
+    order), its radius and its offset draw (how they become the shown rules:
+    :mod:`pipeline.generation.bounds`)."""
+
+    rules: tuple[GlobalRule, ...]
+    radius: int
+    offset: float
+
+    @property
+    def window(self) -> bool:
+        """Whether the bound is a window (two rules) rather than one-sided."""
+        return len(self.rules) == 2
+
+    @property
+    def upper(self) -> bool:
+        """A one-sided cap (``sum_max``, ``repeat_max``, ``count_max``)."""
+        return self.rules[0].is_upper_bound
+
+
+@dataclass
 class Draft:
     """One task under construction. ``truth`` holds an id for every cell."""
 
@@ -25,7 +46,8 @@ class Draft:
     items: dict[str, Record] = field(default_factory=dict)
     hidden: list[Cell] = field(default_factory=list)
     slot_rules: dict[Cell, list[SlotRule]] = field(default_factory=dict)
-    rules: list[GlobalRule] = field(default_factory=list)
+    rules: list[GlobalRule] = field(default_factory=list)  # as shown (generation/bounds.py)
+    bounds: list[Bound] = field(default_factory=list)  # what the rules are derived from
     cages: list[tuple[Cell, ...]] = field(default_factory=list)  # regions with their own windows
     decoys: dict[Cell, list[str]] = field(default_factory=dict)
     filtered: dict[Cell, list[str]] = field(default_factory=dict)

@@ -1,8 +1,10 @@
-"""The natural-language task policy, written from the rules (never the answer)."""
+"""The natural-language task policy, written from the rules (never the answer). Every global
+rule is listed under its name, the identifier the global check reports it by; a name that is
+not a plain identifier is refused (it could read as an instruction to the agent)."""
 
 from __future__ import annotations
 
-from core.task import GlobalRule, SlotRule
+from core.task import RULE_NAME, RULE_NAME_TEXT, GlobalRule, SlotRule, TaskFormatError
 from core.vocabulary import RuleKind
 from domains import Domain
 
@@ -60,9 +62,13 @@ def write_instruction(
         "Only the empty (null) cells need to be filled; every other cell is fixed.",
         "Each empty cell must take exactly one of its candidate ids, and that "
         f"{domain.item_noun} must meet the cell's own slot constraints.",
-        "Across the grid, the plan must satisfy these global constraints:",
+        "Across the grid, the plan must satisfy these global constraints (the global check "
+        "reports each by its name):",
     ]
-    lines += [f"({n}) {describe_rule(rule, domain)}." for n, rule in enumerate(rules, 1)]
+    for rule in rules:
+        if not RULE_NAME.fullmatch(rule.name):
+            raise TaskFormatError(f"global rule name {rule.name[:40]!r} is not {RULE_NAME_TEXT}")
+    lines += [f"({n}) {rule.name}: {describe_rule(rule, domain)}." for n, rule in enumerate(rules, 1)]
     lines.append("Each empty cell has its own slot constraints:")
     for (row, col), cell_rules in sorted(slot_rules.items()):
         text = "; ".join(describe_slot_rule(rule) for rule in cell_rules)

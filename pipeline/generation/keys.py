@@ -74,16 +74,24 @@ class GenerationSettings:
     allocation: str = "paper"  # paper | spread | concentrated
     min_margin: int = 1  # loosening any one bound by < min_margin units keeps the answer unique
     max_slot_rules: int = 3
-    window_slack_share: float = 0.1  # each side of a sum window: up to this share of one item's range
-    sum_slack_share: float = 0.15  # slack of one-sided sum bounds (row / column scope)
-    count_slack_probability: float = 0.3  # chance that a count bound gets one unit of slack
+    # a grid window's initial width (its radius, generation/bounds.py): uniform in 0..2 x this
+    # share of one item's range
+    window_slack_share: float = 0.1
+    # a one-sided bound's initial radius: this many standard deviations of its measure over
+    # random completions (its slack then spreads over what the other completions cover)
+    one_sided_spread: float = 4.0
     max_repair_rounds: int = 40
-    # a task whose decoys allow more than about 2**cage_bits completions groups its decoy cells
-    # into cages of about cage_cells cells, each with windows of its own (generation/cages.py):
-    # the domain's few sums cannot make so many exchangeable decoys unique
+    # a task whose decoys allow more than about 2**cage_bits completions lays its decoy cells
+    # on a ring of overlapping cages of cage_cells cells, each with windows on cage_attributes
+    # numeric attributes (generation/cages.py): the domain's few sums cannot make so many
+    # exchangeable decoys unique
     cage_bits: float = 16.0
     cage_cells: int = 2
-    cage_slack_share: float = 0.1  # each side of a cage window: up to this share of one item's range
+    cage_attributes: int = 1
+    cage_spread: float = 1.0  # a cage window's initial radius: up to this many deviations of its total
+    # once a caged draft is unique, loosen each of its windows as far as uniqueness allows (its
+    # repair cuts deep to converge; the cages are then as loose as they can be)
+    cage_loosen: bool = True
     max_attempts: int = 8  # whole-task re-draws, the last resort
     min_resistant_share: float = 0.0  # share of decoys that must survive interval propagation
     # the lowest rung of the reasoning ladder (solvers/ladder.py: slot, one_round, fixpoint,
@@ -120,16 +128,14 @@ class GenerationSettings:
         limit = self.time_limit_s
         if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0 < limit < float("inf"):
             raise GenerationError(f"time_limit_s={self.time_limit_s} must be a finite number > 0")
-        for name in (
-            "window_slack_share",
-            "sum_slack_share",
-            "count_slack_probability",
-            "min_resistant_share",
-            "cage_slack_share",
-        ):
+        for name in ("window_slack_share", "min_resistant_share"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise GenerationError(f"{name}={value!r} must be a number between 0 and 1")
+        for name in ("one_sided_spread", "cage_spread"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 100.0:
+                raise GenerationError(f"{name}={value!r} must be a number between 0 and 100")
         bits = self.cage_bits
         if isinstance(bits, bool) or not isinstance(bits, int | float) or not 0.0 <= bits <= 10_000.0:
             raise GenerationError(f"cage_bits={bits!r} must be a number between 0 and 10000")
@@ -139,6 +145,11 @@ class GenerationSettings:
             or not 1 <= self.cage_cells <= 8
         ):
             raise GenerationError(f"cage_cells={self.cage_cells!r} must be a whole number in 1..8")
+        if not isinstance(self.cage_loosen, bool):
+            raise GenerationError(f"cage_loosen={self.cage_loosen!r} must be true or false")
+        count = self.cage_attributes
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 8:
+            raise GenerationError(f"cage_attributes={count!r} must be a whole number in 1..8")
         for name in (
             "max_repair_rounds",
             "max_attempts",

@@ -11,6 +11,9 @@
   the fixpoint, and the *resistant* rest that only search refutes (``solvers/propagation``).
 - ``depth``: the lowest rung of the reasoning ladder (slot checks, one round, the fixpoint,
   the fixpoint with probing, search) that decides the task (``solvers/ladder``).
+- ``effort``: finer than the depth, and rising where the depth saturates: the nodes of the
+  complete search tree left after propagation, and the bits left once the fixpoint and every
+  region enumerated on its own have done their part (``solvers/ladder``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.records import Distance, Measures
+from core.records import Distance, Effort, Measures
 from core.task import Answer, GlobalRule, Task
 from core.vocabulary import RuleKind
 from solvers.checker import (
@@ -32,7 +35,7 @@ from solvers.checker import (
     rule_status,
 )
 from solvers.cpsat import CpSatModel
-from solvers.ladder import reasoning_depth
+from solvers.ladder import joint_bits, reasoning_depth, search_nodes
 from solvers.propagation import decoy_resistance
 from solvers.results import FEASIBLE, UNKNOWN, SolverSettings, SolverTimeout
 
@@ -295,7 +298,17 @@ def measure(
         propagation=decoy_resistance(task, {(r.row, r.col): list(r.decoys) for r in answer.roles}),
         decoy_direction=decoy_direction(task, answer),
         depth=reasoning_depth(task),
+        effort=effort(task),
     )
+
+
+SEARCH_NODE_LIMIT = 5_000  # nodes of the finer measure's search tree counted at most (about a second)
+
+
+def effort(task: Task, limit: int = SEARCH_NODE_LIMIT) -> Effort:
+    """The finer difficulty measures of ``task`` (:class:`core.records.Effort`)."""
+    nodes, capped = search_nodes(task, limit)
+    return Effort(nodes, capped, joint_bits(task))
 
 
 __all__ = ["CanonicalSearch", "measure", "search_space", "shallow_decoys"]

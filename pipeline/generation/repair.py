@@ -1,27 +1,30 @@
-"""Stage 4: make a draft unique. Ask CP-SAT for a second completion; when it finds one, tighten
-one bound (toward the truth, never past it) just enough to exclude that counterexample, and
-ask again, for a bounded number of rounds.
+"""Stage 4: make a draft unique. Ask CP-SAT for a second completion of the *virtual* task
+(:mod:`pipeline.generation.bounds`: every bound symmetric around the truth); when it finds
+one, narrow one bound's radius just enough to exclude that counterexample, and ask again, for
+a bounded number of rounds. The bound is drawn at random among the windows that can exclude
+it, and among the one-sided rules only when no window can (a tight one-sided bound would sit
+near the truth). The shown task, each bound of which lies inside its virtual one, is then
+unique too.
 
 Repair never re-draws a single decoy: a decoy re-drawn because it was compatible with the
 truth would be selected *against* the truth, and a classifier learns that selection
 (measured: re-drawn windows make the truth's category the rarest of its cell). When no bound
-can exclude a counterexample (it matches the truth on every rule), every cell it changes is re-drawn
-*whole* -- all of its locally valid candidates afresh, the truth chosen uniformly among them
-again -- and the rules are drawn anew from the new truth grid, so the candidates stay
-exchangeable.
+can exclude a counterexample (it meets every bound as well as the truth does), every cell it
+changes is re-drawn *whole* -- all of its locally valid candidates afresh, the truth chosen
+uniformly among them again -- and the bounds, which follow the truth, keep their radii.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from core.task import Task
 from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
+from pipeline.generation.bounds import place, radius, separation, virtual, virtual_rules
 from pipeline.generation.candidates import draw_exchangeable
-from pipeline.generation.constrain import draw_global_rules, truth_measures
 from pipeline.generation.draft import Cell, Draft
 from pipeline.generation.keys import GenerationSettings
 from pipeline.generation.sample import sample_passing
-from solvers.checker import rule_groups, rule_measure
 from solvers.cpsat import CpSatModel
 from solvers.results import INFEASIBLE, UNKNOWN, SolverSettings, SolverTimeout
 
@@ -40,43 +43,62 @@ class RepairFailed(RuntimeError):
     """Uniqueness could not be reached by tightening bounds (the draft is discarded)."""
 
 
+def virtual_task(draft: Draft, task_id: str, order: dict[Cell, list[str]] | None = None) -> Task:
+    """The virtual task of ``draft`` (its bounds symmetric around the truth)."""
+    order = order if order is not None else {cell: candidate_ids(draft, cell) for cell in draft.hidden}
+    shown = build_task(draft, task_id, 0, 0, order=order)
+    return replace(shown, global_constraints=tuple(virtual(draft)), instruction="")
+
+
 def make_unique(
     draft: Draft, task_id: str, settings: GenerationSettings, solver: SolverSettings, stats: RepairStats
 ) -> None:
-    """Tighten bounds of ``draft`` until CP-SAT proves the truth unique (and, when
-    ``min_margin`` > 1, still unique after loosening any one bound by min_margin - 1)."""
-    for _ in range(settings.max_repair_rounds + 1):
-        order = {cell: candidate_ids(draft, cell) for cell in draft.hidden}
+    """Narrow bounds of ``draft`` until CP-SAT proves its virtual task unique with
+    ``min_margin`` - 1 units of room on every bound; the shown rules are placed again. The
+    rounds allowed are ``max_repair_rounds`` plus two per bound (:func:`round_budget`)."""
+    budget = round_budget(draft, settings)
+    model: CpSatModel | None = None  # built anew only when cells are re-drawn
+    for _ in range(budget + 1):
         truth = truth_choice(draft)
-        model = CpSatModel(build_task(draft, task_id, 0, 0, order=order), solver, truth)
+        if model is None:
+            model = CpSatModel(virtual_task(draft, task_id), solver, truth)
         result = model.other_completion()
         if result.status == UNKNOWN:
             raise SolverTimeout("uniqueness solve returned UNKNOWN (time limit)")
-        counterexample = result.solution
         if result.status == INFEASIBLE:
             counterexample = _margin_counterexample(model, settings.min_margin)
             if counterexample is None:
+                place(draft)
                 return
-        if stats.rounds == settings.max_repair_rounds:
+        else:
+            counterexample = result.solution  # type: ignore[assignment]
+        if stats.rounds >= budget:
             break
         stats.rounds += 1
-        stats.counterexamples.append(dict(counterexample))  # type: ignore[arg-type]
-        if _tighten(draft, counterexample, settings.min_margin):  # type: ignore[arg-type]
+        stats.counterexamples.append(dict(counterexample))
+        index = tighten(draft, counterexample, settings.min_margin)
+        if index is not None:
             stats.tightenings += 1
+            for rule in virtual_rules(draft, draft.bounds[index]):
+                model.set_bound(rule.name, rule.bound)
             continue
-        changed = [cell for cell in draft.hidden if counterexample[cell] != truth[cell]]  # type: ignore[index]
+        changed = [cell for cell in draft.hidden if counterexample[cell] != truth[cell]]
         stats.cell_redraws += len(changed)
-        redraw_cells(draft, changed, settings)
-    raise RepairFailed(f"still not unique after {settings.max_repair_rounds} repair rounds")
+        redraw_cells(draft, changed)
+        model = None
+    place(draft)
+    raise RepairFailed(f"still not unique after {budget} repair rounds")
 
 
-def redraw_cells(draft: Draft, cells: list[Cell], settings: GenerationSettings) -> None:
-    """Re-draw every candidate of ``cells`` (the truth chosen uniformly again) and then the
-    rules, whose bounds follow the truth grid. A caged draft keeps what repair has done so
-    far: each bound moves by as much as the truth's measure moved (its distance from the truth
-    stays), instead of being drawn anew; with many rules, drawing them all again would undo
-    every tightening at each redraw (small drafts keep their bytes: they draw anew)."""
-    before = [truth_measures(draft, rule) for rule in draft.rules] if draft.cages else []
+def round_budget(draft: Draft, settings: GenerationSettings) -> int:
+    """Repair rounds allowed for ``draft``: ``max_repair_rounds`` plus two per bound (a round
+    narrows one bound; a caged 20x20 task has some fifty of them and needs as many rounds)."""
+    return settings.max_repair_rounds + 2 * len(draft.bounds)
+
+
+def redraw_cells(draft: Draft, cells: list[Cell]) -> None:
+    """Re-draw every candidate of ``cells`` (the truth chosen uniformly again). The bounds
+    follow the new truth grid with the radii repair has given them."""
     for cell in cells:
         for item_id in [draft.truth[cell[0]][cell[1]], *draft.decoys.get(cell, [])]:
             draft.drop_item(item_id)
@@ -84,13 +106,7 @@ def redraw_cells(draft: Draft, cells: list[Cell], settings: GenerationSettings) 
         rules = draft.slot_rules[cell]
         draft.truth[cell[0]][cell[1]] = draft.new_item(sample_passing(draft.domain, rules, draft.rng))
         draw_exchangeable(draft, cell, share)
-    if not draft.cages:
-        draw_global_rules(draft, settings)
-        return
-    for index, (rule, old) in enumerate(zip(draft.rules, before, strict=True)):
-        new = truth_measures(draft, rule)
-        shift = max(new) - max(old) if rule.is_upper_bound else min(new) - min(old)
-        draft.rules[index] = rule.with_bound(max(0, rule.bound + shift))
+    place(draft)
 
 
 def _margin_counterexample(model: CpSatModel, margin: int) -> dict[Cell, str] | None:
@@ -105,23 +121,42 @@ def _margin_counterexample(model: CpSatModel, margin: int) -> dict[Cell, str] | 
     return None
 
 
-def _tighten(draft: Draft, counterexample: dict[Cell, str], margin: int) -> bool:
-    """Move one bound toward the truth just enough to exclude the counterexample; the rule is
-    drawn at random among those that can."""
+def tighten(draft: Draft, counterexample: dict[Cell, str], margin: int) -> int | None:
+    """Narrow one bound's radius just enough to exclude the counterexample: a window among
+    those that can (:func:`_least_cut`), else a one-sided bound; the index of the bound
+    narrowed, None when none can."""
     grid = [list(row) for row in draft.truth]
     for (row, col), item_id in counterexample.items():
         grid[row][col] = item_id
-    for index in draft.rng.sample(range(len(draft.rules)), len(draft.rules)):
-        rule = draft.rules[index]
-        other = [
-            rule_measure(rule, [draft.items[grid[r][c]] for r, c in group])
-            for group in rule_groups(rule, draft.rows, draft.cols)
-        ]
-        truth = truth_measures(draft, rule)
-        if rule.is_upper_bound and max(other) > max(truth):
-            draft.rules[index] = rule.with_bound(max(max(truth), max(other) - margin))
-            return True
-        if not rule.is_upper_bound and min(other) < min(truth):
-            draft.rules[index] = rule.with_bound(min(min(truth), min(other) + margin))
-            return True
-    return False
+    candidates: dict[bool, list[tuple[int, int]]] = {True: [], False: []}
+    for index, bound in enumerate(draft.bounds):
+        width = separation(draft, bound, grid, margin)
+        if width is not None and width < radius(draft, bound):  # its virtual bound lets it through
+            candidates[bound.window].append((index, width))
+    for kind in (True, False):
+        if candidates[kind]:
+            found = candidates[kind]
+            # a caged draft has too many completions for cuts that spare every bound: the
+            # deepest cut converges fastest (its windows are loosened again once it is unique:
+            # build.py); a small draft keeps its bounds as loose as it can
+            index, width = _deepest_cut(draft, found) if draft.cages else _least_cut(draft, found)
+            draft.bounds[index].radius = width
+            return index
+    return None
+
+
+def _deepest_cut(draft: Draft, candidates: list[tuple[int, int]]) -> tuple[int, int]:
+    """The bound whose narrowing keeps the smallest share of its radius (ties at random)."""
+    kept = [(width + 1) / (radius(draft, draft.bounds[index]) + 1) for index, width in candidates]
+    best = min(kept)
+    tied = [pair for pair, share in zip(candidates, kept, strict=True) if share <= best + 1e-12]
+    return tied[draft.rng.randrange(len(tied))]
+
+
+def _least_cut(draft: Draft, candidates: list[tuple[int, int]]) -> tuple[int, int]:
+    """The bound whose narrowing keeps the largest share of its radius (ties at random): the
+    cuts spread over many bounds instead of pinning a few."""
+    kept = [(width + 1) / (radius(draft, draft.bounds[index]) + 1) for index, width in candidates]
+    best = max(kept)
+    tied = [pair for pair, share in zip(candidates, kept, strict=True) if share >= best - 1e-12]
+    return tied[draft.rng.randrange(len(tied))]

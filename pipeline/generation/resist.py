@@ -16,13 +16,15 @@ from __future__ import annotations
 
 from core.task import GlobalRule, Task
 from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
+from pipeline.generation.bounds import Bound, place, radius, separation, virtual_rules
 from pipeline.generation.draft import Draft
 from pipeline.generation.keys import GenerationSettings
+from pipeline.generation.repair import virtual_task
 from solvers.checker import locally_valid_candidates
 from solvers.cpsat import CpSatModel
 from solvers.ladder import ONE_ROUND, SEARCH, SLOT, reasoning_depth, rung_index
 from solvers.propagation import decoy_resistance, linear_rows
-from solvers.results import FEASIBLE, UNKNOWN, SolverSettings, SolverTimeout
+from solvers.results import INFEASIBLE, UNKNOWN, SolverSettings, SolverTimeout
 
 
 def qualifies(draft: Draft) -> bool:
@@ -66,36 +68,62 @@ def _vacuous_units(task: Task, rule: GlobalRule) -> int:
     return units
 
 
+def _widest(model: CpSatModel, task: Task, draft: Draft, bound: Bound, margin: int) -> int:
+    """The widest radius ``bound`` can take with the virtual task still unique (and ``margin``
+    - 1 units of room): from the radius at which it prunes nothing, each second completion
+    CP-SAT finds narrows it just enough to exclude that completion, until none is left. Leaves
+    the bound at that radius, in the draft and in ``model`` (the virtual task's; ``task``: the
+    virtual task, for its cells and items)."""
+    start = radius(draft, bound)
+    vacuous = max(_vacuous_units(task, rule) for rule in virtual_rules(draft, bound))
+    width = start + vacuous + 1
+    while width > start:
+        bound.radius = width
+        for rule in virtual_rules(draft, bound):
+            model.set_bound(rule.name, rule.bound)
+        result = model.other_completion()
+        if result.status == UNKNOWN:
+            raise SolverTimeout(f"loosening solve for {bound.rules[0].name} returned UNKNOWN")
+        if result.status == INFEASIBLE:
+            return width
+        grid = [list(row) for row in draft.truth]
+        for (row, col), item in (result.solution or {}).items():
+            grid[row][col] = item
+        narrower = separation(draft, bound, grid, margin)
+        width = start if narrower is None else min(width - 1, narrower)
+    bound.radius = start
+    for rule in virtual_rules(draft, bound):
+        model.set_bound(rule.name, rule.bound)
+    return start
+
+
+def loosen(
+    draft: Draft, task_id: str, settings: GenerationSettings, solver: SolverSettings, indices: list[int]
+) -> None:
+    """Loosen the bounds at ``indices`` of a unique ``draft``, in random order, each as far as
+    the virtual task's uniqueness (with ``min_margin``) allows; the shown rules are placed."""
+    task = virtual_task(draft, task_id)
+    model = CpSatModel(task, solver, truth_choice(draft))
+    for index in draft.rng.sample(indices, len(indices)):
+        _widest(model, task, draft, draft.bounds[index], settings.min_margin)
+    place(draft)
+
+
 def loosen_for_resistance(
     draft: Draft, task_id: str, settings: GenerationSettings, solver: SolverSettings
 ) -> bool:
-    """Loosen bounds of a unique ``draft`` until the resistant share and the depth are met;
-    True when met."""
+    """Loosen every bound of a unique ``draft``, in random order, as far as uniqueness (with
+    ``min_margin``) allows, when the resistant share or the depth asks for more than one
+    round; True when the shown task then meets them (the caller re-draws the task when not).
+    Radii are decided on the virtual task alone and the shown task is judged once at the end,
+    so the truth's position inside the windows stays uniform."""
     share = settings.min_resistant_share if qualifies(draft) else 0.0
     depth = depth_target(draft, settings)
     if share <= 0 and depth <= ONE_ROUND:
         return True  # a task with decoys is never decided by slot checks alone
-
-    def met(task: Task) -> bool:
-        if share > 0 and not resistant_enough(*_resistance(task, draft), share):
-            return False
-        return depth <= ONE_ROUND or reasoning_depth(task).rung >= depth
-
+    loosen(draft, task_id, settings, solver, list(range(len(draft.bounds))))
     order = {cell: candidate_ids(draft, cell) for cell in draft.hidden}
-    truth = truth_choice(draft)
-    for index in draft.rng.sample(range(len(draft.rules)), len(draft.rules)):
-        task = build_task(draft, task_id, 0, 0, order=order)
-        if met(task):
-            return True
-        rule = draft.rules[index]
-        result = CpSatModel(task, solver, truth).loosening_to_ambiguity(rule.name)
-        if result.status == UNKNOWN:
-            raise SolverTimeout(f"loosening solve for {rule.name} returned UNKNOWN")
-        if result.status == FEASIBLE and result.objective is not None:
-            units = result.objective - settings.min_margin
-        else:
-            units = _vacuous_units(task, rule)
-        if units > 0:
-            bound = rule.bound + units if rule.is_upper_bound else max(0, rule.bound - units)
-            draft.rules[index] = rule.with_bound(bound)
-    return met(build_task(draft, task_id, 0, 0, order=order))
+    task = build_task(draft, task_id, 0, 0, order=order)
+    if share > 0 and not resistant_enough(*_resistance(task, draft), share):
+        return False
+    return depth <= ONE_ROUND or reasoning_depth(task).rung >= depth

@@ -19,6 +19,8 @@ from pipeline.integrity.classifiers import (
     transfer_score,
 )
 from pipeline.integrity.policies import DecoyCell, decoy_cells, policy_scores
+from pipeline.integrity.tells import bounds_audit, bounds_markdown
+from solvers.ladder import SLOT
 
 
 def rule_free_failures(report: dict[str, Any]) -> list[str]:
@@ -46,13 +48,16 @@ def audit(
     seed: int = 0,
     step: Callable[[str], None] | None = None,
     companion: Iterable[tuple[Task, Answer]] | None = None,
+    bound_rungs: tuple[int, ...] = (SLOT,),
 ) -> dict[str, Any]:
     """Policies (overall and by H) and, when ``splits`` > 0, every classifier on every
     feature set, over the decoy cells of ``pairs``; with a ``companion`` build (another seed),
     the rule-free classifiers trained on it and tested on ``pairs``. ``failures`` lists every
-    rule-free reader above chance + TOLERANCE. ``step(name)``, when given, is told each stage
-    as it starts (a progress display)."""
+    rule-free reader above chance + TOLERANCE, and every finding of the bounds audit
+    (:mod:`pipeline.integrity.tells`; its soft heuristics over the options of ``bound_rungs``).
+    ``step(name)``, when given, is told each stage as it starts (a progress display)."""
     step = step or (lambda name: None)
+    pairs = list(pairs)
     step("reading the decoy cells")
     cells: list[DecoyCell] = []
     hidden: dict[str, int] = {}
@@ -88,7 +93,8 @@ def audit(
             for model in MODELS
         }
         report["transfer_train_cells"] = len(train)
-    report["failures"] = rule_free_failures(report)
+    report["bounds"] = bounds_audit(pairs, seed, step, bound_rungs)
+    report["failures"] = rule_free_failures(report) + report["bounds"]["failures"]
     return report
 
 
@@ -105,11 +111,12 @@ def _verdict(report: dict[str, Any]) -> list[str]:
     if not failures:
         return [
             f"**Verdict: pass.** No policy or classifier that reads no rule is more than "
-            f"{TOLERANCE} above chance (95% interval clear of that line)."
+            f"{TOLERANCE} above chance, and no soft reader of the bounds more than {TOLERANCE} "
+            "above its control (95% interval clear of that line)."
         ]
     return [
-        f"**Verdict: FAIL.** {len(failures)} rule-free reader(s) more than {TOLERANCE} above "
-        "chance, interval clear of it:",
+        f"**Verdict: FAIL.** {len(failures)} finding(s) clear of {TOLERANCE}: rule-free readers "
+        "above chance, or tells in the bounds above their control (95% interval clear of the line):",
         "",
         *(f"- {failure}" for failure in failures),
     ]
@@ -166,6 +173,8 @@ def audit_markdown(report: dict[str, Any]) -> str:
     for hidden, scores in report["policies_by_hidden_slots"].items():
         score = scores["closest_to_needed_share"]
         lines.append(f"| {hidden} | {score['cells']:.0f} | {score['accuracy']:.3f} | {score['chance']:.3f} |")
+    if report.get("bounds"):
+        lines += ["", *bounds_markdown(report["bounds"])]
     lines += [
         "",
         "Reading: (a) is what the candidates alone give away and (c) what the candidates and "

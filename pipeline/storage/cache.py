@@ -17,7 +17,7 @@ from pipeline.generation.keys import GenerationSettings, TaskKey
 from pipeline.parallel import parallel_imap
 from pipeline.storage.safe import ReleaseError, load_json, read_bytes
 
-FORMAT = "gridbench-cache-1"
+FORMAT = "gridbench-cache-2"  # 2: the draw of release 2.0.0 (issue 26)
 
 
 def settings_fingerprint(settings: GenerationSettings, salt: str = "") -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.storage.depth import depth_table
+from pipeline.storage.depth import depth_table, effort_table
 from pipeline.storage.metadata import counts
 
 PUBLIC = (
@@ -227,6 +227,13 @@ needs more than the fixpoint (95% Wilson interval); `generation.min_depth` asks 
 
 {depth_section(frame)}
 
+Finer, where the depth saturates (`search_nodes`, `joint_bits`): the nodes of the complete
+search tree that propagation to the fixpoint leaves (1: the fixpoint decides), and the bits of
+options left once the fixpoint and every region (cage) enumerated on its own have done what
+they can -- what only reasoning across regions and rules removes:
+
+{effort_section(frame)}
+
 ## Integrity audit
 
 {integrity}
@@ -240,6 +247,13 @@ def depth_section(frame: pl.DataFrame) -> str:
     if "depth" not in frame.columns or frame["depth"].null_count() == frame.height:
         return "(not recorded: the release was built before the reasoning ladder)"
     return depth_table(frame)
+
+
+def effort_section(frame: pl.DataFrame) -> str:
+    """The card's table of the finer measures, or a line saying they were not recorded."""
+    if "search_nodes" not in frame.columns or frame["search_nodes"].null_count() == frame.height:
+        return "(not recorded: the release was built before these measures)"
+    return effort_table(frame)
 
 
 def _share(frame: pl.DataFrame, column: str) -> str:

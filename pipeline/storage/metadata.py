@@ -58,6 +58,9 @@ def metadata_row(made: CertifiedTask, task_bytes: bytes, answer_bytes: bytes) ->
         "decided_by_propagation": propagation.decided,
         "depth": measures.depth.rung if measures.depth else None,
         "depth_rung": measures.depth.name if measures.depth else None,
+        "search_nodes": measures.effort.search_nodes if measures.effort else None,
+        "search_capped": measures.effort.search_capped if measures.effort else None,
+        "joint_bits": measures.effort.joint_bits if measures.effort else None,
         "task_sha256": sha256(task_bytes),
         "answer_sha256": sha256(answer_bytes),
     }
@@ -97,6 +100,9 @@ METADATA_SCHEMA = {
     "decided_by_propagation": pl.Boolean,
     "depth": pl.Int64,
     "depth_rung": pl.String,
+    "search_nodes": pl.Int64,
+    "search_capped": pl.Boolean,
+    "joint_bits": pl.Float64,
     "task_sha256": pl.String,
     "answer_sha256": pl.String,
 }

@@ -309,6 +309,11 @@ MEASURES = Record(
             Record((Field("rung", INT), Field("name", STR), Field("open_after", ListOf(INT)))),
             optional=True,
         ),
+        Field(
+            "effort",
+            Record((Field("search_nodes", INT), Field("search_capped", BOOL), Field("joint_bits", FLOAT))),
+            optional=True,
+        ),
     ),
     empty_is_null=True,
 )

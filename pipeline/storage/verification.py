@@ -7,7 +7,8 @@
    `data/` tables hold exactly these files, each row decoding to its file.
 3. Each task: the JSON Schemas; the answer belongs to the task; candidates are unique and of
    the promised number; the instruction is exactly what the task data renders to; then the
-   proofs (CP-SAT, and the MILP cross-check when asked).
+   proofs (CP-SAT, and the MILP cross-check when asked), and every difficulty measure the
+   answer claims, derived again (``claimed.py``).
 
 Every failure is one line naming the file or the task and the reason; nothing raises.
 """
@@ -32,6 +33,7 @@ from domains import DomainError, get_domain
 from pipeline.generation.instruction import write_instruction
 from pipeline.generation.seal import Sealed, seal
 from pipeline.parallel import parallel_imap
+from pipeline.storage.claimed import measure_claims
 from pipeline.storage.claims import check_claims, json_strings
 from pipeline.storage.layout import sha256
 from pipeline.storage.parquet import read_arrow_table, read_table_rows
@@ -429,6 +431,8 @@ def prove_data(
         return task.task_id, task.domain, reasons
     sealed = seal(task, answer, solver, milp=milp)
     reasons += list(sealed.certificate.failures)
+    if sealed.certificate.ok:
+        reasons += measure_claims(task, answer, solver)
     if milp and sealed.crosscheck is None:  # certificate failed: cross-check it on its own
         sealed = Sealed(sealed.certificate, None, crosscheck_answer(task, answer, solver, milp))
     check = sealed.crosscheck

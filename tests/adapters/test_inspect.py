@@ -112,11 +112,11 @@ def test_bad_task_arguments_stop_before_any_model_call(release, args, needle):
 
 def test_the_release_defaults_to_the_default_release(release, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(UserError, match="gridbench-v1.0.0: not a release.*make release"):
+    with pytest.raises(UserError, match="gridbench-v2.0.0: not a release.*make release"):
         gridbench_task()
     target = tmp_path / "outputs" / "releases"
     target.mkdir(parents=True)
-    (target / "gridbench-v1.0.0").symlink_to(release)
+    (target / "gridbench-v2.0.0").symlink_to(release)
     assert len(gridbench_task().dataset) == 8
 
 
@@ -205,3 +205,32 @@ def test_a_release_path_the_system_cannot_use_is_one_line(release):
     with pytest.raises(UserError, match="not a usable path") as caught:
         gridbench_task(release=release)
     assert caught.value.message.startswith("error: ") and "\n" not in caught.value.message
+
+
+def test_api_retries_are_the_requests_inspect_retried(release, tmp_path, monkeypatch):
+    """Inspect retries a failed request itself (here a stream that sent nothing, which it
+    retries for every provider): the score's ``api_retries`` is what Inspect recorded."""
+    import tenacity
+    from inspect_ai.model._providers.mockllm import MockLLM
+    from inspect_ai.model._stream import NoStreamDataError
+
+    monkeypatch.setattr(MockLLM, "retry_wait", lambda self: tenacity.wait_none())
+    record = gridbench.load_release(release).filter(domains=["course"], hidden_slots=[4])[0]
+    policy = inspect_policy({record.task_id: solving_moves(record)})
+    failures = iter([True, False, True, True])
+
+    def flaky(messages, tools, tool_choice, config):
+        if next(failures, False):
+            raise NoStreamDataError("no data")
+        return policy(messages, tools, tool_choice, config)
+
+    logs = inspect_eval(
+        "gridbench/gridbench",
+        model=get_model("mockllm/model", custom_outputs=flaky),
+        task_args={"release": str(release), "task_ids": [record.task_id]},
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    assert logs[0].status == "success", logs[0].error
+    score = read_eval_log(logs[0].location).samples[0].scores["grid_score"]
+    assert score.value == "C" and score.metadata["api_retries"] == 3

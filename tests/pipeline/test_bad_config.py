@@ -31,7 +31,7 @@ BAD_RELEASE = [
     (["grid.hidden_slots=[2,2]"], "repeats [2]"),
     (["release.seed=9223372036854775808"], "release.seed="),
     (["grid.rows=50"], "grid.rows=50"),
-    (["generation.sum_slack_share=-1"], "sum_slack_share="),
+    (["generation.one_sided_spread=-1"], "one_sided_spread="),
     (["generation.window_slack_share=5"], "window_slack_share="),
     (["generation.min_resistant_share=1.5"], "min_resistant_share="),
     (["generation.max_attempts=0"], "max_attempts"),
@@ -110,7 +110,7 @@ def test_a_bad_evaluation_setting_is_refused(overrides, message, small, tmp_path
 def test_overwrite_replaces_only_a_release(small, tmp_path):
     from pipeline.release import build
 
-    target = tmp_path / "out" / "precious-v1.0.0"
+    target = tmp_path / "out" / "precious-v2.0.0"
     target.mkdir(parents=True)
     (target / "thesis.txt").write_text("not a release")
     cfg = compose_config(small_release_overrides(tmp_path / "out", "precious") + ["release.overwrite=true"])
@@ -121,11 +121,11 @@ def test_overwrite_replaces_only_a_release(small, tmp_path):
 
 def test_stale_partial_folders_of_killed_builds_are_cleaned(tmp_path, capsys):
     out = tmp_path / "out"
-    stale = out / ".stale-v1.0.0.partial-999999999"
+    stale = out / ".stale-v2.0.0.partial-999999999"
     stale.mkdir(parents=True)
     (stale / "tasks").mkdir()
     build_small(out, "stale")
-    assert not stale.exists() and (out / "stale-v1.0.0" / "manifest.json").is_file()
+    assert not stale.exists() and (out / "stale-v2.0.0" / "manifest.json").is_file()
     assert "unfinished build folder" in capsys.readouterr().out
 
 
@@ -152,8 +152,8 @@ def test_two_concurrent_builds_of_one_version_cannot_both_succeed(tmp_path):
     assert codes == [0, 2], outcomes
     loser = next(err for code, err in outcomes if code == 2)
     assert "already exists" in loser or "another build" in loser
-    assert (tmp_path / "race-v1.0.0" / "manifest.json").is_file()
-    assert not list(tmp_path.glob(".race-v1.0.0.partial-*"))
+    assert (tmp_path / "race-v2.0.0" / "manifest.json").is_file()
+    assert not list(tmp_path.glob(".race-v2.0.0.partial-*"))
 
 
 @pytest.mark.slow  # a subprocess and a signal
@@ -174,5 +174,5 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130 and "Traceback" not in err, err
     assert len([line for line in err.splitlines() if line.strip()]) <= 2
-    assert not (tmp_path / "interrupted-v1.0.0").exists()
-    assert not list(tmp_path.glob(".interrupted-v1.0.0.partial-*"))
+    assert not (tmp_path / "interrupted-v2.0.0").exists()
+    assert not list(tmp_path.glob(".interrupted-v2.0.0.partial-*"))

@@ -45,7 +45,7 @@ def test_release_refuses_settings_before_any_work(overrides, message, tmp_path, 
     base = [o for o in tiny_overrides(tmp_path / "out") if o.split("=")[0] != overrides[0].split("=")[0]]
     with pytest.raises(UserError, match=message):
         build(compose_config([*base, *overrides]))
-    assert not (tmp_path / "out").exists() and not (tmp_path.parent / "escape-v1.0.0").exists()
+    assert not (tmp_path / "out").exists() and not (tmp_path.parent / "escape-v2.0.0").exists()
 
 
 def test_import_refuses_workers_beyond_the_machine(tmp_path):
@@ -98,7 +98,7 @@ def test_train_refuses_names_and_sizes_before_any_shard(extra, tmp_path):
 
 
 def test_train_never_writes_through_a_linked_shards_folder(tmp_path):
-    root = tmp_path / "out" / "gridbench-train-v1.0.0"
+    root = tmp_path / "out" / "gridbench-train-v2.0.0"
     root.mkdir(parents=True)
     (tmp_path / "elsewhere").mkdir()
     (root / "shards").symlink_to(tmp_path / "elsewhere")

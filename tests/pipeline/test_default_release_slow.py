@@ -39,7 +39,7 @@ def test_paper_preset_builds_and_verifies(tmp_path, grid, tasks, milp):
         [f"grid={grid}", f"release.output_root={tmp_path}", f"release.cache_root={tmp_path}/c"]
     )
     assert build(cfg) == 0
-    release = tmp_path / "gridbench-v1.0.0"
+    release = tmp_path / "gridbench-v2.0.0"
     manifest = json.loads((release / "manifest.json").read_text())
     assert manifest["counts"]["tasks"] == tasks == manifest["counts"]["certified"]
     assert manifest["counts"]["crosscheck_ok"] == tasks

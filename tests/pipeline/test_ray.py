@@ -90,7 +90,7 @@ def _build(root: Path, name: str) -> Path:
     overrides = small_release_overrides(root, name, workers=2)
     # the same output and cell paths for both builds, so the manifests can be compared whole
     assert build(compose_config(overrides)) == 0
-    return root / f"{name}-v1.0.0"
+    return root / f"{name}-v2.0.0"
 
 
 def _files(release: Path) -> dict[str, bytes]:

@@ -36,7 +36,7 @@ def _build(root: Path, *extra: str) -> Path:
         "apps",
     )
     assert build(cfg) == 0
-    return root / "gridbench-train-v1.0.0"
+    return root / "gridbench-train-v2.0.0"
 
 
 def _verify(release: Path) -> int:
@@ -69,7 +69,7 @@ def test_a_sharded_build_verifies_and_rebuilds_byte_identical(built, tmp_path):
 
 def _unfinished_copy(built: Path, tmp_path: Path) -> Path:
     """A copy of ``built`` in ``tmp_path`` as a build killed before its manifest leaves it."""
-    copy = tmp_path / "gridbench-train-v1.0.0"
+    copy = tmp_path / "gridbench-train-v2.0.0"
     shutil.copytree(built, copy)
     (copy / "manifest.json").unlink()
     return copy

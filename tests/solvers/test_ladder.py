@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -140,3 +141,55 @@ def test_min_depth_is_capped_by_what_the_decoys_allow():
     assert one_cell.answer.measures.depth.name == "one_round"
     none = generate_task(TaskKey("course", 5, 7, 5, 0, 25, seed=0), GenerationSettings(min_depth="search"))
     assert none.answer.measures.depth.name == "slot"
+
+
+def reference_probing(task):
+    """Singleton consistency written independently of the ladder: the round-based propagation
+    of solvers.propagation, sweep after sweep over every option, until a sweep removes
+    nothing. Returns (domains, sweeps that removed something); None domains on a wipe-out."""
+    from solvers.propagation import propagate
+
+    domains = {cell: set(ids) for cell, ids in propagate(task).fixpoint.items()}
+    sweeps = 0
+    while all(domains.values()):
+        removed = False
+        for cell in sorted(domains):
+            for option in sorted(domains[cell]):
+                if len(domains[cell]) == 1:
+                    break
+                trial = {c: sorted(ids) for c, ids in domains.items()}
+                trial[cell] = [option]
+                if not all(propagate(task, trial).fixpoint.values()):
+                    domains[cell].discard(option)
+                    removed = True
+                    fixed = propagate(task, {c: sorted(ids) for c, ids in domains.items()}).fixpoint
+                    domains = {c: set(ids) for c, ids in fixed.items()}
+        if not removed:
+            return domains, sweeps
+        sweeps += 1
+    return None, sweeps
+
+
+@pytest.fixture(scope="module")
+def largest_cells():
+    """Tasks at the paper's largest 5x7 cell (H = 21, B = 25) that need probing."""
+    out = []
+    for seed in range(6):
+        for domain in ("course", "meal", "travel", "workforce"):
+            made = generate_task(TaskKey(domain, 5, 7, 21, 25, 27, seed=seed))
+            if made.answer.measures.depth.rung >= PROBING:
+                out.append(made)
+    return out
+
+
+def test_probing_at_the_paper_s_largest_cells_is_singleton_consistency(largest_cells):
+    """The probing rung against the independent reference on real tasks, some of which need
+    more than one sweep (a probing that stopped after one sweep changes their depth)."""
+    sweeps = []
+    for made in largest_cells:
+        expected, count = reference_probing(made.task)
+        sweeps.append(count)
+        probed = rung_domains(made.task)[PROBING]
+        assert expected is not None and probed == {c: frozenset(ids) for c, ids in expected.items()}
+        assert made.answer.measures.depth == reasoning_depth(made.task)
+    assert max(sweeps) >= 2, sweeps  # the case a one-sweep probing gets wrong is here

@@ -100,6 +100,7 @@ class Outcome:
     latencies_ms: list[float] = field(default_factory=list)
     error: str = ""
     messages: list[dict[str, Any]] = field(default_factory=list)
+    call_turns: list[int] = field(default_factory=list)  # the model turn of each environment call
 
     def counters(self) -> dict[str, Any]:
         """The episode's counters for its results row."""
@@ -198,6 +199,7 @@ class AgentLoop:
             return self._remind(reply)
         outcome.unanswered = 0
         answers = []
+        steps = self.episode.steps
         for call in calls:
             if self.episode.finished:
                 break
@@ -205,6 +207,7 @@ class AgentLoop:
                 call.arguments is None or not call.name or call.name not in self.episode.tools
             )
             answers.append(_answer(call, _execute(self.episode, call)))
+        outcome.call_turns += [outcome.turns] * (self.episode.steps - steps)
         outcome.messages.extend(answers)
         return answers
 

@@ -2,7 +2,7 @@
 testing and benchmarking the runner over real HTTP with the real ``openai`` client -- and for
 users to smoke-test their setup without a model:
 
-    python -m gridbench.agents.llm.loopback release=outputs/releases/gridbench-v1.0.0 port=8765
+    python -m gridbench.agents.llm.loopback release=outputs/releases/gridbench-v2.0.0 port=8765
     make eval ARGS="agent=llm agent.model=scripted agent.base_url=http://127.0.0.1:8765/v1"
 
 The policy reads the release's answer files (it is a test oracle, not a model): it places each

@@ -77,7 +77,8 @@ def test_numeric_queries_match_their_definition_on_every_boundary(op, field):
                 {"id": i, field: ITEMS[i][field]} for i in slot.candidates if OPS[op](ITEMS[i][field], value)
             ]
             assert result["status"] == "ok" and result["data"]["candidates"] == expected, (cell, op, value)
-            assert result["message"] == f"{len(expected)} candidates match"
+            noun = "candidate matches" if len(expected) == 1 else "candidates match"
+            assert result["message"] == f"{len(expected)} {noun}"
 
 
 @pytest.mark.parametrize(
@@ -125,6 +126,7 @@ def test_the_global_check_on_partial_and_complete_grids():
     assert empty == {
         "rules": {"total_cost_max": "satisfied", "total_weight_min": "pending", "blue_max": "satisfied"},
         "violated": [],
+        "violated_cells": {},
         "complete": False,
         "all_satisfied": False,
     }
@@ -141,8 +143,42 @@ def test_the_global_check_on_partial_and_complete_grids():
     assert (
         broken["data"]["violated"] == ["blue_max", "total_cost_max"] and not broken["data"]["all_satisfied"]
     )
-    assert broken["message"] == "2 violated"
+    assert broken["message"] == "2 violated: blue_max, total_cost_max"
+    assert broken["data"]["violated_cells"] == {}  # neither is a region
     assert episode.checks_used == 4 and episode.checks_left == UNLIMITED
+
+
+def test_a_violated_region_rule_names_its_cells_and_the_prompt_the_same_rule():
+    """Issue 26: the prompt lists every rule under the identifier the global check reports it
+    by, and a violated region rule comes with its cells."""
+    from core.budgets import EnvSettings
+    from core.prompt import packaged_templates, render_task
+    from pipeline.generation import GenerationSettings, TaskKey, generate_task
+
+    made = generate_task(TaskKey("course", 5, 7, 11, 15, 25, seed=2), GenerationSettings(cage_bits=0.0))
+    task, answer = made.task, made.answer
+    episode = Episode(task)
+    for (row, col), item in answer.truth_choice().items():
+        episode.call("set_slot", {"row": row, "col": col, "id": item})
+    check = f"check_{task.domain}_global_constraints"
+    regions = {rule.name: rule for rule in task.global_constraints if rule.scope == "cells"}
+    broken = None
+    for role in answer.roles:  # a decoy in a region that breaks the region's rule
+        for item in role.decoys:
+            episode.call("set_slot", {"row": role.row, "col": role.col, "id": item})
+            result = episode.call(check)["data"]
+            if set(result["violated"]) & set(regions):
+                broken = result
+                break
+            episode.call("set_slot", {"row": role.row, "col": role.col, "id": role.truth})
+        if broken:
+            break
+    assert broken is not None, "no decoy breaks a region rule"
+    named = {name: regions[name] for name in broken["violated"] if name in regions}
+    assert broken["violated_cells"] == {name: [list(c) for c in rule.cells] for name, rule in named.items()}
+    prompt = "\n".join(m["content"] for m in render_task(packaged_templates(), task, EnvSettings()))
+    for name in broken["violated"]:
+        assert f") {name}: " in prompt
 
 
 def test_the_grid_tools_and_the_slot_check():

@@ -26,7 +26,7 @@ CELL = {"row": 0, "col": 1}
 def test_the_tool_schemas_models_read_are_the_reviewed_ones():
     """tests/gridbench/env/tool_schemas_toy.json is the reviewed text; after an intended change to a tool
     description or parameter, write the new one with
-    ``python -c "import json; from env import openai_schemas; json.dump(openai_schemas('toy'),
+    ``python -c "import json; from gridbench.env import openai_schemas; json.dump(openai_schemas('toy'),
     open('tests/gridbench/env/tool_schemas_toy.json', 'w'), indent=1, sort_keys=True)"``."""
     assert openai_schemas("toy") == json.loads(SCHEMAS.read_text())
 
@@ -42,6 +42,8 @@ def test_the_tool_schemas_models_read_are_the_reviewed_ones():
         ("get_toy_item_info", {"id": "V00"}, ""),
         ("get_toy_item_attributes", {"ids": "V00", "field": " cost "}, ""),
         (QUERY, {**CELL, "field": "cost", "operator": ">", "value": "-1"}, "4 candidates match"),
+        (QUERY, {**CELL, "field": "cost", "operator": "=", "value": 5}, "1 candidate matches"),
+        (QUERY, {**CELL, "field": "cost", "operator": ">", "value": 5}, "0 candidates match"),
         ("done", {}, "episode finished with 2 empty hidden cells"),
     ],
 )

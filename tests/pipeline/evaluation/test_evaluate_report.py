@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 import pytest
 
@@ -60,6 +62,15 @@ def test_evaluate_is_resumable_and_report_is_written(release, tmp_path, capsys, 
     assert "- search success: 1.000 over 8 episodes" in summary
     assert "| search | 8 | 1.000 | [0.676, 1.000] |" in summary  # Wilson interval of 8/8
     assert "all runs" not in summary  # runs of different agents and task sets are never pooled
+    # the diagnostics: search solves everything (no failure before or after knowing enough)
+    # and leaves no violation; it reads one field per cell, enough to decide only the tasks
+    # whose rules read that field alone
+    assert "## How the episodes went" in summary
+    assert re.search(r"\| search \| 8 \| [0-8]/8 \| 0/0 \| 0/0 \| ", summary)
+    rows = first.filter(pl.col("failure_rate") == 0.0)
+    assert rows["violations_at_end"].to_list() == [0] * 8 and rows["wrong_sets"].sum() > 0
+    informed = rows.filter(pl.col("informed_step").is_not_null())
+    assert (informed["informed_step"] <= informed["steps"]).all() and (rows["ideal_calls"] > 4).all()
     assert len(list((tmp_path / "report").glob("heatmap_*.png"))) == 2
     assert len(list((tmp_path / "report").glob("domains_p*.png"))) == 2
     assert len(list((tmp_path / "report").glob("success_vs_B_p*.png"))) == 2
@@ -98,8 +109,12 @@ def test_report_groups_by_run_and_works_on_empty_partial_and_stale_runs(release,
     assert make_report([runs / release.name], tmp_path / "report") == 0
     summary = (tmp_path / "report" / "summary.md").read_text()
     assert "| greedy_local | 4 |" in summary and "| greedy-again | 4 |" in summary  # two runs, not one
+    diagnostics = summary.split("## How the episodes went")[1].split("## Do the axes work?")[0]
+    assert re.search(r"\| greedy_local \| 4 \| [0-4]/4 \| ", diagnostics)
+    assert re.search(r"\| greedy-again \| 4 \| [0-4]/4 \| ", diagnostics)
+    assert "nothing-yet" not in diagnostics  # the empty run has no episode to diagnose
     assert "Runs without a scored episode: nothing-yet" in summary
-    assert "retries them): greedy-again @ small-v1.0.0: 1" in summary
+    assert "retries them): greedy-again @ small-v2.0.0: 1" in summary
     assert len(list((tmp_path / "report").glob("heatmap_*.png"))) == 2
     assert pl.read_parquet(one / "results.parquet").height == 8  # rewritten from episodes.jsonl
     only_empty = tmp_path / "only-empty"
@@ -107,6 +122,7 @@ def test_report_groups_by_run_and_works_on_empty_partial_and_stale_runs(release,
     assert make_report([only_empty], tmp_path / "report-empty") == 0
     text = (tmp_path / "report-empty" / "summary.md").read_text()
     assert "No scored episode yet" in text and "Do the axes work?" not in text
+    assert "How the episodes went" not in text
 
 
 def test_wilson_interval_matches_the_textbook_values():
@@ -226,7 +242,7 @@ def test_the_audit_says_what_it_is_doing(release, tmp_path, capsys):
     cfg = compose_config([f"release={release}", "splits=0", f"output={tmp_path}"], "audit", "apps")
     assert run_audit(cfg) == 0
     out = capsys.readouterr().out
-    assert "audit small-v1.0.0: reading the decoy cells" in out and "audit small-v1.0.0: policies on" in out
-    assert "audit small-v1.0.0: companion build of" in out  # the transfer classifiers' training build
-    assert "audit small-v1.0.0: transfer classifiers" in out
-    assert "audit small-v1.0.0: 3/3 stages" in out and (tmp_path / "audit.md").is_file()
+    assert "audit small-v2.0.0: reading the decoy cells" in out and "audit small-v2.0.0: policies on" in out
+    assert "audit small-v2.0.0: companion build of" in out  # the transfer classifiers' training build
+    assert "audit small-v2.0.0: transfer classifiers" in out
+    assert "audit small-v2.0.0: 3/3 stages" in out and (tmp_path / "audit.md").is_file()

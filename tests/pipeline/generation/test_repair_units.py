@@ -1,5 +1,7 @@
-"""Repair, step by step, on small toy drafts: how far one tightening moves a bound, what a
-redrawn cell keeps, the margin, and how the rounds are counted and bounded."""
+"""Repair, step by step, on small toy drafts: how far one tightening narrows a radius, which
+bound it picks, what a redrawn cell keeps, the margin, and how the rounds are counted and
+bounded. Repair works on the *virtual* task (every bound symmetric around the truth:
+pipeline/generation/bounds.py); the shown task, inside it, follows."""
 
 from __future__ import annotations
 
@@ -7,89 +9,112 @@ import pytest
 
 from pipeline.generation import GenerationSettings, TaskKey
 from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
+from pipeline.generation.bounds import place, radius, value
 from pipeline.generation.build import draw_draft
-from pipeline.generation.constrain import truth_measures
-from pipeline.generation.repair import RepairFailed, RepairStats, _tighten, make_unique, redraw_cells
-from solvers.checker import rule_groups, rule_measure
+from pipeline.generation.repair import (
+    RepairFailed,
+    RepairStats,
+    make_unique,
+    redraw_cells,
+    round_budget,
+    tighten,
+    virtual_task,
+)
+from solvers.checker import is_valid_completion
 from solvers.cpsat import CpSatModel
 from solvers.results import FEASIBLE, INFEASIBLE, SolverSettings
 
 SOLVER = SolverSettings(time_limit_s=20.0)
-KEY = TaskKey("toy", 3, 3, 4, 6, 5, seed=3)
 
 
 def _draft(seed: int = 3):
     return draw_draft(TaskKey("toy", 3, 3, 4, 6, 5, seed=seed), GenerationSettings(), 0)
 
 
-def _model(draft):
+def _shown(draft):
     order = {cell: candidate_ids(draft, cell) for cell in draft.hidden}
-    return CpSatModel(build_task(draft, "t", 0, 0, order=order), SOLVER, truth_choice(draft))
+    return build_task(draft, "t", 0, 0, order=order)
+
+
+def _virtual_model(draft):
+    return CpSatModel(virtual_task(draft, "t"), SOLVER, truth_choice(draft))
 
 
 def _loosened(draft) -> None:
-    for index, rule in enumerate(draft.rules):
-        draft.rules[index] = rule.with_bound(rule.bound * 3 + 50 if rule.is_upper_bound else 0)
+    for bound in draft.bounds:
+        bound.radius = 10_000
+    place(draft)
 
 
-def _measures(draft, rule, choice) -> list[int]:
+def _grid(draft, choice):
     grid = [list(row) for row in draft.truth]
     for (row, col), item_id in choice.items():
         grid[row][col] = item_id
-    return [
-        rule_measure(rule, [draft.items[grid[r][c]] for r, c in group])
-        for group in rule_groups(rule, draft.rows, draft.cols)
-    ]
+    return grid
 
 
 @pytest.mark.parametrize("margin", [1, 2, 3])
-def test_one_tightening_moves_one_bound_just_past_the_counterexample(margin):
+def test_one_tightening_narrows_one_radius_just_past_the_counterexample(margin):
     draft = _draft()
     _loosened(draft)
-    other = _model(draft).other_completion()
+    other = _virtual_model(draft).other_completion()
     assert other.status == FEASIBLE
-    before = list(draft.rules)
-    assert _tighten(draft, other.solution, margin)
-    changed = [(old, new) for old, new in zip(before, draft.rules, strict=True) if old != new]
-    assert len(changed) == 1
-    old, new = changed[0]
-    truth, seen = truth_measures(draft, new), _measures(draft, new, other.solution)
-    if new.is_upper_bound:
-        assert new.bound == max(max(truth), max(seen) - margin) and max(seen) > new.bound >= max(truth)
-    else:
-        assert new.bound == min(min(truth), min(seen) + margin) and min(seen) < new.bound <= min(truth)
-    assert (new.name, new.kind, new.attribute, new.scope) == (old.name, old.kind, old.attribute, old.scope)
+    before = [radius(draft, bound) for bound in draft.bounds]
+    index = tighten(draft, other.solution, margin)
+    assert index is not None
+    after = [radius(draft, bound) for bound in draft.bounds]
+    assert [i for i, (b, a) in enumerate(zip(before, after, strict=True)) if b != a] == [index]
+    bound = draft.bounds[index]
+    truth, seen = value(draft, bound), value(draft, bound, _grid(draft, other.solution))
+    gap = abs(seen - truth) if bound.window else (seen - truth if bound.upper else truth - seen)
+    assert gap > 0 and after[index] == max(0, gap - margin) < gap
+
+
+def test_a_window_is_narrowed_before_any_one_sided_bound():
+    """A tight one-sided bound would sit near the truth (a tell): repair narrows windows when
+    one can exclude the counterexample."""
+    for seed in range(6):
+        draft = _draft(seed)
+        _loosened(draft)
+        other = _virtual_model(draft).other_completion()
+        grid = _grid(draft, other.solution)
+        windows_can = any(
+            bound.window and value(draft, bound, grid) != value(draft, bound) for bound in draft.bounds
+        )
+        index = tighten(draft, other.solution, 1)
+        if windows_can:
+            assert draft.bounds[index].window
 
 
 def test_no_tightening_separates_the_truth_from_itself():
     draft = _draft()
-    before = list(draft.rules)
-    assert not _tighten(draft, truth_choice(draft), 1)
-    assert draft.rules == before
+    before = [bound.radius for bound in draft.bounds]
+    assert tighten(draft, truth_choice(draft), 1) is None
+    assert [bound.radius for bound in draft.bounds] == before
 
 
 def test_a_cell_without_decoys_is_redrawn_too():
     draft = _draft()
     cell = next(c for c in draft.hidden if not draft.decoys.get(c))
     old = draft.truth[cell[0]][cell[1]]
-    redraw_cells(draft, [cell], GenerationSettings())
+    redraw_cells(draft, [cell])
     assert draft.truth[cell[0]][cell[1]] != old and old not in draft.items
     assert not draft.decoys.get(cell)
 
 
-def test_a_redrawn_cell_gets_all_new_candidates_and_keeps_its_share():
+def test_a_redrawn_cell_gets_all_new_candidates_and_the_bounds_follow_the_truth():
     draft = _draft()
     cell = next(c for c in draft.hidden if draft.decoys.get(c))
     old = [draft.truth[cell[0]][cell[1]], *draft.decoys[cell]]
     others = {c: (draft.truth[c[0]][c[1]], list(draft.decoys.get(c, []))) for c in draft.hidden if c != cell}
-    redraw_cells(draft, [cell], GenerationSettings())
+    radii = [(bound.radius, bound.offset) for bound in draft.bounds]
+    redraw_cells(draft, [cell])
     new = [draft.truth[cell[0]][cell[1]], *draft.decoys[cell]]
     assert len(new) == len(old) and not set(new) & set(old)
     assert not any(item_id in draft.items for item_id in old)
     assert {c: (draft.truth[c[0]][c[1]], list(draft.decoys.get(c, []))) for c in others} == others
-    for rule in draft.rules:  # the rules are drawn again from the new truth grid, which meets them
-        measures = truth_measures(draft, rule)
-        assert max(measures) <= rule.bound if rule.is_upper_bound else min(measures) >= rule.bound
+    assert [(bound.radius, bound.offset) for bound in draft.bounds] == radii
+    assert is_valid_completion(_shown(draft), truth_choice(draft))  # the new truth meets every rule
 
 
 def test_repair_counts_its_rounds_and_keeps_the_counterexamples():
@@ -98,47 +123,54 @@ def test_repair_counts_its_rounds_and_keeps_the_counterexamples():
     stats = RepairStats()
     make_unique(draft, "t", GenerationSettings(), SOLVER, stats)
     assert stats.rounds >= 1 and stats.rounds == len(stats.counterexamples)
-    assert stats.rounds == stats.tightenings + (stats.cell_redraws > 0)  # toy drafts: no windows
-    assert _model(draft).other_completion().status == INFEASIBLE
+    assert stats.rounds >= stats.tightenings and (stats.rounds > stats.tightenings) == (
+        stats.cell_redraws > 0
+    )
+    assert _virtual_model(draft).other_completion().status == INFEASIBLE
     truth = truth_choice(draft)
+    shown = _shown(draft)
+    assert CpSatModel(shown, SOLVER, truth).other_completion().status == INFEASIBLE  # inside the virtual
     assert all(isinstance(example, dict) and set(example) == set(truth) for example in stats.counterexamples)
     assert all(example != truth for example in stats.counterexamples)
 
 
-def test_repair_gives_up_after_its_rounds():
+def test_repair_gives_up_after_its_rounds(monkeypatch):
+    """A counterexample nothing removes (no bound narrows, a redraw changes nothing) ends the
+    repair after exactly its budget of rounds."""
+    from pipeline.generation import repair
+
     draft = _draft()
     _loosened(draft)
+    budget = round_budget(draft, GenerationSettings(max_repair_rounds=0))
+    assert budget == 2 * len(draft.bounds)
+    monkeypatch.setattr(repair, "tighten", lambda *args: None)
+    monkeypatch.setattr(repair, "redraw_cells", lambda *args: None)
     stats = RepairStats()
-    with pytest.raises(RepairFailed, match="after 0 repair rounds"):
+    with pytest.raises(RepairFailed, match=f"after {budget} repair rounds"):
         make_unique(draft, "t", GenerationSettings(max_repair_rounds=0), SOLVER, stats)
-    assert stats.rounds == 0 and stats.counterexamples == []
-    stats = RepairStats()
-    with pytest.raises(RepairFailed, match="after 1 repair rounds"):
-        make_unique(_loosened_draft(), "t", GenerationSettings(max_repair_rounds=1), SOLVER, stats)
-    assert stats.rounds == 1
+    assert stats.rounds == budget == len(stats.counterexamples)
 
 
-def _loosened_draft():
-    draft = _draft()
-    _loosened(draft)
-    _loosened(draft)
-    return draft
+def test_the_round_budget_grows_with_the_bounds():
+    settings = GenerationSettings(max_repair_rounds=7)
+    small = _draft()
+    large = draw_draft(TaskKey("course", 10, 10, 60, 120, 25, seed=1), GenerationSettings(), 0)
+    assert round_budget(small, settings) == 7 + 2 * len(small.bounds)
+    assert round_budget(large, settings) == 7 + 2 * len(large.bounds) > round_budget(small, settings)
 
 
-def test_a_margin_is_checked_by_the_least_loosening():
-    """Seed 3's repaired draft needs a loosening of exactly 3 to admit a second completion:
-    min_margin 3 is met as it is, 4 is not (and tightening cannot push the truth's own slack:
-    the draft fails, to be re-drawn). Seed 0's needs 1: min_margin 2 fails on it."""
-    draft = _draft(seed=3)
-    make_unique(draft, "t", GenerationSettings(min_margin=3), SOLVER, stats := RepairStats())
-    assert stats.rounds == 0 and _model(draft).least_loosening_to_ambiguity().objective == 3
-    for seed, margin in ((3, 4), (0, 2)):
-        stats = RepairStats()
-        with pytest.raises(RepairFailed):
-            make_unique(_draft(seed=seed), "t", GenerationSettings(min_margin=margin), SOLVER, stats)
-        assert stats.counterexamples and all(
-            set(c) == set(truth_choice(_draft(seed))) for c in stats.counterexamples
-        )
+@pytest.mark.parametrize("seed", [0, 3, 5])
+@pytest.mark.parametrize("margin", [2, 3])
+def test_a_margin_leaves_room_on_every_shown_bound(seed, margin):
+    """With min_margin m, loosening any one shown bound by m - 1 keeps the task unique (the
+    virtual task has that room, and every shown bound lies inside its virtual one)."""
+    draft = _draft(seed)
+    try:
+        make_unique(draft, "t", GenerationSettings(min_margin=margin), SOLVER, RepairStats())
+    except RepairFailed:
+        return  # the draft is re-drawn by the caller
+    least = CpSatModel(_shown(draft), SOLVER, truth_choice(draft)).least_loosening_to_ambiguity()
+    assert least.status == INFEASIBLE or least.objective >= margin
 
 
 def test_a_repair_solve_that_times_out_is_never_taken_for_uniqueness():

@@ -207,7 +207,7 @@ def test_existing_version_is_refused_and_failure_leaves_nothing(small, tmp_path,
     monkeypatch.setattr(export, "metadata_row", failing)
     with pytest.raises(RuntimeError, match="interrupted"):
         build_small(tmp_path, name="broken")
-    assert not (tmp_path / "broken-v1.0.0").exists()
+    assert not (tmp_path / "broken-v2.0.0").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".broken")]
 
 
@@ -248,7 +248,7 @@ def test_salted_releases_are_private_and_verify_without_the_salt(small, tmp_path
             small_release_overrides(tmp_path, name) + ["release.salt_env=GRIDBENCH_TEST_SALT"]
         )
         assert build(cfg) == 0
-        releases[name] = tmp_path / f"{name}-v1.0.0"
+        releases[name] = tmp_path / f"{name}-v2.0.0"
     monkeypatch.delenv("GRIDBENCH_TEST_SALT")
     assert "This release is **public**" in (small / "README.md").read_text()
     grids = [_truth_grids(small), _truth_grids(releases["first"]), _truth_grids(releases["second"])]
@@ -276,7 +276,7 @@ def test_a_salt_variable_that_is_not_set_is_a_clear_error(tmp_path, monkeypatch)
     )
     with pytest.raises(ValueError, match="GRIDBENCH_NO_SUCH_SALT is not set"):
         build(cfg)
-    assert not (tmp_path / "nosalt-v1.0.0").exists()
+    assert not (tmp_path / "nosalt-v2.0.0").exists()
 
 
 @pytest.mark.parametrize(

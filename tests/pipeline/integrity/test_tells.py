@@ -1,0 +1,117 @@
+"""Bounds without a tell (issue 26): on small toy grids, for every rule kind, the truth sits
+inside its windows where the other completions that pass them sit, and at a one-sided bound
+no more often than they do; the same audit catches the old draw (each side of a window an
+independent slack away from the truth: the truth piles up in the middle), one-sided bounds at
+the truth, and a build whose windows are centred on the truth (a soft heuristic reads it over
+its control). Fixed seeds: each test can fail, and does on the planted draws."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pipeline.generation import GenerationSettings, TaskKey
+from pipeline.generation import bounds as placement
+from pipeline.generation.assemble import build_answer, build_task
+from pipeline.generation.build import draw_draft, settle_bounds
+from pipeline.generation.candidates import draw_filtered
+from pipeline.generation.repair import RepairFailed, RepairStats
+from pipeline.integrity.tells import bounds_audit
+from solvers.ladder import SLOT
+from solvers.results import SolverSettings
+
+SETTINGS = GenerationSettings(cage_bits=0.0)  # cages on every key with two decoy cells
+TASKS = 90
+
+
+def _build(count: int = TASKS) -> list:
+    """Unique toy tasks drawn like a release's (sealing and measures left out: the bounds are
+    final once repair is done)."""
+    pairs, seed = [], 0
+    while len(pairs) < count:
+        key = TaskKey("toy", 4, 4, 8, 6, 5, seed=seed)
+        seed += 1
+        draft = draw_draft(key, SETTINGS, 0)
+        try:
+            settle_bounds(draft, key.task_id, SETTINGS, SolverSettings(), RepairStats())
+        except RepairFailed:
+            continue
+        for cell in draft.hidden:
+            draw_filtered(draft, cell, key.candidates_per_slot - 1 - len(draft.decoys.get(cell, [])))
+        pairs.append((build_task(draft, key.task_id, 6, 5), build_answer(draft, key.task_id)))
+    return pairs
+
+
+def _old_draw(draft, bound):
+    """The draw before issue 26: each side of a window, and a one-sided bound, an independent
+    slack away from the truth (inside the virtual bound, so uniqueness is kept)."""
+    truth, width = placement.value(draft, bound), placement.radius(draft, bound)
+    rng = random.Random(f"{bound.rules[0].name}{truth}{width}")
+    if bound.window:
+        low, high = truth - rng.randint(0, width), truth + rng.randint(0, width)
+        return [rule.with_bound(high if rule.is_upper_bound else low) for rule in bound.rules]
+    return [bound.rules[0].with_bound(truth)]  # a one-sided bound at the truth
+
+
+@pytest.fixture(scope="module")
+def correct():
+    return bounds_audit(_build(), seed=0, rungs=(SLOT,))
+
+
+def _planted(monkeypatch, draw):
+    monkeypatch.setattr(placement, "shown_rules", draw)
+    return bounds_audit(_build(), seed=0, rungs=(SLOT,))
+
+
+def test_every_rule_kind_is_measured(correct):
+    assert set(correct["positions"]) == {"grid", "cells"}
+    assert set(correct["at_bound"]) >= {
+        "repeat_max",
+        "count_min",
+        "count_max",
+        "count_min_threshold",
+        "sum_max/row",
+    }
+    assert all(sum(counts) >= 60 for counts in correct["position_counts"].values())
+
+
+def test_the_truth_sits_where_other_passing_completions_sit(correct):
+    assert not correct["failures"], correct["failures"]
+
+
+def test_the_old_draw_is_caught(monkeypatch):
+    report = _planted(monkeypatch, _old_draw)
+    failures = "\n".join(report["failures"])
+    assert "truth position in grid windows" in failures or "truth position in cells windows" in failures
+    assert "truth at the bound of" in failures
+
+
+def test_a_build_with_windows_centred_on_the_truth_is_read_over_its_control(monkeypatch):
+    """Centred windows: the region heuristic (the combination of a cage's cells closest to its
+    windows' middles) reads the truth far above its control, which puts the truth at a uniform
+    position; the correct build stays level with its control."""
+    report = _planted(monkeypatch, _centred)
+    soft = report["regions"]["closest_to_middles"]
+    assert soft["lift"] - soft["half"] > 0.03, soft
+    assert any("region closest_to_middles" in failure for failure in report["failures"])
+
+
+def test_the_correct_build_s_soft_heuristics_stay_level_with_their_control(correct):
+    scored = [s for names in correct["soft"].values() for s in names.values()]
+    scored += list(correct["regions"].values())
+    assert scored and all(s["lift"] - s["half"] <= 0.03 for s in scored)
+    assert correct["regions"]["closest_to_middles"]["release_n"] >= 40
+
+
+def _centred(draft, bound):
+    """Windows with the truth exactly in the middle (a blatant tell); one-sided bounds as
+    drawn."""
+    truth, width = placement.value(draft, bound), placement.radius(draft, bound)
+    if bound.window:
+        return [
+            rule.with_bound(truth + width if rule.is_upper_bound else truth - width) for rule in bound.rules
+        ]
+    rule = bound.rules[0]
+    k = min(width, int(bound.offset * (width + 1)))
+    return [rule.with_bound(truth + k if bound.upper else truth - k)]

@@ -1,0 +1,135 @@
+"""Verify re-proves the difficulty a release claims (issue 26): each lie below is forged the
+way a careful forger would -- the answer file changed, the metadata rows and the dataset card
+written again from it, every digest re-signed -- so only re-deriving the measures catches it.
+Each failure names the task, the claim and what the task gives."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import polars as pl
+import pytest
+
+from pipeline.storage.verification import VerifySettings, verify_release
+from solvers.results import SolverSettings
+from tests.helpers_release import copy_release, redigest
+
+SETTINGS = VerifySettings(SolverSettings(time_limit_s=20.0), None, 1)
+
+
+def _resign(release: Path) -> None:
+    """Metadata rows and card written again from the (forged) files, then every digest."""
+    from core.task_io import answer_from_dict, task_from_dict
+    from pipeline.generation.records import CertifiedTask
+    from pipeline.integrity import audit, audit_markdown
+    from pipeline.storage.card import dataset_card
+    from pipeline.storage.metadata import METADATA_SCHEMA, metadata_row
+
+    meta = pl.read_parquet(release / "metadata.parquet")
+    rows, pairs = [], []
+    for row in meta.iter_rows(named=True):
+        name = f"{row['domain']}/{row['task_id']}.json"
+        task_bytes = (release / "tasks" / name).read_bytes()
+        answer_bytes = (release / "answers" / name).read_bytes()
+        task, answer = task_from_dict(json.loads(task_bytes)), answer_from_dict(json.loads(answer_bytes))
+        key = SimpleNamespace(seed=row["seed"], index=row["index"])
+        rows.append(metadata_row(CertifiedTask(key, task, answer), task_bytes, answer_bytes))  # type: ignore[arg-type]
+        pairs.append((task, answer))
+    meta = pl.DataFrame(rows, schema=METADATA_SCHEMA)
+    meta.write_parquet(release / "metadata.parquet")
+    manifest = json.loads((release / "manifest.json").read_text())
+    card = dataset_card(manifest["name"], manifest["version"], meta, audit_markdown(audit(pairs, 0)))
+    (release / "README.md").write_text(card)
+    redigest(release)
+
+
+def _forge(small_release: Path, tmp_path: Path, lies: list) -> tuple[dict[str, str], object]:
+    """A copy of the small release with each lie (change, message) told by its own task, in
+    order (tasks with decoys first); {task id: message} and the verify report."""
+    release = copy_release(small_release, tmp_path / "forged")
+    paths = sorted((release / "answers").rglob("*.json"))
+    answers = [(path, json.loads(path.read_text())) for path in paths]
+    answers.sort(key=lambda pair: -sum(len(role["decoys"]) for role in pair[1]["roles"]))
+    assert len(lies) <= len(answers)
+    expected = {}
+    for (path, answer), (change, message) in zip(answers, lies, strict=False):
+        change(answer["measures"])
+        path.write_text(json.dumps(answer))
+        expected[answer["task_id"]] = message
+    _resign(release)
+    return expected, verify_release(release, SETTINGS)
+
+
+def test_the_untouched_release_is_re_signed_cleanly(small_release, tmp_path):
+    release = copy_release(small_release, tmp_path / "resigned")
+    _resign(release)
+    report = verify_release(release, SETTINGS)
+    assert report.ok, (report.failures, report.file_failures)
+
+
+def _depth(**value):
+    return lambda measures: measures["depth"].update(value)
+
+
+LIES = [
+    [  # the first four tasks hold decoys
+        (
+            lambda m: m["propagation"].update(resistant=m["propagation"]["decoys"], fixpoint=0, one_round=0),
+            r"measures.propagation claims",
+        ),
+        (_depth(rung=4, name="search"), r"measures.depth claims search .* but the task gives"),
+        (lambda m: m.update(shallow_decoys=m["shallow_decoys"] + 1), r"measures.shallow_decoys claims"),
+        (lambda m: m.update(dfs_nodes=m["dfs_nodes"] + 7), r"measures.dfs_nodes claims"),
+        (_depth(rung=3, name="probing"), r"measures.depth claims probing .* but the task gives slot"),
+        (_depth(rung=99, name="oracle"), r"schema error in answer file at \['measures', 'depth'"),
+        (
+            _depth(open_after=[-1, 0, 0, 0]),
+            r"schema error in answer file at \['measures', 'depth', 'open_after'",
+        ),
+        (_depth(open_after=[9, 9, 9, 9]), r"measures.depth claims .*open after each rung \[9, 9, 9, 9\]"),
+    ],
+    [
+        (
+            lambda m: m["effort"].update(search_nodes=m["effort"]["search_nodes"] + 40),
+            r"effort.search_nodes claims",
+        ),
+        (
+            lambda m: m["effort"].update(joint_bits=m["effort"]["joint_bits"] + 3.5),
+            r"effort.joint_bits claims",
+        ),
+        (
+            lambda m: m["effort"].update(search_nodes=0),
+            r"schema error in answer file at \['measures', 'effort'",
+        ),
+        (
+            lambda m: m["distance_to_ambiguity"].update(units=(m["distance_to_ambiguity"]["units"] or 0) + 1),
+            r"measures.distance_to_ambiguity.units claims",
+        ),
+        (_depth(rung=2, name="probing"), r"measures.depth names rung 2 'probing'"),
+        (lambda m: m.update(search_space=m["search_space"] * 2), r"measures.search_space claims"),
+        (lambda m: m["effort"].update(search_capped=True), r"effort.search_nodes claims"),
+        (lambda m: m.update(dfs_capped=True), r"measures.dfs_nodes claims"),
+    ],
+]
+
+
+@pytest.mark.parametrize("group", [0, 1])
+def test_a_difficulty_lie_is_refused_naming_claim_and_value(small_release, tmp_path, group):
+    expected, report = _forge(small_release, tmp_path, LIES[group])
+    assert not report.ok
+    for task_id, message in expected.items():
+        reasons = report.failures.get(task_id, [])
+        assert any(re.search(message, reason) for reason in reasons), (message, reasons)
+
+
+def test_a_metadata_depth_that_is_not_the_answer_s_is_refused(small_release, tmp_path):
+    release = copy_release(small_release, tmp_path / "meta")
+    meta = pl.read_parquet(release / "metadata.parquet")
+    meta = meta.with_columns(pl.lit(4, dtype=pl.Int64).alias("depth"), pl.lit("search").alias("depth_rung"))
+    meta.write_parquet(release / "metadata.parquet")
+    redigest(release)
+    report = verify_release(release, SETTINGS)
+    assert any("depth" in failure and "differ from its files" in failure for failure in report.file_failures)
