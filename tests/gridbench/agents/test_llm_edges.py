@@ -133,14 +133,20 @@ def test_token_counts_past_any_context_are_usage_errors(usage):
 
 
 def test_an_episode_s_token_sums_stay_inside_int64_whatever_the_server_says():
-    def handler(request):
-        return httpx2.Response(
-            200, json=_completion([("get_current_grid_state", {})], {"prompt_tokens": 2**53 - 1})
-        )
-
-    outcome = _play(_agent(handler, max_steps=2000))  # 2000 replies of 2**53 tokens would pass 2**63
-    assert outcome.turns == 2000 and outcome.usage_errors == 2000
-    assert 0 <= outcome.prompt_tokens < 2**63
+    """A reply may count at most MAX_USAGE tokens of each kind (2**53 - 1 passed before: 1,024
+    such replies overflowed int64, and the row was skipped on every resume); an episode has at
+    most a million turns, so its sums stay far inside int64."""
+    reply = parse_reply(_completion([("done", {})], {"prompt_tokens": 2**53 - 1, "completion_tokens": 7}))
+    assert isinstance(reply, Reply) and reply.usage_error
+    assert reply.prompt_tokens == 0 and reply.completion_tokens == 7  # the good count is kept
+    most_turns = 1_000_000  # LLMSettings refuses max_steps beyond it
+    with pytest.raises(UserError, match="max_steps"):
+        _settings(max_steps=most_turns + 1).validate()
+    assert 3 * most_turns * MAX_USAGE < 2**63
+    loop, _ = _loop(max_turns=5)
+    for _ in range(3):
+        loop.take(Reply(prompt_tokens=MAX_USAGE, completion_tokens=MAX_USAGE, reasoning_tokens=MAX_USAGE))
+    assert loop.outcome.prompt_tokens == 3 * MAX_USAGE and loop.outcome.usage_errors == 0
 
 
 def test_a_row_that_would_not_read_back_is_refused_not_written(tmp_path):
