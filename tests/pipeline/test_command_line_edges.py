@@ -208,7 +208,13 @@ def test_a_read_only_command_writes_nothing_where_it_runs(tiny_release, tmp_path
 
 @pytest.mark.parametrize(
     "args",
-    [["--version"], ["--help"], ["verify", "--help"], ["mcp", "--help"], ["show", "--help"]],
+    [
+        ["--version"],
+        ["verify", "--help"],  # Hydra's help
+        pytest.param(["--help"], marks=pytest.mark.slow),  # the same path as --version
+        pytest.param(["mcp", "--help"], marks=pytest.mark.slow),
+        pytest.param(["show", "--help"], marks=pytest.mark.slow),
+    ],
     ids=lambda args: " ".join(args),
 )
 def test_help_and_version_into_a_full_disk_are_one_line(args, tmp_path):
@@ -270,7 +276,7 @@ def test_a_wheel_without_its_data_never_reads_a_foreign_conf(tmp_path):
     ("damage", "said"),
     [
         ("conf/apps/verify.yaml", "is missing"),
-        ("conf/config.yaml", "is damaged"),
+        pytest.param("conf/config.yaml", "is damaged", marks=pytest.mark.slow),
         ("schemas/task.schema.json", "is damaged"),
     ],
 )
