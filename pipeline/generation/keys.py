@@ -125,7 +125,8 @@ class GenerationSettings:
             raise GenerationError(f"max_slot_rules={self.max_slot_rules} must be in 1..3")
         if self.max_repair_rounds < 0 or self.max_attempts < 1 or self.resistance_attempts < 1:
             raise GenerationError("max_repair_rounds must be >= 0, max_attempts and resistance_attempts >= 1")
-        if not 0 < self.time_limit_s < float("inf"):  # NaN fails both comparisons
+        limit = self.time_limit_s
+        if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0 < limit < float("inf"):
             raise GenerationError(f"time_limit_s={self.time_limit_s} must be a finite number > 0")
         for name in ("window_slack_share", "min_resistant_share"):
             value = getattr(self, name)

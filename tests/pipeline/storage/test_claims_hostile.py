@@ -137,6 +137,11 @@ CASES = [
     (lambda r: _timings(r, lambda f: f.with_columns(f["generate_ms"] * math.nan)), "generate_ms holds"),
     (lambda r: _timings(r, lambda f: f.with_columns(f["measures_ms"] * 1e12)), "measures_ms holds"),
     (lambda r: _timings(r, lambda f: f.head(3)), "timings.parquet: its rows (3)"),
+    # a duplicated row: the same ids as a set, not once each (a set comparison let it through)
+    (lambda r: _timings(r, lambda f: f.vstack(f.head(1))), "timings.parquet: its rows (5)"),
+    (lambda r: _timings(r, lambda f: f.head(3).vstack(f.head(1))), "timings.parquet: its rows (4)"),
+    (lambda r: _metadata(r, lambda f: f.vstack(f.head(1))), "metadata.parquet: its rows (5)"),
+    (lambda r: _metadata(r, lambda f: f.head(3).vstack(f.head(1))), "metadata.parquet"),
     (lambda r: _timings(r, lambda f: f.rename({"certify_ms": "certify_s"})), "its columns are not task_id"),
     (lambda r: _metadata(r, lambda f: f.with_columns(f["seed"] + 5)), "seed"),
     (_config(["release", "crosscheck"], False), "cross-check is not 'not_run'"),
