@@ -5,6 +5,7 @@ the attempts they took, and seconds per task.
     python bench/bench_seeds.py                           # 5x7 and 10x10, 20 seeds
     python bench/bench_seeds.py --presets all --seeds 20  # every preset
     python bench/bench_seeds.py --presets 5x10 --first-seed 100
+    python bench/bench_seeds.py --presets 15x15 --cells 150:30,150:100,150:300 --seeds 2 --measures
 
 Prints numbers; never fails on a figure. Uses only the generation API, so the same script
 measures an older checkout (run it from there).
@@ -47,8 +48,42 @@ def one(job: tuple) -> tuple:
             TaskKey(domain, rows, cols, hidden, budget, candidates, seed, 0), GenerationSettings()
         )
     except Exception as error:  # GenerationError, or anything else: a failure to count
-        return job, False, time.perf_counter() - start, str(error)[:160], -1
-    return job, True, time.perf_counter() - start, "", made.answer.certificate.attempt
+        return job, False, time.perf_counter() - start, str(error)[:160], -1, None
+    elapsed = time.perf_counter() - start
+    return job, True, elapsed, "", made.answer.certificate.attempt, measured(made.task, made.answer)
+
+
+def measured(task, answer) -> tuple:
+    """The depth, the finer measures and the cages decided by their own windows alone."""
+    from pipeline.integrity.soft import region_cage_decided_alone
+
+    measures = answer.measures
+    effort = measures.effort
+    alone, cages = region_cage_decided_alone(task)
+    return (
+        measures.depth.rung,
+        effort.search_nodes if effort else -1,
+        effort.joint_bits if effort else math.nan,
+        alone,
+        cages,
+    )
+
+
+def summary(part: list) -> str:
+    """Beyond the fixpoint, full search, the finer measures and cages alone over ``part``."""
+    rows = [r[5] for r in part if r[1] and r[5] is not None]
+    if not rows:
+        return "no certified task"
+    beyond = sum(r[0] > 2 for r in rows) / len(rows)
+    search = sum(r[0] == 4 for r in rows) / len(rows)
+    log2 = statistics.mean(math.log2(max(1, r[1])) for r in rows)
+    bits = statistics.mean(r[2] for r in rows)
+    alone, cages = sum(r[3] for r in rows), sum(r[4] for r in rows)
+    share = f"{alone}/{cages} ({alone / cages:.2f})" if cages else "no cage"
+    return (
+        f"beyond fixpoint {beyond:.2f}, search {search:.2f}, mean log2 nodes {log2:.2f}, "
+        f"mean joint bits {bits:.1f}; cages decided alone {share}"
+    )
 
 
 def wilson(hits: int, n: int) -> tuple[float, float]:
@@ -66,12 +101,18 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--first-seed", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--cells", default="", help="H:B,H:B,... instead of the preset's hardest")
+    parser.add_argument("--domains", default=",".join(DOMAINS))
+    parser.add_argument("--measures", action="store_true", help="depth, finer measures, cages")
     args, _ = parser.parse_known_args()  # make bench passes its ARGS to every script
     presets = list(HARDEST) if args.presets == "all" else args.presets.split(",")
     for preset in presets:
         cells = HARDEST[preset][4]
+        if args.cells:
+            cells = [tuple(int(v) for v in cell.split(":")) for cell in args.cells.split(",")]
         seeds = range(args.first_seed, args.first_seed + args.seeds)
-        jobs = [(preset, d, h, b, s) for h, b in cells for d in DOMAINS for s in seeds]
+        domains = args.domains.split(",")
+        jobs = [(preset, d, h, b, s) for h, b in cells for d in domains for s in seeds]
         start = time.perf_counter()
         with ProcessPoolExecutor(args.workers) as pool:
             results = list(pool.map(one, jobs, chunksize=1))
@@ -91,7 +132,9 @@ def main() -> None:
                 f"{statistics.median(times):.2f}, p90 {times[int(0.9 * (len(times) - 1))]:.2f}, "
                 f"max {times[-1]:.2f}"
             )
-            for job, _, _, reason, _ in failed[:5]:
+            if args.measures:
+                print(f"    {summary(part)}")
+            for job, _, _, reason, _, _ in failed[:5]:
                 print(f"    {job[1]} seed {job[4]}: {reason}")
 
 

@@ -141,7 +141,8 @@ def test_a_heartbeat_line_comes_while_an_episode_is_in_flight(release, server, t
     # lines while the episodes are in flight, though none ends for 1.5 s
     beats = [line for line in out if line.startswith("eval llm-scripted: 0/2")]
     assert len(beats) >= 2 and all(" in flight" in b and "last reply" in b for b in beats), out
-    assert "2 in flight" in beats[-1], beats
+    # both episodes in flight at once (under load the first may end before the last line)
+    assert any("2 in flight" in beat for beat in beats), beats
 
 
 def test_a_resume_skips_and_names_corrupt_rows_and_keeps_the_good_ones(release, server, tmp_path, capsys):
