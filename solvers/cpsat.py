@@ -116,19 +116,24 @@ class CpSatModel:
     ) -> list[tuple[int, list[tuple[Literal, int]]]]:
         """(constant, [(literal, coefficient)]) per linear row of one rule group."""
         if rule.kind == RuleKind.REPEAT_MAX:
-            values = {self._value(cell, item_id, rule) for cell in group for item_id in self._options(cell)}
-            return [
-                self._contribution(group, lambda v, x=value: int(v == x), rule)
-                for value in sorted(values, key=str)
-            ]
+            return self._value_counts(rule, group)
         return [self._contribution(group, lambda v: _weight(rule, v), rule)]
 
-    def _options(self, cell: Cell) -> list[str]:
-        fixed = self.task.grid[cell[0]][cell[1]]
-        return [fixed] if fixed is not None else list(self.choice[cell])
-
-    def _value(self, cell: Cell, item_id: str, rule: GlobalRule) -> object:
-        return self.task.items[item_id][rule.attribute]
+    def _value_counts(
+        self, rule: GlobalRule, group: Sequence[Cell]
+    ) -> list[tuple[int, list[tuple[Literal, int]]]]:
+        """One row per value the group's options take: the visible cells that hold it and the
+        literals that choose it, in the group's cell order (one pass over the options, not
+        one per value: a grid-wide repeat cap of a 20x20 grid has thousands of values)."""
+        rows: dict[object, tuple[list[int], list[tuple[Literal, int]]]] = {}
+        for cell in group:
+            fixed = self.task.grid[cell[0]][cell[1]]
+            if fixed is not None:
+                rows.setdefault(self.task.items[fixed][rule.attribute], ([0], []))[0][0] += 1
+                continue
+            for item_id, literal in self.choice[cell].items():
+                rows.setdefault(self.task.items[item_id][rule.attribute], ([0], []))[1].append((literal, 1))
+        return [(rows[value][0][0], rows[value][1]) for value in sorted(rows, key=str)]
 
     def _contribution(self, group: Sequence[Cell], weight, rule: GlobalRule):  # type: ignore[no-untyped-def]
         constant, terms = 0, []
