@@ -55,11 +55,14 @@ def one(job: tuple) -> tuple:
 
 def measured(task, answer) -> tuple:
     """The depth, the finer measures and the cages decided by their own windows alone."""
-    from pipeline.integrity.soft import region_cage_decided_alone
+    try:
+        from pipeline.integrity.soft import region_cage_decided_alone
+    except ImportError:  # an older checkout
+        region_cage_decided_alone = None
 
     measures = answer.measures
-    effort = measures.effort
-    alone, cages = region_cage_decided_alone(task)
+    effort = getattr(measures, "effort", None)
+    alone, cages = region_cage_decided_alone(task) if region_cage_decided_alone else (0, 0)
     return (
         measures.depth.rung,
         effort.search_nodes if effort else -1,
@@ -76,8 +79,8 @@ def summary(part: list) -> str:
         return "no certified task"
     beyond = sum(r[0] > 2 for r in rows) / len(rows)
     search = sum(r[0] == 4 for r in rows) / len(rows)
-    log2 = statistics.mean(math.log2(max(1, r[1])) for r in rows)
-    bits = statistics.mean(r[2] for r in rows)
+    log2 = statistics.mean(math.log2(max(1, r[1])) for r in rows)  # -1 (not recorded): 0
+    bits = statistics.mean(r[2] for r in rows)  # nan when not recorded
     alone, cages = sum(r[3] for r in rows), sum(r[4] for r in rows)
     share = f"{alone}/{cages} ({alone / cages:.2f})" if cages else "no cage"
     return (

@@ -15,7 +15,8 @@ from core.records import CrossCheck
 from core.task import Answer, Task
 from domains import get_domain
 from pipeline.generation.assemble import build_answer, build_task
-from pipeline.generation.cages import draw_cages
+from pipeline.generation.bounds import place
+from pipeline.generation.cages import draw_cages, widen_cages
 from pipeline.generation.candidates import allocate_decoys, draw_exchangeable, draw_filtered
 from pipeline.generation.constrain import draw_global_rules
 from pipeline.generation.draft import Draft
@@ -98,7 +99,15 @@ def settle_bounds(
     meet ``min_resistant_share`` and ``min_depth`` (False when they cannot be met), and keep
     ``min_margin``; its bounds are final and placed. Raises :class:`RepairFailed` or
     :class:`SolverTimeout` (the draft is re-drawn)."""
-    make_unique(draft, task_id, settings, solver, stats)
+    try:
+        make_unique(draft, task_id, settings, solver, stats)
+    except RepairFailed:
+        # a caged ring that its windows cannot pin: one more window per cage, then repair on
+        # (tasks that converge without it are drawn as before)
+        if not (draft.cages and widen_cages(draft, settings)):
+            raise
+        place(draft)
+        make_unique(draft, task_id, settings, solver, stats)
     if draft.cages and settings.cage_loosen:
         windows = [i for i, bound in enumerate(draft.bounds) if bound.window]
         loosen(draft, task_id, settings, solver, windows, to_drawn=True)

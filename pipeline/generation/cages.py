@@ -81,14 +81,49 @@ def cage_attributes(draft: Draft, count: int) -> list[str]:
 
 def cage_bounds(draft: Draft, settings: GenerationSettings) -> list[Bound]:
     """A window per cage and chosen attribute: ``region_<n>_<attribute>_min`` and ``_max``."""
-    bounds = []
+    return [
+        _cage_window(draft, settings, number, cage, attribute)
+        for number, cage in enumerate(draft.cages, 1)
+        for attribute in cage_attributes(draft, settings.cage_attributes)
+    ]
+
+
+def _cage_window(
+    draft: Draft, settings: GenerationSettings, number: int, cage: tuple[Cell, ...], attribute: str
+) -> Bound:
+    name = f"region_{number}_{attribute}"
+    rules = (
+        GlobalRule(f"{name}_min", RuleKind.SUM_MIN, attribute, 0, Scope.CELLS, cells=cage),
+        GlobalRule(f"{name}_max", RuleKind.SUM_MAX, attribute, 0, Scope.CELLS, cells=cage),
+    )
+    top = math.ceil(settings.cage_spread * spread(draft, rules[0]) - 1e-9)
+    return Bound(rules, max(0, top), draft.rng.random())
+
+
+def widen_cages(draft: Draft, settings: GenerationSettings) -> bool:
+    """Repair's move when the rounds run out on a caged draft: every cage gets one more window,
+    on a wide attribute (see :func:`cage_attributes`) that none of its windows uses yet, drawn
+    like the first (the truth at a uniform position; repair then narrows it). A ring whose
+    exchangeable cells hold nearly every candidate (15x15 at B = 300: 24 decoys in a cell) can
+    keep near-ties on one attribute that no narrowing of it removes; a second attribute breaks
+    them (when no wide attribute is left, the widest one left). False (nothing added) when
+    every cage already has a window on every numeric attribute."""
+    numeric = [a for a in draft.domain.attributes if isinstance(a, NumericAttribute)]
+    wide = [a.name for a in numeric if a.high - a.low >= WIDE]
+    widest = [a.name for a in sorted(numeric, key=lambda a: a.low - a.high)]  # stable: ties in order
+    used: dict[tuple[Cell, ...], set[str]] = {}
+    for bound in draft.bounds:
+        rule = bound.rules[0]
+        if rule.scope == Scope.CELLS and rule.cells is not None:
+            used.setdefault(tuple(rule.cells), set()).add(rule.attribute)
+    added = []
     for number, cage in enumerate(draft.cages, 1):
-        for attribute in cage_attributes(draft, settings.cage_attributes):
-            name = f"region_{number}_{attribute}"
-            rules = (
-                GlobalRule(f"{name}_min", RuleKind.SUM_MIN, attribute, 0, Scope.CELLS, cells=cage),
-                GlobalRule(f"{name}_max", RuleKind.SUM_MAX, attribute, 0, Scope.CELLS, cells=cage),
-            )
-            top = math.ceil(settings.cage_spread * spread(draft, rules[0]) - 1e-9)
-            bounds.append(Bound(rules, max(0, top), draft.rng.random()))
-    return bounds
+        taken = used.get(tuple(cage), set())
+        left = [name for name in wide if name not in taken]
+        if left:
+            added.append(_cage_window(draft, settings, number, cage, draft.rng.choice(left)))
+        elif any(name not in taken for name in widest):
+            attribute = next(name for name in widest if name not in taken)
+            added.append(_cage_window(draft, settings, number, cage, attribute))
+    draft.bounds += added
+    return bool(added)

@@ -58,6 +58,7 @@ def make_unique(
     rounds allowed are ``max_repair_rounds`` plus two per bound (:func:`round_budget`)."""
     budget = round_budget(draft, settings)
     model: CpSatModel | None = None  # built anew only when cells are re-drawn
+    used = 0  # this call's rounds (stats counts every call's)
     for _ in range(budget + 1):
         truth = truth_choice(draft)
         if model is None:
@@ -72,8 +73,9 @@ def make_unique(
                 return
         else:
             counterexample = result.solution  # type: ignore[assignment]
-        if stats.rounds >= budget:
+        if used >= budget:
             break
+        used += 1
         stats.rounds += 1
         stats.counterexamples.append(dict(counterexample))
         index = tighten(draft, counterexample, settings.min_margin)

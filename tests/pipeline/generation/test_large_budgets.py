@@ -248,3 +248,65 @@ def test_generation_time_outs_count_deterministic_work_not_the_wall_clock(monkey
             TaskKey("course", 5, 7, 21, 25, 27, 0, 0), GenerationSettings(time_limit_s=2.5, max_attempts=1)
         )
     assert seen[0].deterministic_limit == 2.5 and seen[0].time_limit_s == build.WALL_BACKSTOP * 2.5
+
+
+def test_a_cage_gets_one_more_window_on_another_attribute_until_none_is_left():
+    """Repair's last move on a caged draft (:func:`widen_cages`): each call adds one window per
+    cage on a numeric attribute none of its windows uses (wide ones first), the truth inside
+    it; when every cage has a window on every numeric attribute nothing is added."""
+    from pipeline.generation.bounds import place, value
+    from pipeline.generation.cages import widen_cages
+
+    draft = draw_draft(TaskKey("meal", 10, 10, 60, 120, 25, 3, 0), GenerationSettings(), 0)
+    numeric = [a.name for a in draft.domain.attributes if isinstance(a, NumericAttribute)]
+
+    def windows_per_cage():
+        found: dict = {}
+        for bound in draft.bounds:
+            rule = bound.rules[0]
+            if rule.scope == Scope.CELLS:
+                found.setdefault(tuple(rule.cells), []).append(rule.attribute)
+        return found
+
+    assert all(len(attrs) == 1 for attrs in windows_per_cage().values())
+    for count in range(2, len(numeric) + 1):
+        assert widen_cages(draft, GenerationSettings())
+        place(draft)
+        per_cage = windows_per_cage()
+        assert set(per_cage) == set(draft.cages)
+        assert all(len(attrs) == count == len(set(attrs)) for attrs in per_cage.values())
+    assert not widen_cages(draft, GenerationSettings())
+    names = [rule.name for rule in draft.rules]
+    assert len(names) == len(set(names))
+    shown = {rule.name: rule.bound for rule in draft.rules}
+    for bound in draft.bounds:
+        if bound.window:
+            side = {rule.kind: shown[rule.name] for rule in bound.rules}
+            assert side[RuleKind.SUM_MIN] <= value(draft, bound) <= side[RuleKind.SUM_MAX]
+
+
+def test_a_caged_draft_whose_repair_runs_out_is_widened_and_certified(monkeypatch):
+    """When the rounds run out on a caged draft, the cages get a second window and repair goes
+    on: the task certifies (unique by CP-SAT) in the same draw, not a re-drawn one."""
+    from pipeline.generation import build
+    from pipeline.generation.repair import RepairFailed
+
+    calls = []
+    real = build.make_unique
+
+    def first_fails(draft, *args):
+        calls.append(len(draft.bounds))
+        if len(calls) == 1:
+            raise RepairFailed("planted: the rounds ran out")
+        return real(draft, *args)
+
+    monkeypatch.setattr(build, "make_unique", first_fails)
+    made = generate_task(TaskKey("course", 10, 10, 30, 60, 25, 0, 0))
+    cages = {rule.cells for rule in made.task.global_constraints if rule.scope == Scope.CELLS}
+    per_cage = Counter(
+        rule.cells
+        for rule in made.task.global_constraints
+        if rule.kind == RuleKind.SUM_MIN and rule.scope == Scope.CELLS
+    )
+    assert made.answer.certificate.attempt == 0 and made.answer.certificate.ok
+    assert calls[1] > calls[0] and set(per_cage.values()) == {2} and len(per_cage) == len(cages)
