@@ -35,11 +35,11 @@ browser: $(STAMP) ## Debian's Chromium and Playwright, for the explorer's browse
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
 	@$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install --quiet '$(PLAYWRIGHT)'
 
-lint: $(STAMP) ## ruff and mypy on the packages (strict on core and gridbench)
-	$(PY) -m ruff check core domains solvers pipeline gridbench tests bench
-	$(PY) -m ruff format --check core domains solvers pipeline gridbench tests bench
-	$(PY) -m mypy core domains solvers pipeline gridbench
-	$(PY) -m mypy --strict core gridbench
+lint: $(STAMP) ## ruff and mypy on the packages (strict on gridbench_core and gridbench)
+	$(PY) -m ruff check gridbench_core domains solvers pipeline gridbench tests bench
+	$(PY) -m ruff format --check gridbench_core domains solvers pipeline gridbench tests bench
+	$(PY) -m mypy gridbench_core domains solvers pipeline gridbench
+	$(PY) -m mypy --strict gridbench_core gridbench
 
 mutate: $(STAMP) ## Mutation testing (mutmut) of the proving, verifying and scoring code, two groups side by side: make mutate ARGS="verify env"
 	$(PY) tests/mutation/mutate.py $(ARGS)

@@ -1,7 +1,7 @@
 """Packaging hook (the metadata is in pyproject.toml): a built wheel carries copies of the
-top-level ``conf/`` and ``schemas/`` in ``core/_data/``, where ``core.paths`` finds them, so an
-installed ``gridbench`` command works from any folder. A checkout (and an editable install)
-reads the top-level folders themselves."""
+top-level ``conf/`` and ``schemas/`` in ``gridbench_core/_data/``, where
+``gridbench_core.paths`` finds them, so an installed ``gridbench`` command works from any
+folder. A checkout (and an editable install) reads the top-level folders themselves."""
 
 import shutil
 from pathlib import Path
@@ -13,14 +13,14 @@ ROOT = Path(__file__).resolve().parent
 
 
 class BuildWithData(build_py):
-    """``build_py`` that also copies conf/ and schemas/ (links followed) into core/_data/."""
+    """``build_py`` that also copies conf/ and schemas/ (links followed) into gridbench_core/_data/."""
 
     def run(self) -> None:
         super().run()
         if self.editable_mode:
             return
         for name in ("conf", "schemas"):
-            target = Path(self.build_lib) / "core" / "_data" / name
+            target = Path(self.build_lib) / "gridbench_core" / "_data" / name
             if target.exists():
                 shutil.rmtree(target)
             shutil.copytree(

@@ -23,7 +23,7 @@ RELEASE = ROOT / "outputs" / "releases" / "gridbench-v2.0.0"
 
 def moves(record, count: int) -> list[tuple[str, dict]]:
     """``count`` calls that never end the episode: reads, queries and placements in turn."""
-    from core.task_io import answer_from_dict, task_from_dict
+    from gridbench_core.task_io import answer_from_dict, task_from_dict
 
     task = task_from_dict(record.task)
     truth = answer_from_dict(record.answer).truth_choice()
@@ -57,8 +57,8 @@ def main() -> None:
     if not (RELEASE / "manifest.json").exists():
         subprocess.run([sys.executable, "-m", "pipeline.release"], cwd=ROOT, check=True, capture_output=True)
     import gridbench
-    from core.task_io import task_from_dict
     from gridbench.env import EnvSettings, Episode
+    from gridbench_core.task_io import task_from_dict
 
     record = gridbench.load_release(RELEASE).filter(domains=["course"], hidden_slots=[21])[0]
     plan = moves(record, args.calls)

@@ -55,7 +55,7 @@ def _release(folder: Path, tasks: int) -> Path:
 
 
 def _tasks(release: Path) -> list:
-    from core.task_io import task_from_dict
+    from gridbench_core.task_io import task_from_dict
 
     return [task_from_dict(json.loads(p.read_text())) for p in sorted((release / "tasks").rglob("*.json"))]
 

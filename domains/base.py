@@ -11,8 +11,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from core.errors import UserError
-from core.vocabulary import NUMERIC_SLOT_OPS, RuleKind, Scope
+from gridbench_core.errors import UserError
+from gridbench_core.vocabulary import NUMERIC_SLOT_OPS, RuleKind, Scope
 
 Value = int | str
 

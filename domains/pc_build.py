@@ -1,12 +1,12 @@
 """PC building: rows are builds, columns are part positions."""
 
-from core.vocabulary import RuleKind
 from domains.base import CategoricalAttribute as Cat
 from domains.base import Domain
 from domains.base import GlobalRuleTemplate as G
 from domains.base import NumericAttribute as Num
 from domains.base import SlotRuleTemplate as S
 from domains.registry import register
+from gridbench_core.vocabulary import RuleKind
 
 BRANDS = ("NovaTech", "Corelink", "Voltix", "Quantis", "Arcwave", "Heliox", "Pyron", "Zentra")
 

@@ -15,13 +15,13 @@ The public face: what users import, re-exported from the layers below it (docs/a
 
 from __future__ import annotations
 
-from core.budgets import EnvSettings
-from core.errors import SolverTimeout, UserError
 from gridbench.agents.registry import AgentSpec, agent_spec, make_agent
 from gridbench.env import Episode, openai_schemas
 from gridbench.procedural import GeneratedTask, Level, TaskDataset, create_dataset, curriculum
 from gridbench.release import Release, ReleaseRecord, load_release
 from gridbench.scoring import score
+from gridbench_core.budgets import EnvSettings
+from gridbench_core.errors import SolverTimeout, UserError
 from pipeline.generation import CertifiedTask, GenerationError, GenerationSettings, TaskKey, generate_task
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from core.budgets import EnvSettings
-from core.task_io import task_from_dict
 from gridbench.env import Episode
 from gridbench.scoring import score
+from gridbench_core.budgets import EnvSettings
+from gridbench_core.task_io import task_from_dict
 from pipeline.generation import dataset
 from pipeline.generation.dataset import Level, curriculum
 

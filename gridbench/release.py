@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.budgets import EnvSettings
-from core.errors import UserError
-from core.task_io import task_from_dict
 from gridbench.env import Episode
+from gridbench_core.budgets import EnvSettings
+from gridbench_core.errors import UserError
+from gridbench_core.task_io import task_from_dict
 from pipeline.storage import read
 
 

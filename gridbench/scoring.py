@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.task import Answer, Task
-from core.task_io import answer_from_dict, task_from_dict
 from gridbench.env.scoring import score_grid, solve_truth
+from gridbench_core.task import Answer, Task
+from gridbench_core.task_io import answer_from_dict, task_from_dict
 
 
 def score(
@@ -21,7 +21,7 @@ def score(
     from ``answer`` when given (it must be this task's), else from solving the task: its
     completion is unique. A grid that is not rows x cols scores 0; a grid that changes a
     fixed cell is not a success (``fixed_cells_changed`` lists them)."""
-    from core.errors import UserError
+    from gridbench_core.errors import UserError
 
     parsed: Task = _parsed(task, Task, task_from_dict, "a task file's dict")
     if answer is None:
@@ -70,7 +70,7 @@ def answer_of(value: Any) -> Answer:
 
 def _parsed(value: Any, kind: type, parse: Any, what: str) -> Any:
     """``value`` as a ``kind`` (given as one, or as the dict of its file)."""
-    from core.errors import UserError
+    from gridbench_core.errors import UserError
 
     if isinstance(value, kind):
         return value

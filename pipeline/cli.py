@@ -3,7 +3,7 @@ into a Hydra entry point with the same behaviour everywhere:
 
 - the command line is composed once before Hydra runs, so that a misspelt key, an unknown
   option or a value of the wrong type is one ``error: ...`` line and exit code 2, like every
-  other user error (:class:`core.errors.UserError`, solver time-outs included);
+  other user error (:class:`gridbench_core.errors.UserError`, solver time-outs included);
 - Ctrl-C prints one line and exits 130; a worker pool is stopped with it;
 - anything else is a bug: it keeps its traceback and exits 1.
 """
@@ -20,8 +20,8 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from core.errors import SolverTimeout, UserError, terminal_text
-from core.paths import CONF_DIR as CONF
+from gridbench_core.errors import SolverTimeout, UserError, terminal_text
+from gridbench_core.paths import CONF_DIR as CONF
 
 USER_ERRORS: tuple[type[BaseException], ...] = (UserError, FileNotFoundError, SolverTimeout)
 

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any, Optional, get_type_hints
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from core import paths
-from core.errors import UserError
-from core.llm_settings import LLMSettings, field_names, yaml_defaults
 from domains import PAPER_DOMAINS
+from gridbench_core import paths
+from gridbench_core.errors import UserError
+from gridbench_core.llm_settings import LLMSettings, field_names, yaml_defaults
 from pipeline.generation.keys import GenerationSettings, TaskKey, candidates_for
 from pipeline.generation.validate import MAX_SIDE, decoy_cell_count, validate_key
 from pipeline.parallel import check_workers

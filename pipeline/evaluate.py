@@ -15,10 +15,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from core.errors import UserError
 from gridbench.agents.harness import EvalRequest, run_evaluation
 from gridbench.agents.registry import agent_spec
 from gridbench.env import EnvSettings
+from gridbench_core.errors import UserError
 from pipeline.cli import command
 from pipeline.config import AgentConf, register_configs
 from pipeline.evaluation.runs import parse_shard

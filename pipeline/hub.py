@@ -18,7 +18,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from pipeline.cli import command
 from pipeline.config import register_configs
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from pipeline.cli import command, plain
 from pipeline.config import check_solver, register_configs, solver_settings
 from pipeline.generation.records import CertifiedTask

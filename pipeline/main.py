@@ -2,7 +2,7 @@
 
 Each command is one of the Hydra apps (``python -m pipeline.<module>`` runs the same code);
 ``gridbench <command> --help`` prints that app's own help and configuration. Outputs go
-below ``outputs/`` of the folder the command runs in (``core.paths``).
+below ``outputs/`` of the folder the command runs in (``gridbench_core.paths``).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         print(f"error: unknown command {name[:40]!r}{hint}; `gridbench --help` lists them", file=sys.stderr)
         return 2
-    from core.paths import require_data
+    from gridbench_core.paths import require_data
 
     require_data()
     module = importlib.import_module(command.module)
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """The console script's entry point."""
-    from core.errors import UserError, terminal_text
+    from gridbench_core.errors import UserError, terminal_text
 
     try:
         code = main()

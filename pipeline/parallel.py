@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from tqdm import tqdm
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 
 Job = TypeVar("Job")
 LOG_EVERY_S = 10.0

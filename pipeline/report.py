@@ -11,9 +11,9 @@ from pathlib import Path
 import polars as pl
 from omegaconf import DictConfig
 
-from core import paths
-from core.errors import UserError
 from gridbench.agents.harness import ideal_calls
+from gridbench_core import paths
+from gridbench_core.errors import UserError
 from pipeline.cli import command
 from pipeline.config import register_configs
 from pipeline.evaluation.summary import load_runs, make_report

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from pipeline.cli import command, plain
 from pipeline.config import register_configs
 from pipeline.parallel import check_workers, parallel_imap

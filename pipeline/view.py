@@ -7,8 +7,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from core import paths
-from core.errors import UserError
+from gridbench_core import paths
+from gridbench_core.errors import UserError
 from pipeline.cli import command
 from pipeline.config import register_configs
 from pipeline.evaluation.explorer import build_view

@@ -18,8 +18,8 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from core.task import GlobalRule, Slot, SlotRule, Task
-from core.vocabulary import RuleKind
+from gridbench_core.task import GlobalRule, Slot, SlotRule, Task
+from gridbench_core.vocabulary import RuleKind
 
 SATISFIED, VIOLATED, PENDING = "satisfied", "violated", "pending"
 Cell = tuple[int, int]

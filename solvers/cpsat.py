@@ -11,9 +11,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from core.lazy import lazy_module
-from core.task import GlobalRule, Task
-from core.vocabulary import RuleKind
+from gridbench_core.lazy import lazy_module
+from gridbench_core.task import GlobalRule, Task
+from gridbench_core.vocabulary import RuleKind
 from solvers.checker import locally_valid_candidates, rule_groups
 from solvers.results import (
     FEASIBLE,

@@ -22,8 +22,8 @@ import itertools
 import math
 from collections.abc import Mapping
 
-from core.records import Depth
-from core.task import Task
+from gridbench_core.records import Depth
+from gridbench_core.task import Task
 from solvers.checker import locally_valid_candidates, rule_excess, rule_measure
 from solvers.propagation import LinearRow, linear_rows, propagate
 

@@ -24,11 +24,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import UserError
-from core.lazy import lazy_module
-from core.records import CrossCheck
-from core.task import Answer, Task
-from core.vocabulary import RuleKind
+from gridbench_core.errors import UserError
+from gridbench_core.lazy import lazy_module
+from gridbench_core.records import CrossCheck
+from gridbench_core.task import Answer, Task
+from gridbench_core.vocabulary import RuleKind
 from solvers.checker import rule_groups
 from solvers.results import FEASIBLE, INFEASIBLE, UNKNOWN, Cell, SolveResult, SolverSettings
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from core.records import Resistance
-from core.task import GlobalRule, Task
-from core.vocabulary import RuleKind
+from gridbench_core.records import Resistance
+from gridbench_core.task import GlobalRule, Task
+from gridbench_core.vocabulary import RuleKind
 from solvers.checker import locally_valid_candidates, rule_groups
 
 Cell = tuple[int, int]

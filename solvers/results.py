@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.errors import SolverTimeout
+from gridbench_core.errors import SolverTimeout
 
 __all__ = ["FEASIBLE", "INFEASIBLE", "UNKNOWN", "SolveResult", "SolverSettings", "SolverTimeout"]
 

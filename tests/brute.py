@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from core.task import Task
+from gridbench_core.task import Task
 from solvers.checker import (
     SATISFIED,
     check_global,

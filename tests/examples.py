@@ -3,7 +3,7 @@ explicit ``@example``s so that every run (and the CI profile) checks them."""
 
 from __future__ import annotations
 
-from core.task import GlobalRule, Slot, SlotRule, Task
+from gridbench_core.task import GlobalRule, Slot, SlotRule, Task
 
 
 def _item(item_id: str, cost: int, color: str, shape: str = "ring", weight: int = 1) -> dict:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import random
 
-from core.records import Certificate
-from core.task import Answer, GlobalRule, Slot, SlotRoles, Task
 from domains import get_domain
+from gridbench_core.records import Certificate
+from gridbench_core.task import Answer, GlobalRule, Slot, SlotRoles, Task
 from pipeline.generation.instruction import write_instruction
 from solvers.results import FEASIBLE, INFEASIBLE
 

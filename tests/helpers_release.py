@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 
-from core.paths import CONF_DIR as CONF
+from gridbench_core.paths import CONF_DIR as CONF
 from pipeline.config import register_configs
 from tests import ROOT
 
@@ -122,8 +122,8 @@ def _rebuild_tables(release: Path) -> None:
 
 def rerender(task: dict) -> dict:
     """The task's instruction rendered again from its (edited) rules."""
-    from core.task_io import task_from_dict
     from domains import get_domain
+    from gridbench_core.task_io import task_from_dict
     from pipeline.generation.instruction import write_instruction
 
     parsed = task_from_dict({**task, "instruction": ""})

@@ -7,7 +7,7 @@ import itertools
 
 from hypothesis import strategies as st
 
-from core.task import GlobalRule, Slot, SlotRule, Task
+from gridbench_core.task import GlobalRule, Slot, SlotRule, Task
 from solvers.checker import rule_groups, rule_measure
 
 COLORS = ("red", "green", "blue")

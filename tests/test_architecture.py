@@ -6,7 +6,7 @@ relative imports resolved, and the string constants given to ``importlib.import_
 (a) go up a layer or against the order of the rooms of a layer,
 (b) name a command module from anywhere but the ``gridbench`` console script,
 (c) close a cycle between modules (each cycle is printed), or
-(d) leave ``core`` for another package of ours.
+(d) leave ``gridbench_core`` for another package of ours.
 
 The checker itself is tested on small planted trees, so that a checker that sees nothing
 cannot pass for a clean house.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("core", "solvers", "domains", "pipeline", "gridbench")
+PACKAGES = ("gridbench_core", "solvers", "domains", "pipeline", "gridbench")
 
 # The roof: the Hydra apps and ``python -m`` commands of pipeline/ (a module-level ``main``);
 # ``pipeline.main`` is the ``gridbench`` console script that dispatches to them.
@@ -49,7 +49,7 @@ DISPATCHER = "pipeline.main"
 # only the rooms before it in this order; the public face does not import the commands' kit
 # (the Hydra schemas of pipeline/config.py and the command wrapper of pipeline/cli.py).
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("core",),
+    ("gridbench_core",),
     ("solvers", "domains"),
     (
         "pipeline",
@@ -274,8 +274,8 @@ def violations(root: Path, packages: Iterable[str] = PACKAGES) -> list[str]:
             if source not in LAYERS or target not in LAYERS:
                 continue
             line = f"{imp.where(root)}: {imp.source} ({source}) imports {imp.target} ({target})"
-            if source == "core" and target != "core":
-                found.append(f"{line}: core imports nothing of ours (d)")
+            if source == "gridbench_core" and target != "gridbench_core":
+                found.append(f"{line}: gridbench_core imports nothing of ours (d)")
             elif target == "commands" and imp.source != DISPATCHER:
                 found.append(f"{line}: nothing imports a command but the `gridbench` script (b)")
             elif LAYERS[target] > LAYERS[source]:
@@ -303,7 +303,7 @@ def test_every_room_has_a_floor_and_a_rule():
 def test_every_module_is_in_a_room(tmp_path):
     for module in find_modules(ROOT, PACKAGES):
         assert room_of(module) in LAYERS, module
-    root = _plant(tmp_path, {"pipeline/shelf.py": "import core\n"})
+    root = _plant(tmp_path, {"pipeline/shelf.py": "import gridbench_core\n"})
     assert violations(root) == ["pipeline.shelf: in no room; give pipeline.shelf a place in FLOORS"]
 
 
@@ -348,8 +348,8 @@ def test_a_clean_planted_tree_passes(tmp_path):
     root = _plant(
         tmp_path,
         {
-            "core/task.py": "import json\n",
-            "solvers/ladder.py": "from core.task import json\n",
+            "gridbench_core/task.py": "import json\n",
+            "solvers/ladder.py": "from gridbench_core.task import json\n",
             "pipeline/generation/__init__.py": "from . import build\n",
             "pipeline/generation/build.py": "from solvers import ladder\n",
             "pipeline/release.py": "from pipeline.generation.build import x\n",
@@ -364,12 +364,12 @@ def test_the_checker_catches_an_upward_import(tmp_path):
     root = _plant(
         tmp_path,
         {
-            "core/task.py": "def f():\n    from solvers import ladder\n",
+            "gridbench_core/task.py": "def f():\n    from solvers import ladder\n",
             "solvers/ladder.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
             "    from gridbench.env import Episode\n",
             "domains/base.py": "import importlib\nimportlib.import_module('pipeline.generation.build')\n",
             "pipeline/generation/build.py": "from ..storage.read import x\n",
-            "pipeline/storage/read.py": "from core.lazy import lazy_module\n"
+            "pipeline/storage/read.py": "from gridbench_core.lazy import lazy_module\n"
             "E = lazy_module('gridbench.env')\n",
             "gridbench/env.py": "x = __import__('pipeline.verify')\n",
             "pipeline/verify.py": "def main():\n    pass\n",
@@ -379,14 +379,15 @@ def test_the_checker_catches_an_upward_import(tmp_path):
     )
     floor = "from floor {} to floor {} (a)".format
     assert set(violations(root)) == {
-        "core/task.py:2: core.task (core) imports solvers.ladder (solvers): core imports nothing of ours (d)",
+        "gridbench_core/task.py:2: gridbench_core.task (gridbench_core) imports solvers.ladder "
+        "(solvers): gridbench_core imports nothing of ours (d)",
         "solvers/ladder.py:3: solvers.ladder (solvers) imports gridbench.env (gridbench): upward, "
         + floor(2, 4),
         "domains/base.py:2: domains.base (domains) imports pipeline.generation.build "
         "(pipeline.generation): upward, " + floor(2, 3),
         "pipeline/generation/build.py:1: pipeline.generation.build (pipeline.generation) imports "
         "pipeline.storage.read (pipeline.storage): pipeline.generation may import only "
-        "['core', 'domains', 'pipeline', 'pipeline.parallel', 'solvers'] (a)",
+        "['domains', 'gridbench_core', 'pipeline', 'pipeline.parallel', 'solvers'] (a)",
         "pipeline/storage/read.py:2: pipeline.storage.read (pipeline.storage) imports gridbench.env "
         "(gridbench): upward, " + floor(3, 4),
         "gridbench/env.py:1: gridbench.env (gridbench) imports pipeline.verify (commands): nothing "

@@ -549,7 +549,7 @@ BROKEN = {
 @pytest.mark.parametrize("line", BROKEN.values(), ids=BROKEN.keys())
 def test_a_broken_line_fails(line):
     block = Block("test", 1, "bash", line + "\n")
-    from core.errors import UserError
+    from gridbench_core.errors import UserError
 
     with pytest.raises((AssertionError, pytest.fail.Exception, UserError)):
         for words in command_lines(block):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tests import ROOT
 
-PACKAGES = ("core", "solvers", "domains", "pipeline", "gridbench")
+PACKAGES = ("gridbench_core", "solvers", "domains", "pipeline", "gridbench")
 SOURCES = (*PACKAGES, "tests", "bench")
 # what a release, a run, an audit or a build writes, and the outputs/ folder that holds them
 WRITTEN = frozenset(
@@ -31,7 +31,7 @@ WRITTEN = frozenset(
 # paths in other projects
 ELSEWHERE = frozenset({"trl/trainer/grpo_trainer.py"})
 # made by a build, not kept in the checkout: the wheel's copies of conf/ and schemas/ (setup.py)
-PLANNED = frozenset({"core/_data/", "core/_data/conf/", "core/_data/schemas/"})
+PLANNED = frozenset({"gridbench_core/_data/", "gridbench_core/_data/conf/", "gridbench_core/_data/schemas/"})
 # docs/spec.md is the shared specification, copied verbatim: its paths are a release's
 VERBATIM = frozenset({Path("docs/spec.md")})
 
@@ -42,13 +42,14 @@ PATH = re.compile(
 )
 # a path from the root without an extension: ``solvers/propagation``, ``conf/apps``
 ROOTED = re.compile(
-    r"(?<![\w./<>{}$@:-])((?:core|solvers|domains|pipeline|gridbench|tests|bench|conf|docs|schemas)"
+    r"(?<![\w./<>{}$@:-])((?:gridbench_core|solvers|domains|pipeline|gridbench|tests|bench|conf|docs|schemas)"
     r"(?:/[\w.-]+)+)(?![\w/<{-])"
 )
 # names that look like paths: the Inspect AI task and the gymnasium environment
 NOT_PATHS = frozenset({"gridbench/gridbench", "gridbench/Grid-v0"})
 DOTTED = re.compile(
-    r"(?<![\w./-])((?:core|solvers|domains|pipeline|gridbench)(?:\.[A-Za-z_]\w*)+)(?![^\x00-\x7f])", re.ASCII
+    r"(?<![\w./-])((?:gridbench_core|solvers|domains|pipeline|gridbench)(?:\.[A-Za-z_]\w*)+)(?![^\x00-\x7f])",
+    re.ASCII,
 )
 
 

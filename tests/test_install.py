@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from core import paths
+from gridbench_core import paths
 from pipeline.main import COMMANDS, main
 from tests import ROOT
 
-PACKAGES = ("core", "solvers", "domains", "pipeline", "gridbench")
+PACKAGES = ("gridbench_core", "solvers", "domains", "pipeline", "gridbench")
 
 
 def gridbench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -65,7 +65,7 @@ def test_the_default_release_name_is_the_release_config_s():
     assert paths.DEFAULT_NAME == f"{release['name']}-v{release['version']}"
     assert paths.CONF_DIR == ROOT / "conf" and paths.SCHEMA_DIR == ROOT / "schemas"
     assert paths.default("release") == "outputs/releases/gridbench-v2.0.0"
-    from core.errors import UserError
+    from gridbench_core.errors import UserError
 
     with pytest.raises(UserError, match="no such default path"):
         paths.default("nowhere")
@@ -82,14 +82,14 @@ def _docstrings(tree: ast.AST) -> set[int]:
 
 
 def test_default_paths_are_defined_in_core_paths_only():
-    """No module but core/paths.py holds a default output path as a value (messages and docs
+    """No module but gridbench_core/paths.py holds a default output path as a value (messages and docs
     may name them), no YAML value starts with outputs/ (they use ${path:...}), and the Makefile
     passes none."""
     defaults = {str(value) for value in paths.DEFAULTS.values()}
     found = []
     for package in PACKAGES:
         for file in sorted((ROOT / package).rglob("*.py")):
-            if file == ROOT / "core" / "paths.py":
+            if file == ROOT / "gridbench_core" / "paths.py":
                 continue
             tree = ast.parse(file.read_text())
             skip = _docstrings(tree)
@@ -123,5 +123,5 @@ def test_a_checkout_named_gridbench_does_not_shadow_the_install(tmp_path):
 def test_the_packages_are_typed_and_versioned():
     import gridbench
 
-    assert (ROOT / "core" / "py.typed").exists() and (ROOT / "gridbench" / "py.typed").exists()
+    assert (ROOT / "gridbench_core" / "py.typed").exists() and (ROOT / "gridbench" / "py.typed").exists()
     assert re.fullmatch(r"\d+\.\d+\.\d+\S*", gridbench.__version__)

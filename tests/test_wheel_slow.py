@@ -50,18 +50,18 @@ def test_the_wheel_installs_anywhere_and_its_command_builds_and_verifies(tmp_pat
     (wheel,) = dist.glob("gridbench-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in (
-        "core/_data/conf/config.yaml",
-        "core/_data/conf/apps/verify.yaml",
-        "core/_data/conf/apps/agent/llm.yaml",  # a link in the checkout, a file in the wheel
-        "core/_data/schemas/task.schema.json",
-        "core/templates/system.txt",
-        "core/py.typed",
+        "gridbench_core/_data/conf/config.yaml",
+        "gridbench_core/_data/conf/apps/verify.yaml",
+        "gridbench_core/_data/conf/apps/agent/llm.yaml",  # a link in the checkout, a file in the wheel
+        "gridbench_core/_data/schemas/task.schema.json",
+        "gridbench_core/templates/system.txt",
+        "gridbench_core/py.typed",
         "gridbench/py.typed",
         "pipeline/main.py",
         "pipeline/evaluation/assets/explorer.html",  # the results explorer's page, script and style
         "pipeline/evaluation/assets/explorer.js",
         "pipeline/evaluation/assets/explorer.css",
-        "core/_data/conf/apps/view.yaml",
+        "gridbench_core/_data/conf/apps/view.yaml",
     ):
         assert needed in names, needed
     assert not any(name.startswith(("tests/", "bench/", "outputs/")) for name in names)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from core.task import Answer, GlobalRule, Slot, SlotRoles, SlotRule, Task
 from domains import get_domain
+from gridbench_core.task import Answer, GlobalRule, Slot, SlotRoles, SlotRule, Task
 from pipeline.generation.instruction import write_instruction
 
 

@@ -14,12 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.errors import UserError
-from core.task import Answer, Task
 from gridbench.env import EnvSettings, Episode, openai_schemas
 from gridbench.env.scoring import score_episode as episode_stats
 from gridbench.env.scoring import score_grid, solve_truth
 from gridbench.scoring import answer_of, task_of
+from gridbench_core.errors import UserError
+from gridbench_core.task import Answer, Task
 
 MAX_ACTION_CHARS = 1_000_000  # an action's JSON text: a tool call is a few hundred characters
 ACTION_HELP = 'an action is one tool call: {"name": TOOL, "arguments": {...}} (a JSON object or its text)'

@@ -22,7 +22,6 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from core.errors import UserError
 from gridbench.adapters.core import (
     Session,
     env_settings,
@@ -31,6 +30,7 @@ from gridbench.adapters.core import (
     result_text,
     task_source,
 )
+from gridbench_core.errors import UserError
 
 OBSERVATION_LIMIT = 1_000_000  # characters
 ACTION_LIMIT = 100_000

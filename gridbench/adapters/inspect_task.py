@@ -43,11 +43,11 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, score
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import ToolDef, ToolParams
 
-from core import paths
-from core.errors import UserError, terminal_text
 from gridbench.adapters.core import Session, env_settings, result_text, select
 from gridbench.agents.llm.loop import AgentLoop, LoopSettings, Reply
 from gridbench.agents.llm.toolcalls import NOT_JSON, ToolCall, parse_arguments
+from gridbench_core import paths
+from gridbench_core.errors import UserError, terminal_text
 from pipeline.storage.safe import read_json
 
 DEFAULT_RELEASE = str(paths.RELEASE)

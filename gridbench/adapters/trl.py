@@ -29,7 +29,6 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Optional, Union
 
-from core.errors import UserError
 from gridbench.adapters.core import (
     Session,
     env_settings,
@@ -40,6 +39,7 @@ from gridbench.adapters.core import (
 )
 from gridbench.env import EnvSettings
 from gridbench.env.tools import Param, tools_for
+from gridbench_core.errors import UserError
 
 PYTHON_TYPES: dict[str, Any] = {
     "integer": int,

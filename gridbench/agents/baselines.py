@@ -6,9 +6,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from core.errors import UserError
 from gridbench.agents.base import Agent, call, discover, hidden_cells, passes_slot, slot_passing
 from gridbench.env import Episode
+from gridbench_core.errors import UserError
 from pipeline.integrity.features import atypicality
 
 

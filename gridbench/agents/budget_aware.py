@@ -17,10 +17,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from core.task import GlobalRule, Slot, Task
-from core.vocabulary import RuleKind
 from gridbench.agents.base import call, hidden_cells, passes_slot
 from gridbench.env import Episode
+from gridbench_core.task import GlobalRule, Slot, Task
+from gridbench_core.vocabulary import RuleKind
 from solvers.cpsat import CpSatModel
 from solvers.results import FEASIBLE
 

@@ -34,13 +34,13 @@ from typing import Any
 
 import polars as pl
 
-from core import paths
-from core.budgets import UNLIMITED
-from core.errors import UserError
-from core.task import Answer, Task
-from core.task_io import answer_from_dict, task_from_dict
 from gridbench.agents.registry import AgentSpec, make_agent
 from gridbench.env import EnvSettings, Episode, score_episode
+from gridbench_core import paths
+from gridbench_core.budgets import UNLIMITED
+from gridbench_core.errors import UserError
+from gridbench_core.task import Answer, Task
+from gridbench_core.task_io import answer_from_dict, task_from_dict
 from pipeline.evaluation.diagnostics import diagnose
 from pipeline.evaluation.knowledge import read_calls
 from pipeline.evaluation.runs import RunStore, call_columns, encode_transcript

@@ -19,10 +19,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import UserError
-from core.llm_settings import LLMSettings, field_names, yaml_defaults
 from gridbench.agents.baselines import AGENTS
 from gridbench.agents.budget_aware import BudgetAwareAgent
+from gridbench_core.errors import UserError
+from gridbench_core.llm_settings import LLMSettings, field_names, yaml_defaults
 
 BASELINES: dict[str, Any] = {**AGENTS, "budget_aware": BudgetAwareAgent}
 

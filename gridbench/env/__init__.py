@@ -1,9 +1,9 @@
 """The tool environment: episode state, tools, budgets, failures, schemas and scoring."""
 
-from core.budgets import UNLIMITED, EnvSettings
 from gridbench.env.episode import Episode
 from gridbench.env.scoring import score_episode
 from gridbench.env.tools import ArgumentError, Tool, openai_schemas, tools_for
+from gridbench_core.budgets import UNLIMITED, EnvSettings
 
 __all__ = [
     "UNLIMITED",

@@ -13,11 +13,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from core.budgets import MAX_SEED, UNLIMITED, EnvSettings
-from core.errors import UserError
-from core.task import Task
-from core.vocabulary import CATEGORY_QUERY_OPS, NUMERIC_QUERY_OPS
 from gridbench.env.tools import MESSAGE_LIMIT, ArgumentError, Tool, bounded, clip, echo, tools_for
+from gridbench_core.budgets import MAX_SEED, UNLIMITED, EnvSettings
+from gridbench_core.errors import UserError
+from gridbench_core.task import Task
+from gridbench_core.vocabulary import CATEGORY_QUERY_OPS, NUMERIC_QUERY_OPS
 from solvers.checker import check_global, slot_rule_holds
 
 Cell = tuple[int, int]
@@ -80,7 +80,7 @@ def _check_arguments(task: Any, settings: Any, seed: Any) -> None:
     attribute error from deep inside): a Task, EnvSettings or None, a seed in 0..2**63-1."""
     if not isinstance(task, Task):
         raise UserError(
-            f"Episode: pass a task (a core.task.Task: record.episode() builds the episode of a "
+            f"Episode: pass a task (a gridbench_core.task.Task: record.episode() builds the episode of a "
             f"release record), got {type(task).__name__}"
         )
     if settings is not None and not isinstance(settings, EnvSettings):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.task import Answer, Task
 from gridbench.env.episode import Episode
+from gridbench_core.task import Answer, Task
 
 Cell = tuple[int, int]
 
@@ -35,7 +35,7 @@ def solve_truth(task: Task) -> dict[Cell, str]:
     solve has proved that no other completion exists. A task whose truth cannot be proved
     unique (two completions, or a solver time-out) is refused: scoring it would call one of
     two right answers wrong."""
-    from core.errors import UserError
+    from gridbench_core.errors import UserError
     from solvers.cpsat import CpSatModel
     from solvers.results import FEASIBLE, INFEASIBLE, UNKNOWN
 

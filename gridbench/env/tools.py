@@ -8,7 +8,7 @@ import reprlib
 from dataclasses import dataclass
 from typing import Any
 
-from core.vocabulary import QueryOp
+from gridbench_core.vocabulary import QueryOp
 
 ECHO_LIMIT = 120  # characters of an agent's input repeated back in an error message
 MESSAGE_LIMIT = 1000
@@ -297,7 +297,7 @@ def tools_for(domain: str) -> dict[str, Tool]:
 def openai_schemas(domain: str) -> list[dict[str, Any]]:
     """The OpenAI function schemas of every tool for ``domain``."""
     if not isinstance(domain, str):
-        from core.errors import UserError
+        from gridbench_core.errors import UserError
 
         raise UserError(f"openai_schemas: pass a domain name (a str), got {type(domain).__name__}")
     return [tool.openai_schema() for tool in tools_for(domain).values()]

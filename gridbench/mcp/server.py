@@ -34,10 +34,10 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from core.errors import UserError, terminal_text
 from gridbench.adapters.core import Session, env_settings, result_text, select
 from gridbench.env import EnvSettings
 from gridbench.env.tools import RESULT_SCHEMA, tools_for
+from gridbench_core.errors import UserError, terminal_text
 
 SCORE_URI = "gridbench://score"
 PROMPT_URI = "gridbench://prompt"

@@ -29,8 +29,8 @@ from typing import Any
 
 import polars as pl
 
-from core.task import Answer, GlobalRule, Slot, Task
-from core.vocabulary import RuleKind
+from gridbench_core.task import Answer, GlobalRule, Slot, Task
+from gridbench_core.vocabulary import RuleKind
 from pipeline.evaluation.knowledge import Call, Knowledge, Value, cell_of
 from solvers.checker import passes_slot, rule_excess, rule_groups, rule_measure
 from solvers.ladder import FIXPOINT, PROBING, RUNGS, SEARCH, reasoning_depth, rung_domains

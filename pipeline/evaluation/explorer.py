@@ -33,7 +33,7 @@ from typing import Any
 
 import polars as pl
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from pipeline.evaluation.runs import RESULT_SCHEMA
 from pipeline.evaluation.summary import DIAGNOSTICS_HEADER, diagnostics_cells, load_runs
 from pipeline.storage.depth import wilson

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.ticker import PercentFormatter  # noqa: E402
 
-from core.errors import terminal_text  # noqa: E402
+from gridbench_core.errors import terminal_text  # noqa: E402
 from pipeline.storage.depth import wilson  # noqa: E402
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.task import SlotRule, Task
+from gridbench_core.task import SlotRule, Task
 
 Cell = tuple[int, int]
 KINDS = {

@@ -30,7 +30,7 @@ from typing import Any
 
 import polars as pl
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from pipeline.evaluation.diagnostics import DIAGNOSTIC_COLUMNS
 
 MAX_ROW_BYTES = 4 * 1024 * 1024

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from core.errors import UserError, terminal_text
+from gridbench_core.errors import UserError, terminal_text
 from pipeline.evaluation.figures import MAX_PANELS, domain_heatmap, heatmap, success_vs_budget, wilson
 from pipeline.evaluation.runs import RENAMED, RunStore, results_frame, table_problem
 from pipeline.storage.parquet import read_arrow_table

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from pipeline.evaluation.runs import RunStore
 from pipeline.storage.read import shown
 from pipeline.storage.safe import BIDI, ReleaseError, read_gzip_json, regular_file

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.task import Answer, Slot, SlotRoles, Task
+from gridbench_core.task import Answer, Slot, SlotRoles, Task
 from pipeline.generation.draft import Cell, Draft
 from pipeline.generation.instruction import write_instruction
 

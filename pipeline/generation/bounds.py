@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import math
 
-from core.task import GlobalRule
-from core.vocabulary import SUM_KINDS, RuleKind, Scope
+from gridbench_core.task import GlobalRule
+from gridbench_core.vocabulary import SUM_KINDS, RuleKind, Scope
 from pipeline.generation.draft import Bound, Cell, Draft
 from solvers.checker import rule_groups, rule_measure
 

@@ -11,9 +11,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from core.records import CrossCheck
-from core.task import Answer, Task
 from domains import get_domain
+from gridbench_core.records import CrossCheck
+from gridbench_core.task import Answer, Task
 from pipeline.generation.assemble import build_answer, build_task
 from pipeline.generation.bounds import place
 from pipeline.generation.cages import draw_cages, widen_cages

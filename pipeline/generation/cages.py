@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import math
 
-from core.task import GlobalRule
-from core.vocabulary import RuleKind, Scope
 from domains import NumericAttribute
+from gridbench_core.task import GlobalRule
+from gridbench_core.vocabulary import RuleKind, Scope
 from pipeline.generation.bounds import Bound, spread
 from pipeline.generation.draft import Cell, Draft
 from pipeline.generation.keys import GenerationSettings
@@ -57,8 +57,7 @@ def draw_cages(draft: Draft, size: int, free_bits: float = 0.0) -> list[tuple[Ce
     if len(caged) <= size:
         return [tuple(sorted(caged))]
     found = {
-        tuple(sorted(caged[(start + j) % len(caged)] for j in range(size)))
-        for start in range(len(caged))
+        tuple(sorted(caged[(start + j) % len(caged)] for j in range(size))) for start in range(len(caged))
     }
     return sorted(found)
 

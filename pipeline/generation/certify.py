@@ -8,8 +8,8 @@ any decoy (one INFEASIBLE solve for all of them; per-decoy solves only to name a
 
 from __future__ import annotations
 
-from core.records import Certificate
-from core.task import Answer, Task
+from gridbench_core.records import Certificate
+from gridbench_core.task import Answer, Task
 from solvers.checker import slot_violations
 from solvers.cpsat import SOLVER_NAME, SOLVER_VERSION, CpSatModel
 from solvers.results import FEASIBLE, INFEASIBLE, SolverSettings

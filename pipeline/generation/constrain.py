@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import math
 
-from core.task import GlobalRule
-from core.vocabulary import SUM_KINDS, RuleKind, Scope
 from domains import GlobalRuleTemplate
+from gridbench_core.task import GlobalRule
+from gridbench_core.vocabulary import SUM_KINDS, RuleKind, Scope
 from pipeline.generation.bounds import Bound, place, spread
 from pipeline.generation.cages import cage_bounds
 from pipeline.generation.draft import Draft

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from pipeline.generation.keys import ROOM_OVER_BUDGET, candidates_for
 
 MAX_REDRAWS = 5  # an item's (domain, H, B) re-drawn at most this often when it cannot be certified

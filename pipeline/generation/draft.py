@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from core.task import GlobalRule, SlotRule, Value
 from domains import Domain
+from gridbench_core.task import GlobalRule, SlotRule, Value
 
 Cell = tuple[int, int]
 Record = dict[str, Value]

@@ -4,9 +4,9 @@ not a plain identifier is refused (it could read as an instruction to the agent)
 
 from __future__ import annotations
 
-from core.task import RULE_NAME, RULE_NAME_TEXT, GlobalRule, SlotRule, TaskFormatError
-from core.vocabulary import RuleKind
 from domains import Domain
+from gridbench_core.task import RULE_NAME, RULE_NAME_TEXT, GlobalRule, SlotRule, TaskFormatError
+from gridbench_core.vocabulary import RuleKind
 
 _SCOPE = {"grid": "in the whole grid", "row": "in each {row}", "col": "in each {col}"}
 

@@ -6,7 +6,7 @@ import hashlib
 import random
 from dataclasses import dataclass, field, fields
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from solvers.ladder import RUNGS
 
 ALLOCATION_POLICIES = ("paper", "spread", "concentrated")

@@ -22,9 +22,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.records import Distance, Effort, Measures
-from core.task import Answer, GlobalRule, Task
-from core.vocabulary import RuleKind
+from gridbench_core.records import Distance, Effort, Measures
+from gridbench_core.task import Answer, GlobalRule, Task
+from gridbench_core.vocabulary import RuleKind
 from solvers.checker import (
     VIOLATED,
     fill,
@@ -306,7 +306,7 @@ SEARCH_NODE_LIMIT = 5_000  # nodes of the finer measure's search tree counted at
 
 
 def effort(task: Task, limit: int = SEARCH_NODE_LIMIT) -> Effort:
-    """The finer difficulty measures of ``task`` (:class:`core.records.Effort`)."""
+    """The finer difficulty measures of ``task`` (:class:`gridbench_core.records.Effort`)."""
     nodes, capped = search_nodes(task, limit)
     return Effort(nodes, capped, joint_bits(task))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.task import Answer, Task
+from gridbench_core.task import Answer, Task
 from pipeline.generation.keys import TaskKey
 
 

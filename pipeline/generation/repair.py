@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from core.task import Task
+from gridbench_core.task import Task
 from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
 from pipeline.generation.bounds import place, radius, separation, virtual, virtual_rules
 from pipeline.generation.candidates import draw_exchangeable

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from core.task import GlobalRule, Task
+from gridbench_core.task import GlobalRule, Task
 from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
 from pipeline.generation.bounds import Bound, place, radius, separation, virtual_rules
 from pipeline.generation.draft import Draft

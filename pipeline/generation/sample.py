@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import random
 
-from core.task import SlotRule
 from domains import Domain, NumericAttribute
+from gridbench_core.task import SlotRule
 from pipeline.generation.draft import Draft, Record
 
 

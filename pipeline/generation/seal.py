@@ -7,8 +7,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from core.records import Certificate, CrossCheck, Measures
-from core.task import Answer, Task
+from gridbench_core.records import Certificate, CrossCheck, Measures
+from gridbench_core.task import Answer, Task
 from pipeline.generation.certify import certify
 from pipeline.generation.measures import measure
 from solvers.cpsat import CpSatModel

@@ -18,9 +18,9 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from core.lazy import lazy_module
-from core.task import Answer, GlobalRule, Task
-from core.vocabulary import SUM_KINDS, RuleKind, Scope
+from gridbench_core.lazy import lazy_module
+from gridbench_core.task import Answer, GlobalRule, Task
+from gridbench_core.vocabulary import SUM_KINDS, RuleKind, Scope
 from solvers.checker import locally_valid_candidates, rule_groups, rule_measure
 
 np = lazy_module("numpy")  # loaded at the first audit

@@ -8,7 +8,7 @@ import random
 from statistics import mean
 from typing import Any
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from pipeline.integrity.features import Features
 from pipeline.integrity.policies import DecoyCell, _argmax, _summary
 

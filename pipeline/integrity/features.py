@@ -15,9 +15,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from core.task import GlobalRule, Slot, Task
-from core.vocabulary import SUM_KINDS, RuleKind, Scope
 from domains import CategoricalAttribute, NumericAttribute, get_domain
+from gridbench_core.task import GlobalRule, Slot, Task
+from gridbench_core.vocabulary import SUM_KINDS, RuleKind, Scope
 from solvers.checker import rule_groups
 
 Features = dict[str, float]

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from core.task import Task
 from domains import CategoricalAttribute, NumericAttribute, get_domain
+from gridbench_core.task import Task
 from solvers.checker import locally_valid_candidates
 
 Cell = tuple[int, int]

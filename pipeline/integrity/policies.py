@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from statistics import mean
 from typing import Any
 
-from core.task import Answer, Slot, Task
 from domains import NumericAttribute, get_domain
+from gridbench_core.task import Answer, Slot, Task
 from pipeline.integrity.context import context_features
 from pipeline.integrity.features import Features, _z, candidate_side_features, readable_features
 from pipeline.integrity.joint import Board, cell_picks, joint_picks

@@ -20,8 +20,8 @@ import math
 import random
 from collections.abc import Callable
 
-from core.task import Answer, Task
-from core.vocabulary import SUM_KINDS, Scope
+from gridbench_core.task import Answer, Task
+from gridbench_core.vocabulary import SUM_KINDS, Scope
 from pipeline.integrity.bounds import Cell, Window, options_of, windows
 from solvers.checker import rule_groups
 from solvers.ladder import FIXPOINT, PROBING, SLOT, rung_domains

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from statistics import mean
 from typing import Any
 
-from core.task import Answer, Task
+from gridbench_core.task import Answer, Task
 from pipeline.integrity.bounds import (
     BINS,
     at_bound_null,

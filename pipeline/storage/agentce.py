@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from core.task import Answer, GlobalRule, Slot, SlotRoles, SlotRule, Task, TaskFormatError
-from core.vocabulary import RuleKind
 from domains import get_domain
+from gridbench_core.task import Answer, GlobalRule, Slot, SlotRoles, SlotRule, Task, TaskFormatError
+from gridbench_core.vocabulary import RuleKind
 from pipeline.generation.instruction import write_instruction
 from pipeline.generation.keys import TaskKey
 from pipeline.storage.card import DataLicence

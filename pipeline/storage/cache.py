@@ -10,8 +10,8 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-from core.errors import UserError
-from core.task_io import answer_from_dict, task_from_dict
+from gridbench_core.errors import UserError
+from gridbench_core.task_io import answer_from_dict, task_from_dict
 from pipeline.generation.build import CertifiedTask, generate_task
 from pipeline.generation.keys import GenerationSettings, TaskKey
 from pipeline.parallel import parallel_imap

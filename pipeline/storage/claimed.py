@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from core.records import Measures
-from core.task import Answer, Task
+from gridbench_core.records import Measures
+from gridbench_core.task import Answer, Task
 from pipeline.generation.measures import (
     SEARCH_NODE_LIMIT,
     CanonicalSearch,

@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from core.paths import SCHEMA_DIR
+from gridbench_core.paths import SCHEMA_DIR
 from pipeline.storage.layout import DETERMINISTIC, NAME, VERSION
 from pipeline.storage.parquet import read_arrow_table
 from pipeline.storage.safe import ReleaseError, read_bytes, read_json, unsafe_text
@@ -413,7 +413,7 @@ def _card(
     failures: list[str],
     notes: list[str],
 ) -> None:
-    from core.task_io import answer_from_dict, task_from_dict
+    from gridbench_core.task_io import answer_from_dict, task_from_dict
     from pipeline.integrity import audit, audit_markdown
     from pipeline.storage.card import dataset_card
 

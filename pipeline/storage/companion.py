@@ -10,8 +10,8 @@ from typing import Any
 
 import polars as pl
 
-from core.errors import UserError
-from core.task import Answer, Task
+from gridbench_core.errors import UserError
+from gridbench_core.task import Answer, Task
 from pipeline.generation.keys import GenerationSettings, TaskKey
 from pipeline.storage.cache import make_tasks
 from pipeline.storage.read import read_manifest

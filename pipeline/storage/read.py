@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.errors import UserError
-from core.task import Answer, Task
-from core.task_io import answer_from_dict, task_from_dict
+from gridbench_core.errors import UserError
+from gridbench_core.task import Answer, Task
+from gridbench_core.task_io import answer_from_dict, task_from_dict
 from pipeline.storage.layout import RELEASE_FORMAT
 from pipeline.storage.safe import ReleaseError, checked_relative, load_json, read_bytes, read_json
 

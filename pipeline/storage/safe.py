@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_TABLE_BYTES = 4 * 1024 * 1024 * 1024  # a Parquet table of a very large release

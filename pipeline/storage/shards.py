@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from pipeline.storage.safe import ReleaseError, load_json, read_bytes, read_json
 
 SHARDS_FORMAT = "gridbench-shards/1"

@@ -17,7 +17,7 @@ The JSON shapes that a table cannot hold as they are get a fixed encoding, undon
 - an empty record (``"crosscheck": {}`` when no MILP ran) is a null struct.
 
 A task table has one column more than its file: ``prompt``, the conversation an LLM agent
-starts from (system and user message, as :mod:`core.prompt` renders them
+starts from (system and user message, as :mod:`gridbench_core.prompt` renders them
 for the episode's default settings: unlimited budgets, no injected failures), ready for a
 chat template or TRL. It is derived from the task, so :func:`decode_task` leaves it out and
 ``verify`` checks it against a fresh rendering.
@@ -33,8 +33,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from core.errors import UserError
 from domains import NumericAttribute, get_domain
+from gridbench_core.errors import UserError
 
 # A tiny type language: enough to declare the files' shapes once and to encode and decode
 # by walking the declaration.
@@ -232,10 +232,10 @@ def task_prompt(task: dict[str, Any]) -> list[dict[str, str]] | None:
     """The ``prompt`` column of a task: the system and user message of an episode with the
     default settings (unlimited budgets, no injected failures); None for a task that is not
     one (the table still holds it; verify refuses it for its own reasons)."""
-    from core.budgets import EnvSettings
-    from core.prompt import packaged_templates, render_task
-    from core.task import TaskFormatError
-    from core.task_io import task_from_dict
+    from gridbench_core.budgets import EnvSettings
+    from gridbench_core.prompt import packaged_templates, render_task
+    from gridbench_core.task import TaskFormatError
+    from gridbench_core.task_io import task_from_dict
 
     try:
         parsed = task_from_dict(task)

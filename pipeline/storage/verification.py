@@ -25,11 +25,11 @@ from typing import Any
 import jsonschema
 import polars as pl
 
-from core.errors import UserError
-from core.paths import SCHEMA_DIR
-from core.task import Answer, Task, TaskFormatError
-from core.task_io import answer_from_dict, task_from_dict
 from domains import DomainError, get_domain
+from gridbench_core.errors import UserError
+from gridbench_core.paths import SCHEMA_DIR
+from gridbench_core.task import Answer, Task, TaskFormatError
+from gridbench_core.task_io import answer_from_dict, task_from_dict
 from pipeline.generation.instruction import write_instruction
 from pipeline.generation.seal import Sealed, seal
 from pipeline.parallel import parallel_imap

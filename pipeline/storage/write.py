@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from core.paths import SCHEMA_DIR
+from gridbench_core.paths import SCHEMA_DIR
 from pipeline.generation.records import CertifiedTask
 from pipeline.integrity import audit, audit_markdown
 from pipeline.storage.atomic import _write, atomic_folder

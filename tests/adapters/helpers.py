@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core.task_io import answer_from_dict, task_from_dict
+from gridbench_core.task_io import answer_from_dict, task_from_dict
 
 
 def truth_of(record: Any) -> dict[tuple[int, int], str]:

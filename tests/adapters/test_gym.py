@@ -11,7 +11,7 @@ from gymnasium.utils.env_checker import check_env
 
 import gridbench
 import gridbench.gym  # noqa: F401
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from tests.adapters.helpers import solving_moves
 
 

@@ -11,11 +11,11 @@ from inspect_ai.model import get_model
 from inspect_ai.util._json import json_schema_dump
 
 import gridbench
-from core.errors import UserError
 from gridbench.adapters.core import Session
 from gridbench.adapters.inspect_task import gridbench as gridbench_task
 from gridbench.adapters.inspect_task import tool_defs
 from gridbench.env import openai_schemas
+from gridbench_core.errors import UserError
 from tests.adapters.helpers import inspect_policy, solving_moves
 
 

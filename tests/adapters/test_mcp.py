@@ -14,9 +14,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 import gridbench
-from core.errors import UserError
 from gridbench.env import openai_schemas
 from gridbench.env.tools import RESULT_SCHEMA
+from gridbench_core.errors import UserError
 from tests import ROOT
 from tests.adapters.helpers import solving_moves
 

@@ -13,9 +13,9 @@ import anyio
 import pytest
 
 import gridbench
-from core.task_io import task_from_dict
 from gridbench.env import EnvSettings, Episode
 from gridbench.env.scoring import score_grid
+from gridbench_core.task_io import task_from_dict
 from tests.adapters.helpers import inspect_policy, scripted_moves, truth_of
 
 RATE = 0.3

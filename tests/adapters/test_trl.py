@@ -12,9 +12,9 @@ import pytest
 from transformers.utils import get_json_schema
 
 import gridbench
-from core.errors import UserError
 from gridbench.adapters.trl import environments
 from gridbench.env import openai_schemas
+from gridbench_core.errors import UserError
 from tests.adapters.helpers import solving_moves
 
 

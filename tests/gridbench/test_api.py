@@ -19,7 +19,7 @@ def release(small_release) -> Path:
 
 def test_importing_gridbench_runs_no_solver_or_table_library():
     """The names are re-exported explicitly, and the modules behind them load OR-Tools, PuLP,
-    NumPy, polars and Arrow at first use (core.lazy), so ``import gridbench`` stays quick."""
+    NumPy, polars and Arrow at first use (gridbench_core.lazy), so ``import gridbench`` stays quick."""
     heavy = ("ortools.sat.python.cp_model_helper", "pulp.apis", "pandas", "polars", "pyarrow")
     heavy += ("highspy", "sklearn")
     code = (

@@ -56,7 +56,7 @@ def test_an_answer_whose_cells_are_not_the_task_s_hidden_cells_is_refused():
     """It scored every grid as a failure (its cell (9, 9) is never right) instead of saying so."""
     import dataclasses
 
-    from core.task import SlotRoles
+    from gridbench_core.task import SlotRoles
 
     moved = dataclasses.replace(ANSWER, roles=(ANSWER.roles[0], SlotRoles(9, 9, "G", (), ())))
     with pytest.raises(UserError) as refused:

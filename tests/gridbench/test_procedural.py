@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import gridbench
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from pipeline.storage.layout import dumps
 from tests import ROOT
 
@@ -45,7 +45,7 @@ def test_the_same_arguments_give_the_same_bytes_in_any_order_and_process():
 
 
 def test_items_are_certified_and_a_second_solver_agrees():
-    from core.task_io import answer_from_dict, task_from_dict
+    from gridbench_core.task_io import answer_from_dict, task_from_dict
     from solvers.milp import crosscheck_answer
 
     for item in gridbench.create_dataset(seed=5, **SMALL):

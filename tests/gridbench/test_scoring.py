@@ -9,9 +9,9 @@ import dataclasses
 import pytest
 
 import gridbench
-from core.task import GlobalRule
 from gridbench.env import EnvSettings, Episode, score_episode
 from gridbench.env.scoring import score_grid, solve_truth
+from gridbench_core.task import GlobalRule
 from tests.tiny import ANSWER, TASK, TRUTH
 
 

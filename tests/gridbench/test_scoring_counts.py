@@ -15,9 +15,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import gridbench
-from core.task import SlotRoles
 from gridbench.env import EnvSettings, Episode
 from gridbench.env.scoring import score_episode, score_grid
+from gridbench_core.task import SlotRoles
 from tests.tiny import ANSWER, TASK, TRUTH
 
 # (0, 1) keeps its decoys A and D; (1, 2) is a cell without decoys (E, F called filtered here)

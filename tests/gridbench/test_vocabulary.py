@@ -1,15 +1,15 @@
 """The one vocabulary: the JSON Schemas, the checker, the domains and the tool schemas all
-take rule kinds, slot operators, scopes and query operators from core.vocabulary."""
+take rule kinds, slot operators, scopes and query operators from gridbench_core.vocabulary."""
 
 from __future__ import annotations
 
 import json
 
-from core.paths import SCHEMA_DIR
-from core.task import RULE_KINDS, SLOT_OPS, GlobalRule
-from core.vocabulary import UPPER_BOUND_KINDS, QueryOp, RuleKind, Scope, SlotOp
 from domains import GLOBAL_KINDS, SCOPES, domain_names, get_domain
 from gridbench.env import openai_schemas
+from gridbench_core.paths import SCHEMA_DIR
+from gridbench_core.task import RULE_KINDS, SLOT_OPS, GlobalRule
+from gridbench_core.vocabulary import UPPER_BOUND_KINDS, QueryOp, RuleKind, Scope, SlotOp
 
 
 def test_the_task_schema_enums_are_the_code_enums():

@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 OUT = ROOT / "outputs" / "mutation"
 # what a workspace links to: the packages (copied by mutmut, the group's modules mutated) and
 # what the tests read beside them
-PACKAGES = ("core", "domains", "solvers", "pipeline", "gridbench")
+PACKAGES = ("gridbench_core", "domains", "solvers", "pipeline", "gridbench")
 ALSO = ("conf", "schemas", "README.md", "LICENSE", "bench")
 KILLED = {"killed", "timeout", "segfault", "caught by type check"}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from tests import ROOT
 from tests.helpers_release import build_small, compose_config, small_release_overrides
 

@@ -238,14 +238,16 @@ def test_show_answers_help():
 
 def _fake_install(site: Path, data: bool) -> None:
     """``site`` as a site-packages folder: our packages (core copied, so that it resolves
-    there), with or without ``core/_data/``, and a foreign top-level ``conf/`` beside them."""
+    there), with or without ``gridbench_core/_data/``, and a foreign top-level ``conf/`` beside them."""
     site.mkdir()
-    shutil.copytree(ROOT / "core", site / "core", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "gridbench_core", site / "gridbench_core", ignore=shutil.ignore_patterns("__pycache__")
+    )
     for package in ("pipeline", "gridbench", "solvers", "domains"):
         (site / package).symlink_to(ROOT / package, target_is_directory=True)
     if data:
         for name in ("conf", "schemas"):
-            shutil.copytree(ROOT / name, site / "core" / "_data" / name, symlinks=False)
+            shutil.copytree(ROOT / name, site / "gridbench_core" / "_data" / name, symlinks=False)
     foreign = site / "conf" / "apps"
     foreign.mkdir(parents=True)
     (foreign / "verify.yaml").write_text("release: FOREIGN\n")
@@ -269,7 +271,7 @@ def test_a_wheel_without_its_data_never_reads_a_foreign_conf(tmp_path):
     done = _run_installed(tmp_path / "site", tmp_path, "verify", "release=x")
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "lacks its configuration" in done.stderr and "FOREIGN" not in done.stderr
-    assert str(tmp_path / "site" / "core" / "_data") in done.stderr
+    assert str(tmp_path / "site" / "gridbench_core" / "_data") in done.stderr
 
 
 @pytest.mark.parametrize(
@@ -283,7 +285,7 @@ def test_a_wheel_without_its_data_never_reads_a_foreign_conf(tmp_path):
 def test_a_wheel_with_broken_data_is_one_line(damage, said, tmp_path):
     site = tmp_path / "site"
     _fake_install(site, data=True)
-    target = site / "core" / "_data" / damage
+    target = site / "gridbench_core" / "_data" / damage
     if said == "is missing":
         target.unlink()
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.task import GlobalRule, SlotRule
+from gridbench_core.task import GlobalRule, SlotRule
 from solvers.checker import PENDING, SATISFIED, VIOLATED, rule_status, slot_rule_holds
 
 ITEMS = {

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from core.task import GlobalRule, SlotRule
+from gridbench_core.task import GlobalRule, SlotRule
 from solvers.checker import (
     PENDING,
     SATISFIED,

@@ -50,7 +50,7 @@ def test_a_rule_kind_the_model_does_not_know_is_named():
 
     import pytest
 
-    from core.task import GlobalRule
+    from gridbench_core.task import GlobalRule
 
     task = dataclasses.replace(TASK, global_constraints=(GlobalRule("m", "median", "cost", 3),))
     with pytest.raises(ValueError, match="unknown rule kind 'median'"):

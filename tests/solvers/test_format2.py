@@ -10,10 +10,10 @@ import json
 import jsonschema
 import pytest
 
-from core.paths import SCHEMA_DIR
-from core.task import GlobalRule, TaskFormatError
-from core.task_io import task_from_dict
 from domains import get_domain
+from gridbench_core.paths import SCHEMA_DIR
+from gridbench_core.task import GlobalRule, TaskFormatError
+from gridbench_core.task_io import task_from_dict
 from pipeline.generation import GenerationSettings, TaskKey, generate_task
 from pipeline.generation.instruction import describe_rule
 from pipeline.storage.tables import decode_task, read_table, table_bytes, task_type

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from core.task import GlobalRule, Slot, Task
+from gridbench_core.task import GlobalRule, Slot, Task
 from pipeline.generation import GenerationSettings, TaskKey, generate_task
 from solvers.ladder import PROBING, RUNGS, SEARCH, reasoning_depth, rung_domains, rung_index
 from tests.brute import completions

@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from core.errors import UserError
-from core.task import GlobalRule, SlotRoles, SlotRule
+from gridbench_core.errors import UserError
+from gridbench_core.task import GlobalRule, SlotRoles, SlotRule
 from solvers.milp import MILP_SOLVERS, MilpModel, Row, crosscheck, crosscheck_answer, solver_version
 from solvers.results import FEASIBLE, INFEASIBLE, UNKNOWN, SolverSettings
 from tests.tiny import ANSWER, OPEN_TASK, TASK
@@ -84,7 +84,7 @@ def test_the_solvers_print_nothing(solver, capfd):
 
 def test_an_item_without_the_attribute_never_passes_a_slot_rule_on_it():
     """As in the checker: a missing value meets no rule, not even ``not_in``."""
-    from core.task import SlotRule
+    from gridbench_core.task import SlotRule
     from solvers.checker import locally_valid_candidates
 
     items = {**TASK.items, "A": {k: v for k, v in TASK.items["A"].items() if k != "color"}}

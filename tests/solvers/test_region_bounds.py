@@ -8,8 +8,8 @@ import copy
 
 import pytest
 
-from core.task import TaskFormatError
-from core.task_io import task_from_dict
+from gridbench_core.task import TaskFormatError
+from gridbench_core.task_io import task_from_dict
 from tests.tiny import TASK
 
 ROWS, COLS = TASK.rows, TASK.cols  # 2 x 3; hidden cells (0, 1) and (1, 2)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hypothesis import example, given
 
-from core.records import Resistance
+from gridbench_core.records import Resistance
 from solvers.checker import locally_valid_candidates
 from solvers.propagation import decoy_resistance
 from tests.brute import completions

@@ -148,7 +148,7 @@ def test_distance_to_ambiguity_matches_brute_force(task):
 @example(LOWER_LOOSENING)
 @given(small_tasks())
 def test_least_loosening_in_one_solve_matches_the_brute_force_minimum(task):
-    from core.task import Answer, SlotRoles
+    from gridbench_core.task import Answer, SlotRoles
     from pipeline.generation.measures import distance_to_ambiguity
 
     found = completions(task)
@@ -226,7 +226,7 @@ def test_one_unit_witnesses_settle_exactly_the_brute_force_distance_one(task, rn
     counterexamples it met), a witness settles the distance exactly when the brute-force
     minimum is one unit, and its rule is a minimiser; what is not a completion of the task is
     skipped."""
-    from core.task import Answer, SlotRoles
+    from gridbench_core.task import Answer, SlotRoles
     from pipeline.generation.measures import distance_to_ambiguity, one_unit_witness
 
     found = completions(task)

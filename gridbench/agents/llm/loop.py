@@ -25,9 +25,9 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.llm_settings import LLMSettings, yaml_defaults
 from gridbench.agents.llm.toolcalls import MAX_TEXT, ToolCall, structured_calls, text_calls
 from gridbench.env import Episode
+from gridbench_core.llm_settings import LLMSettings, yaml_defaults
 
 END_REASONS = ("done", "max_steps", "no_tool_call", "context_length", "api_error")
 REMINDER = (

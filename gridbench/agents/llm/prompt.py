@@ -1,5 +1,5 @@
 """The prompt of an LLM episode: the templates (the packaged pair, or a folder of your own,
-``agent.prompt_dir``) rendered by :func:`core.prompt.render_task` from the episode's task and
+``agent.prompt_dir``) rendered by :func:`gridbench_core.prompt.render_task` from the episode's task and
 settings."""
 
 from __future__ import annotations
@@ -7,9 +7,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from core.errors import UserError
-from core.prompt import TEMPLATES, PromptTemplates, packaged_templates, plain_text, quoted, render_task
 from gridbench.env import Episode
+from gridbench_core.errors import UserError
+from gridbench_core.prompt import (
+    TEMPLATES,
+    PromptTemplates,
+    packaged_templates,
+    plain_text,
+    quoted,
+    render_task,
+)
 
 TEMPLATE_BYTES = 1024 * 1024
 

@@ -33,11 +33,11 @@ from typing import Any
 import httpx2
 import openai
 
-from core.errors import UserError, terminal_text
-from core.llm_settings import LLMSettings
 from gridbench.agents.llm.loop import END_REASONS, AgentLoop, LoopSettings, Outcome, Reply, parse_reply
 from gridbench.agents.llm.prompt import PromptTemplates, render
 from gridbench.env import Episode, openai_schemas
+from gridbench_core.errors import UserError, terminal_text
+from gridbench_core.llm_settings import LLMSettings
 
 __all__ = ["END_REASONS", "AuthenticationStop", "LLMAgent", "LLMSettings", "Outcome", "make_client"]
 

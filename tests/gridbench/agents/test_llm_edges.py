@@ -18,13 +18,13 @@ import httpx2
 import openai
 import pytest
 
-from core.errors import UserError
-from core.llm_settings import LLMSettings
 from gridbench.agents.llm.loop import MAX_USAGE, AgentLoop, LoopSettings, Reply, parse_reply
 from gridbench.agents.llm.prompt import load_templates
 from gridbench.agents.llm.runner import AuthenticationStop, LLMAgent
 from gridbench.agents.llm.toolcalls import ToolCall
 from gridbench.env import EnvSettings, Episode
+from gridbench_core.errors import UserError
+from gridbench_core.llm_settings import LLMSettings
 from tests.tiny import TASK
 
 ESCAPES = "\x1b[2J\x1b[31mpwned\x1b]0;title\x07\r\nnext line\u202eevil"

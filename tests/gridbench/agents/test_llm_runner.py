@@ -288,7 +288,7 @@ def test_reminders_end_the_episode_only_when_they_come_in_a_row(release, server,
 
 
 def test_another_server_is_another_run_never_a_silent_reuse(release, server, tmp_path, monkeypatch):
-    from core.errors import UserError
+    from gridbench_core.errors import UserError
 
     loopback, url = server
     first = run(release, url, tmp_path, "domains=[toy]", monkeypatch=monkeypatch)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import gridbench
-from core.task_io import task_from_dict
 from gridbench.agents.llm import load_templates, render
 from gridbench.env import EnvSettings, Episode
+from gridbench_core.task_io import task_from_dict
 
 
 @pytest.mark.parametrize(("hidden", "text"), [(1, "1 hidden cell)"), (2, "2 hidden cells)")])

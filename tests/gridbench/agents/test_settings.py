@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from core.errors import UserError
-from core.llm_settings import LLM_YAML, LLMSettings, field_names, yaml_defaults
 from gridbench.agents.registry import agent_spec
+from gridbench_core.errors import UserError
+from gridbench_core.llm_settings import LLM_YAML, LLMSettings, field_names, yaml_defaults
 from tests import ROOT
 
 LLM_ONLY = {"api_key_env", "base_url", "max_reply_bytes", "max_reminders", "tool_choice", "episode_timeout"}
@@ -126,7 +126,7 @@ def test_llm_episode_ids_are_those_of_earlier_versions():
 def test_the_settings_module_stands_below_pipeline_and_the_http_client():
     """The schema of every command imports it: on the ground floor (no pipeline, no gridbench),
     no openai, no hydra."""
-    tree = ast.parse((ROOT / "core" / "llm_settings.py").read_text())
+    tree = ast.parse((ROOT / "gridbench_core" / "llm_settings.py").read_text())
     imported = {
         (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
         for node in ast.walk(tree)

@@ -8,8 +8,8 @@ import operator
 
 import pytest
 
-from core.errors import UserError
 from gridbench.env import UNLIMITED, EnvSettings, Episode
+from gridbench_core.errors import UserError
 from solvers.checker import check_global
 from tests.tiny import ITEMS
 from tests.tiny import OPEN_TASK as TASK
@@ -151,8 +151,8 @@ def test_the_global_check_on_partial_and_complete_grids():
 def test_a_violated_region_rule_names_its_cells_and_the_prompt_the_same_rule():
     """Issue 26: the prompt lists every rule under the identifier the global check reports it
     by, and a violated region rule comes with its cells."""
-    from core.budgets import EnvSettings
-    from core.prompt import packaged_templates, render_task
+    from gridbench_core.budgets import EnvSettings
+    from gridbench_core.prompt import packaged_templates, render_task
     from pipeline.generation import GenerationSettings, TaskKey, generate_task
 
     made = generate_task(TaskKey("course", 5, 7, 11, 15, 25, seed=2), GenerationSettings(cage_bits=0.0))

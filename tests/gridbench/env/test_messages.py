@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import gridbench
-from core.errors import UserError
 from gridbench.env import EnvSettings, Episode, openai_schemas
 from gridbench.env.tools import ArgumentError, Param
+from gridbench_core.errors import UserError
 from tests.tiny import ANSWER, ITEMS, OPEN_TASK, TRUTH
 
 TASK = OPEN_TASK

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from core.budgets import MAX_ALPHA, MAX_COUNT, MAX_SEED, EnvSettings
-from core.errors import UserError
+from gridbench_core.budgets import MAX_ALPHA, MAX_COUNT, MAX_SEED, EnvSettings
+from gridbench_core.errors import UserError
 
 LONG = "x" * 50
 CUT = "x" * 40

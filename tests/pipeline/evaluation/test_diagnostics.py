@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.budgets import EnvSettings
 from gridbench.agents.harness import episode_diagnostics
 from gridbench.env import Episode
+from gridbench_core.budgets import EnvSettings
 from pipeline.evaluation.diagnostics import diagnose, ideal_calls, informed_step, violation_track
 from pipeline.evaluation.knowledge import Knowledge, Value, read_calls, replay
 from solvers.ladder import SEARCH
@@ -84,7 +84,7 @@ def test_bounds_read_off_a_condition_suffice_where_they_decide():
 
 
 def test_the_most_favourable_value_of_an_option_for_each_rule():
-    from core.task import GlobalRule
+    from gridbench_core.task import GlobalRule
     from pipeline.evaluation.diagnostics import OTHER, favourable
 
     at_least_3 = Value(low=3)

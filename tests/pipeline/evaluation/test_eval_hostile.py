@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from tests import ROOT
 from tests.helpers_release import compose_config, run_module
 from tests.hostile import file_size_limit, snapshot, tiny_overrides

@@ -181,7 +181,7 @@ def test_results_are_current_after_ctrl_c(release, tmp_path, capsys):
 
 
 def test_a_run_folder_refuses_a_command_of_another_configuration(release, tmp_path):
-    from core.errors import UserError
+    from gridbench_core.errors import UserError
 
     toy = ("domains=[toy]", "workers=1")
     _evaluate(release, tmp_path, "greedy_local", *toy)
@@ -215,7 +215,7 @@ def test_unknown_agents_and_empty_filters_are_clear_errors(release, tmp_path):
 def test_swapped_answers_and_a_corrupt_results_file_are_clear_errors(release, tmp_path):
     import shutil
 
-    from core.errors import UserError
+    from gridbench_core.errors import UserError
     from pipeline.evaluate import evaluate
     from pipeline.evaluation.summary import make_report
     from tests.helpers_release import copy_release

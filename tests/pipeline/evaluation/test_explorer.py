@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from pipeline.evaluation.explorer import ASSETS, MARKER, build_view, script_json
 from pipeline.evaluation.runs import RunStore
 from tests.helpers_release import compose_config

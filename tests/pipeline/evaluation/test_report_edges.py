@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from pipeline.evaluation.summary import make_report
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.task import GlobalRule, TaskFormatError
-from core.task_io import task_from_dict
 from domains import Domain, DomainError, GlobalRuleTemplate, NumericAttribute, SlotRuleTemplate
 from domains.registry import register
+from gridbench_core.task import GlobalRule, TaskFormatError
+from gridbench_core.task_io import task_from_dict
 from pipeline.generation import GenerationError, GenerationSettings, TaskKey, generate_task
 
 

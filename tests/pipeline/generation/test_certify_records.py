@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from core.task import SlotRoles
+from gridbench_core.task import SlotRoles
 from pipeline.generation.certify import certify
 from pipeline.generation.seal import Sealed, seal
 from solvers.cpsat import SOLVER_NAME, SOLVER_VERSION, CpSatModel
@@ -116,7 +116,7 @@ def test_sealing_runs_what_is_asked_and_carries_the_records():
 
 
 def test_every_filtered_item_is_checked_and_counted():
-    from core.task import SlotRule
+    from gridbench_core.task import SlotRule
 
     slots = (
         TASK.slots[0],

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from core.task_io import answer_from_dict, task_from_dict
 from domains import domain_names
+from gridbench_core.task_io import answer_from_dict, task_from_dict
 from pipeline.generation import GenerationSettings, TaskKey, generate_task
 from solvers.checker import is_valid_completion, passes_slot, slot_violations
 from solvers.milp import crosscheck
@@ -170,7 +170,7 @@ def test_settling_by_enumeration_says_when_it_cannot():
 
 
 def test_a_renamed_field_in_an_answer_file_is_an_error_not_a_zero(generated):
-    from core.errors import UserError
+    from gridbench_core.errors import UserError
 
     data = generated.answer.to_dict()
     data["measures"]["dfs_nodez"] = data["measures"].pop("dfs_nodes")

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.vocabulary import RuleKind, Scope
 from domains import NumericAttribute
+from gridbench_core.vocabulary import RuleKind, Scope
 from pipeline.generation.build import draw_draft, generate_task
 from pipeline.generation.cages import draw_cages
 from pipeline.generation.draft import Draft

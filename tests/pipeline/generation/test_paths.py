@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import SolverTimeout
+from gridbench_core.errors import SolverTimeout
 from pipeline.generation import GenerationError, GenerationSettings, TaskKey, decoy_cell_count, generate_task
 from solvers.cpsat import CpSatModel
 from solvers.results import UNKNOWN, SolveResult

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from tests.helpers_release import compose_config, copy_release
 from tests.hostile import (
     MEMORY_LIMIT_MB,

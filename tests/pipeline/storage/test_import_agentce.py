@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from core.task import TaskFormatError
-from core.task_io import task_from_dict
+from gridbench_core.task import TaskFormatError
+from gridbench_core.task_io import task_from_dict
 from pipeline.storage.agentce import convert, read_file
 from pipeline.storage.verification import VerifySettings, verify_release
 from solvers.results import SolverSettings
@@ -74,7 +74,7 @@ def _import_and_verify(tmp_path, source: Path, expected: int) -> None:
 def test_an_import_without_a_licence_stops(tmp_path):
     import shutil
 
-    from core.errors import UserError
+    from gridbench_core.errors import UserError
     from pipeline.import_agentce import run_import
 
     shutil.copy(FILES[0], tmp_path / FILES[0].name)
@@ -137,7 +137,7 @@ def test_a_hostile_source_file_is_one_line_and_exit_2(content, message, tmp_path
 def test_a_source_that_is_a_fifo_or_a_link_is_not_read(tmp_path):
     import os
 
-    from core.errors import UserError
+    from gridbench_core.errors import UserError
     from pipeline.import_agentce import run_import
     from tests.hostile import deadline
 

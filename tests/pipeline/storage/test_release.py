@@ -14,7 +14,7 @@ from hydra.errors import ConfigCompositionException
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.paths import SCHEMA_DIR
+from gridbench_core.paths import SCHEMA_DIR
 from pipeline.storage.safe import ReleaseError
 from pipeline.storage.verification import VerifySettings, verify_release
 from solvers.results import SolverSettings

@@ -52,8 +52,8 @@ def test_every_row_decodes_to_its_file_and_every_file_has_one_row(release):
 
 
 def test_every_task_row_has_a_ready_prompt_and_verify_checks_it(release, tmp_path):
-    from core.task_io import task_from_dict
     from gridbench.agents.llm import load_templates, render
+    from gridbench_core.task_io import task_from_dict
     from pipeline.storage.verification import VerifySettings, verify_release
     from solvers.results import SolverSettings
     from tests.helpers_release import copy_release, redigest
@@ -175,7 +175,7 @@ def test_the_codec_round_trips_shapes_the_generator_does_not_make_today(release)
 
 
 def test_a_key_without_a_column_is_an_error_naming_it(release):
-    from core.errors import UserError
+    from gridbench_core.errors import UserError
 
     task = copy.deepcopy(next(iter(_files(release, "tasks").values())))
     task["slots"][0]["secret"] = 1

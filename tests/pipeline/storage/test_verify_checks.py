@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.task import SlotRoles
+from gridbench_core.task import SlotRoles
 from pipeline.storage.verification import VerifySettings, consistency, prove_data, task_shape, verify_release
 from solvers.results import SolverSettings
 from tests.helpers_release import copy_release
@@ -355,7 +355,7 @@ def _unsafe(task) -> list[str]:
 
 
 def test_a_word_that_cannot_be_shown_is_named_wherever_the_task_holds_it():
-    from core.task import GlobalRule, SlotRule
+    from gridbench_core.task import GlobalRule, SlotRule
 
     item = {**TASK.items["A"]}
     rules = TASK.global_constraints
@@ -599,8 +599,8 @@ def test_the_milp_asked_for_cross_checks_every_task_and_none_means_none(small, c
 
 
 def _with_rules(rules) -> dict:
-    from core.task import GlobalRule  # noqa: F401  (rules are GlobalRule)
     from domains import get_domain
+    from gridbench_core.task import GlobalRule  # noqa: F401  (rules are GlobalRule)
     from pipeline.generation.instruction import write_instruction
 
     task = dataclasses.replace(
@@ -617,7 +617,7 @@ def test_a_failed_certificate_is_cross_checked_on_its_own_and_both_are_named():
     """The certificate fails (three completions; or no completion at all): with a MILP asked
     for, it is run on its own and its disagreement is a reason too, with the second solution
     it found when it found one; without one, only the certificate speaks."""
-    from core.task import GlobalRule
+    from gridbench_core.task import GlobalRule
     from tests.tiny import OPEN_TASK
 
     answer = _with_certificate(ANSWER)

@@ -22,7 +22,7 @@ SETTINGS = VerifySettings(SolverSettings(time_limit_s=20.0), None, 1)
 
 def _resign(release: Path) -> None:
     """Metadata rows and card written again from the (forged) files, then every digest."""
-    from core.task_io import answer_from_dict, task_from_dict
+    from gridbench_core.task_io import answer_from_dict, task_from_dict
     from pipeline.generation.records import CertifiedTask
     from pipeline.integrity import audit, audit_markdown
     from pipeline.storage.card import dataset_card

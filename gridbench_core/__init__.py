@@ -2,9 +2,9 @@
 measures, the rule vocabulary and the errors. It imports nothing of this project, and every
 other package may import it (docs/architecture.md)."""
 
-from core.errors import SolverTimeout, UserError
-from core.records import Certificate, CrossCheck, Depth, Distance, Measures, Resistance
-from core.task import (
+from gridbench_core.errors import SolverTimeout, UserError
+from gridbench_core.records import Certificate, CrossCheck, Depth, Distance, Measures, Resistance
+from gridbench_core.task import (
     RULE_KINDS,
     SCHEMA_VERSION,
     TASK_SCHEMA_VERSIONS,
@@ -16,8 +16,8 @@ from core.task import (
     Task,
     TaskFormatError,
 )
-from core.task_io import answer_from_dict, task_from_dict
-from core.vocabulary import QueryOp, RuleKind, Scope, SlotOp
+from gridbench_core.task_io import answer_from_dict, task_from_dict
+from gridbench_core.vocabulary import QueryOp, RuleKind, Scope, SlotOp
 
 __all__ = [
     "RULE_KINDS",

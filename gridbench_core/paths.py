@@ -5,7 +5,7 @@ through the ``path`` resolver (``release: ${path:release}``, registered by the c
 config dataclasses and the adapters import them.
 
 ``conf/`` and ``schemas/`` live at the top of a checkout; a built wheel carries copies in
-``core/_data/`` (``setup.py`` copies them at build time), so an installed ``gridbench`` works
+``gridbench_core/_data/`` (``setup.py`` copies them at build time), so an installed ``gridbench`` works
 from any folder. Output folders are relative to the folder a command runs in.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 
 _HERE = Path(__file__).resolve().parent
 
@@ -60,7 +60,7 @@ def _is_checkout(folder: Path) -> bool:
 
 
 def _data(name: str) -> Path:
-    """``conf/`` or ``schemas/``: an installed wheel's own copy (``core/_data/``), else the
+    """``conf/`` or ``schemas/``: an installed wheel's own copy (``gridbench_core/_data/``), else the
     top-level folder of the checkout this code runs from; never a folder of that name that
     merely sits beside the packages. A missing one is named by :func:`require_data`."""
     packaged = _HERE / "_data" / name

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.records import Certificate, CrossCheck, Measures, Record, record_from
-from core.task import (
+from gridbench_core.records import Certificate, CrossCheck, Measures, Record, record_from
+from gridbench_core.task import (
     SCHEMA_VERSION,
     TASK_SCHEMA_VERSIONS,
     Answer,

@@ -9,7 +9,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 
 Record = TypeVar("Record")
 

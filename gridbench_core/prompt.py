@@ -1,6 +1,6 @@
 """How a task is shown to a language model: the system prompt and first user message, rendered
 from the task file and an episode's budgets with a pair of templates (``string.Template``:
-``$name``; the packaged pair is in ``core/templates/``). What comes from the task file is shown
+``$name``; the packaged pair is in ``gridbench_core/templates/``). What comes from the task file is shown
 as data: the grid's ids as JSON strings, a task id that is not a plain word quoted, the
 instruction capped with control characters escaped. The runner, the adapters and the release
 tables' ``prompt`` column all render with this one function."""
@@ -15,8 +15,8 @@ from pathlib import Path
 from string import Template
 from typing import Protocol
 
-from core.budgets import UNLIMITED
-from core.task import Task
+from gridbench_core.budgets import UNLIMITED
+from gridbench_core.task import Task
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 ID_CHARS = 64  # an id longer than this is cut in the prompt (a build's ids: 8 to 25 characters)
@@ -25,7 +25,7 @@ INSTRUCTION_CHARS = 200_000  # a 30x30 task's instruction: about 70,000
 
 
 class Budgets(Protocol):
-    """What the prompt says of an episode's settings (``core.budgets.EnvSettings``)."""
+    """What the prompt says of an episode's settings (``gridbench_core.budgets.EnvSettings``)."""
 
     @property
     def failure_rate(self) -> float: ...  # noqa: D102
@@ -49,7 +49,7 @@ class PromptTemplates:
 
 
 def packaged_templates() -> PromptTemplates:
-    """The packaged pair (``core/templates/system.txt`` and ``user.txt``)."""
+    """The packaged pair (``gridbench_core/templates/system.txt`` and ``user.txt``)."""
     return PromptTemplates(
         *((TEMPLATES / name).read_text(encoding="utf-8") for name in ("system.txt", "user.txt"))
     )

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import UserError
-from core.records import Certificate, CrossCheck, Measures
-from core.vocabulary import UPPER_BOUND_KINDS, RuleKind, Scope, SlotOp
+from gridbench_core.errors import UserError
+from gridbench_core.records import Certificate, CrossCheck, Measures
+from gridbench_core.vocabulary import UPPER_BOUND_KINDS, RuleKind, Scope, SlotOp
 
 SCHEMA_VERSION = "1"  # the answer file's format, and a task's without cell-scoped rules
 TASK_SCHEMA_VERSIONS = ("1", "2")  # every task format this code reads and writes

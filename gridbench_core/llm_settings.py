@@ -14,8 +14,8 @@ from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any
 
-from core.errors import UserError
-from core.paths import CONF_DIR
+from gridbench_core.errors import UserError
+from gridbench_core.paths import CONF_DIR
 
 # The file the Hydra commands compose `agent=llm` from (packaged with an install).
 LLM_YAML = CONF_DIR / "agent" / "llm.yaml"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from core.errors import UserError
+from gridbench_core.errors import UserError
 
 UNLIMITED = -1
 MAX_ALPHA = 1_000_000.0  # check_alpha: global checks per hidden cell (the paper's is 1.0)
