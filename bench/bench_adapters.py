@@ -55,7 +55,9 @@ def main() -> None:
     parser.add_argument("--inspect-calls", type=int, default=200)
     args = parser.parse_args()
     if not (RELEASE / "manifest.json").exists():
-        subprocess.run([sys.executable, "-m", "pipeline.release"], cwd=ROOT, check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "pipeline.commands.release"], cwd=ROOT, check=True, capture_output=True
+        )
     import gridbench
     from gridbench.env import EnvSettings, Episode
     from gridbench_core.task_io import task_from_dict

@@ -64,7 +64,9 @@ print(len(release), opened, everything, before / 1024, peak / 1024)
 
 def load() -> None:
     if not (RELEASE / "manifest.json").exists():
-        subprocess.run([sys.executable, "-m", "pipeline.release"], cwd=ROOT, check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "pipeline.commands.release"], cwd=ROOT, check=True, capture_output=True
+        )
     out = subprocess.run(
         [sys.executable, "-c", LOAD.format(root=str(ROOT), release=str(RELEASE))],
         capture_output=True,

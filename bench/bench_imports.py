@@ -46,7 +46,12 @@ def main() -> None:
     if script.exists():
         cases["gridbench --help"] = [str(script), "--help"]
         cases["gridbench release --help"] = [str(script), "release", "--help"]
-    cases["python -m pipeline.release --help"] = [python, "-m", "pipeline.release", "--help"]
+    cases["python -m pipeline.commands.release --help"] = [
+        python,
+        "-m",
+        "pipeline.commands.release",
+        "--help",
+    ]
     print(f"{'what':45s} {'median s':>9s}   ({args.repeat} fresh processes each)")
     for name, command in cases.items():
         print(f"{name:45s} {timed(command, args.repeat):9.3f}")

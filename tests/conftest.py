@@ -70,7 +70,7 @@ def small_release(tmp_path_factory) -> Path:
 def build_sharded(root: Path, name: str = "sharded") -> Path:
     """A sharded training set of eight tasks in two shards (a 4x4 and a 5x5 part; course and
     toy) built as ``make train`` builds one: small enough to copy and damage per test."""
-    from pipeline.train import build
+    from pipeline.commands.train import build
     from tests.helpers_release import compose_config
 
     parts = (

@@ -49,7 +49,7 @@ def small_release_overrides(root: Path, name: str = "small", workers: int = 1) -
 
 
 def build_small(root: Path, name: str = "small", workers: int = 1) -> Path:
-    from pipeline.release import build
+    from pipeline.commands.release import build
 
     cfg = compose_config(small_release_overrides(root, name, workers))
     assert build(cfg) == 0

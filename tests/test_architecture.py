@@ -22,10 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("gridbench_core", "solvers", "domains", "pipeline", "gridbench")
 
-# The roof: the Hydra apps and ``python -m`` commands of pipeline/ (a module-level ``main``);
-# ``pipeline.main`` is the ``gridbench`` console script that dispatches to them.
+# The roof: the Hydra apps and ``python -m`` commands of pipeline/commands/ (a module-level
+# ``main``); ``pipeline.commands.main`` is the ``gridbench`` console script that dispatches to them.
 COMMANDS = frozenset(
-    f"pipeline.{name}"
+    f"pipeline.commands.{name}"
     for name in (
         "audit",
         "evaluate",
@@ -41,7 +41,7 @@ COMMANDS = frozenset(
         "main",
     )
 )
-DISPATCHER = "pipeline.main"
+DISPATCHER = "pipeline.commands.main"
 
 # Each module lives in a room (a package, a room of pipeline/, or the commands); the rooms
 # stand on five floors, lowest first. A room imports itself and the rooms below it: on
@@ -185,7 +185,7 @@ def imports_of(path: Path, module: str, modules: dict[str, Path]) -> list[Import
 
 def room_of(module: str) -> str:
     """The room of ``module`` (a key of ``LAYERS``)."""
-    if module in COMMANDS:
+    if module in COMMANDS or module == "pipeline.commands" or module.startswith("pipeline.commands."):
         return "commands"
     parts = module.split(".")
     if parts[0] == "pipeline" and len(parts) > 1:
@@ -320,14 +320,21 @@ def _defines_main(path: Path) -> bool:
 
 
 def test_the_commands_are_the_modules_with_a_main():
-    """A module of pipeline/ (not of its rooms) with a module-level ``main`` is a command; the
-    list above names exactly those (and the future ``gridbench`` script)."""
+    """The commands live in a room of their own, pipeline/commands/: its modules with a
+    module-level ``main`` are exactly the list above, and no other module of pipeline/ has one
+    (a Hydra app left among the libraries would sit a floor too low)."""
     found = {
-        f"pipeline.{path.stem}"
-        for path in (ROOT / "pipeline").glob("*.py")
+        f"pipeline.commands.{path.stem}"
+        for path in (ROOT / "pipeline" / "commands").glob("*.py")
         if path.stem != "__init__" and _defines_main(path)
     }
-    assert found == {command for command in COMMANDS if (ROOT / f"{command.replace('.', '/')}.py").exists()}
+    assert found == set(COMMANDS)
+    elsewhere = [
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "pipeline").rglob("*.py")
+        if "commands" not in path.relative_to(ROOT / "pipeline").parts and _defines_main(path)
+    ]
+    assert elsewhere == []
 
 
 # -- the checker on planted trees -------------------------------------------------------------
@@ -352,9 +359,11 @@ def test_a_clean_planted_tree_passes(tmp_path):
             "solvers/ladder.py": "from gridbench_core.task import json\n",
             "pipeline/generation/__init__.py": "from . import build\n",
             "pipeline/generation/build.py": "from solvers import ladder\n",
-            "pipeline/release.py": "from pipeline.generation.build import x\n",
+            "pipeline/commands/release.py": "from pipeline.generation.build import x\n",
             "gridbench/api.py": "from pipeline.generation import build\n",
-            "pipeline/main.py": "import importlib\nRELEASE = importlib.import_module('pipeline.release')\n",
+            "pipeline/commands/main.py": (
+                "import importlib\nRELEASE = importlib.import_module('pipeline.commands.release')\n"
+            ),
         },
     )
     assert violations(root) == []
@@ -371,8 +380,8 @@ def test_the_checker_catches_an_upward_import(tmp_path):
             "pipeline/generation/build.py": "from ..storage.read import x\n",
             "pipeline/storage/read.py": "from gridbench_core.lazy import lazy_module\n"
             "E = lazy_module('gridbench.env')\n",
-            "gridbench/env.py": "x = __import__('pipeline.verify')\n",
-            "pipeline/verify.py": "def main():\n    pass\n",
+            "gridbench/env.py": "x = __import__('pipeline.commands.verify')\n",
+            "pipeline/commands/verify.py": "def main():\n    pass\n",
             "pipeline/config.py": "x = 1\n",
             "gridbench/kit.py": "from pipeline.config import x\n",
         },
@@ -390,7 +399,7 @@ def test_the_checker_catches_an_upward_import(tmp_path):
         "['domains', 'gridbench_core', 'pipeline', 'pipeline.parallel', 'solvers'] (a)",
         "pipeline/storage/read.py:2: pipeline.storage.read (pipeline.storage) imports gridbench.env "
         "(gridbench): upward, " + floor(3, 4),
-        "gridbench/env.py:1: gridbench.env (gridbench) imports pipeline.verify (commands): nothing "
+        "gridbench/env.py:1: gridbench.env (gridbench) imports pipeline.commands.verify (commands): nothing "
         "imports a command but the `gridbench` script (b)",
         "gridbench/kit.py:1: gridbench.kit (gridbench) imports pipeline.config (pipeline.config): "
         f"gridbench may import only {sorted(ALLOWED['gridbench'])} (a)",

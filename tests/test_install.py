@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from gridbench_core import paths
-from pipeline.main import COMMANDS, main
+from pipeline.commands.main import COMMANDS, main
 from tests import ROOT
 
 PACKAGES = ("gridbench_core", "solvers", "domains", "pipeline", "gridbench")
@@ -22,7 +22,7 @@ PACKAGES = ("gridbench_core", "solvers", "domains", "pipeline", "gridbench")
 
 def gridbench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     script = Path(sys.executable).parent / "gridbench"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "pipeline.main"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "pipeline.commands.main"]
     return subprocess.run([*command, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 

@@ -237,7 +237,7 @@ they can -- what only reasoning across regions and rules removes:
 ## Integrity audit
 
 {integrity}
-Re-prove every task: `python -m pipeline.verify release=<this folder>`.
+Re-prove every task: `gridbench verify release=<this folder>` (or `python -m pipeline.commands.verify`).
 """
     )
 

@@ -16,7 +16,7 @@ from inspect_ai.log import read_eval_log
 
 import gridbench
 from gridbench.agents.llm.loopback import LoopbackServer, Script, ScriptedPolicy
-from pipeline.evaluate import evaluate
+from pipeline.commands.evaluate import evaluate
 from pipeline.evaluation.runs import read_transcript
 from tests.helpers_release import compose_config
 

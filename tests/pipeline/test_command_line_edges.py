@@ -166,7 +166,14 @@ def test_a_good_multirun_passes_the_check(tmp_path):
 
 def test_generate_multirun_with_an_unknown_domain_is_one_error_line(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "pipeline.generate", "-m", "domain=nope", f"release.cache_root={tmp_path}/c"],
+        [
+            sys.executable,
+            "-m",
+            "pipeline.commands.generate",
+            "-m",
+            "domain=nope",
+            f"release.cache_root={tmp_path}/c",
+        ],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
@@ -181,7 +188,7 @@ def test_generate_multirun_with_an_unknown_domain_is_one_error_line(tmp_path):
 
 
 def _gridbench(*args: str, cwd: Path, stdout=subprocess.PIPE) -> subprocess.CompletedProcess[str]:
-    command = [str(GRIDBENCH)] if GRIDBENCH.exists() else [sys.executable, "-m", "pipeline.main"]
+    command = [str(GRIDBENCH)] if GRIDBENCH.exists() else [sys.executable, "-m", "pipeline.commands.main"]
     return subprocess.run(
         [*command, *args], cwd=cwd, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=180
     )
@@ -228,7 +235,7 @@ def test_help_and_version_into_a_full_disk_are_one_line(args, tmp_path):
 
 
 def test_show_answers_help():
-    from pipeline.show import main
+    from pipeline.commands.show import main
 
     assert main(["--help"]) == 0
 
@@ -254,7 +261,10 @@ def _fake_install(site: Path, data: bool) -> None:
 
 
 def _run_installed(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    code = f"import sys; sys.argv = ['gridbench', *{list(args)!r}]; from pipeline.main import run; run()"
+    code = (
+        f"import sys; sys.argv = ['gridbench', *{list(args)!r}]; "
+        "from pipeline.commands.main import run; run()"
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.run(
         [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); {code}"],

@@ -127,8 +127,8 @@ def test_verify_fails_a_task_whose_proofs_time_out():
 
 
 def test_an_imported_instance_whose_proofs_time_out_is_neither_unique_nor_certified():
+    from pipeline.commands.import_agentce import certify_instance
     from pipeline.generation.keys import TaskKey
-    from pipeline.import_agentce import certify_instance
 
     key = TaskKey("toy", 1, 30, 30, 0, 2)
     made, status = certify_instance((key, BARE_TASK, BARE, CPSAT, "highs", 100))

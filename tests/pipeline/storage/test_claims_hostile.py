@@ -172,7 +172,7 @@ def test_an_escape_sequence_in_an_event_is_not_printed(tiny, tmp_path):
 
 
 def test_verify_fails_a_lying_manifest_with_one_line(tiny, tmp_path, capsys):
-    from pipeline.verify import verify
+    from pipeline.commands.verify import verify
 
     copy = copy_release(tiny, tmp_path / "copy")
     _counts("decoys", 10_000)(copy)

@@ -1,4 +1,4 @@
-"""`python -m pipeline.hub release=PATH repo_id=ORG/NAME` (make hub): publish a release as a
+"""`python -m pipeline.commands.hub release=PATH repo_id=ORG/NAME` (make hub): publish a release as a
 Hugging Face dataset repository.
 
 The release's files are checked against its manifest first (a release that fails that is not
