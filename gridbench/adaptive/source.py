@@ -102,6 +102,8 @@ class AdaptiveSource:
         self._futures: dict[tuple[int, int], Future[AdaptiveTask]] = {}
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.RLock()
+        if self.workers:  # start on the first rung's tasks now, while the trainer sets up
+            self._fill(self.controller.level, 0)
 
     @staticmethod
     def _workers(value: Any) -> int:
@@ -175,16 +177,21 @@ class AdaptiveSource:
             if self.workers and self.controller.level != before:
                 self._fill(self.controller.level, self.counters[self.controller.level])
 
+    def abandon(self, task: AdaptiveTask | str) -> None:
+        """Forget a task handed out that will get no reward (an episode closed before its end):
+        it moves nothing. Unknown or already reported tasks are ignored."""
+        task_id = task.task_id if isinstance(task, AdaptiveTask) else task
+        with self._lock:
+            self.pending.pop(task_id, None)
+
     # Prefetching -------------------------------------------------------------------------
 
     def _fill(self, level: int, k: int) -> None:
         """Make sure the pool is working on tasks ``k .. k + prefetch - 1`` of ``level`` and the
         next ones of its neighbours; drop what is queued for rungs out of reach."""
         if self._pool is None:
-            from pipeline.parallel import _worker_setup
-
             self._pool = ProcessPoolExecutor(
-                self.workers, mp_context=get_context("spawn"), initializer=_worker_setup
+                self.workers, mp_context=get_context("spawn"), initializer=_ignore_interrupts
             )
         wanted = [(level, k + j) for j in range(self.prefetch)]
         for distance in range(1, self.neighbours + 1):
@@ -301,6 +308,15 @@ class AdaptiveSource:
             f"AdaptiveSource(rung {self.controller.level}/{len(self.ladder) - 1}: {self.difficulty.name}, "
             f"domains={list(self.domains)}, seed={self.seed}, workers={self.workers})"
         )
+
+
+def _ignore_interrupts() -> None:
+    """A worker leaves Ctrl-C to its parent. (Not ``pipeline.parallel``'s set-up: its
+    parent-death signal fires when the *thread* that spawned a worker ends, and a server spawns
+    from short-lived session threads. A worker whose parent dies ends on its closed pipe.)"""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _settings_dict(settings: GenerationSettings) -> dict[str, Any]:
