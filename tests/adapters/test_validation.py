@@ -128,3 +128,36 @@ def test_bad_arguments_are_one_line(release):
         validation_slice(release=str(release), per_cell=0)
     with pytest.raises(UserError, match="needs the trainer's model"):
         ValidationCallback(tasks, every=1).run(TrainerState())
+
+
+@pytest.mark.slow
+def test_the_example_trains_two_steps_with_a_real_trainer_and_logs_the_keys(tmp_path):
+    """docs/examples/train_with_validation.py with the tiny random model: a transformers
+    Trainer on torch takes two steps, and the callback logs before and after each."""
+    import json
+    import subprocess
+    import sys
+
+    from tests import ROOT
+
+    pytest.importorskip("torch")
+    pytest.importorskip("accelerate")
+    script = ROOT / "docs" / "examples" / "train_with_validation.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--model", "tiny", "--output", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    logged = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"')]
+    assert [entry["step"] for entry in logged] == [0, 1, 2]
+    keys = {
+        "gridbench/success",
+        "gridbench/fraction_correct",
+        "gridbench/episodes",
+        "gridbench/success/H=2,B=0",
+    }
+    keys |= {"gridbench/success/H=3", "gridbench/success/B=2", "gridbench/success/depth=slot"}
+    assert all(keys <= set(entry) for entry in logged) and logged[0]["gridbench/episodes"] == 4.0
