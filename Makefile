@@ -75,6 +75,7 @@ bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_depth.py $(ARGS)
 	$(PY) bench/bench_bounds.py $(ARGS)
 	$(PY) bench/bench_train.py $(ARGS)
+	$(PY) bench/bench_adaptive.py
 
 release: $(STAMP) ## Build the default release (5x7, six domains, 324 tasks); ARGS="..." = Hydra overrides
 	$(GB) release $(ARGS)

