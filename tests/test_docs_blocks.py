@@ -383,6 +383,8 @@ AFTERWARDS = {
         ns["source"].level == 3
         and (ns["steps"], ns["over"], ns["solved"]) == (1, True, False)
         and ns["metrics"]["gridbench/success"] == 1.0
+        and ns["trl_rewards"] == [0.0, 0.0]
+        and ns["trl_source"].stats()["reported"] == 1
     ),
 }
 PYTHON_PAGES = [p for p in PAGES if p != "README.md" and any(b.language == "python" for b in page_blocks(p))]
