@@ -10,6 +10,8 @@ from core.errors import UserError
 
 UNLIMITED = -1
 MAX_ALPHA = 1_000_000.0  # check_alpha: global checks per hidden cell (the paper's is 1.0)
+MAX_COUNT = 10**9  # a budget, an extra or a step limit: more than any episode can spend
+MAX_SEED = 2**63 - 1  # an episode seed, like a release seed: 0..2**63-1
 
 
 def _whole(value: object) -> bool:
@@ -33,9 +35,9 @@ class EnvSettings:
         included: no budget or rate is meaningful there)."""
         for name in ("query_budget", "check_budget"):
             value = getattr(self, name)
-            if not (value in ("unlimited", "paper") or (_whole(value) and value >= 0)):
-                shown = value if _whole(value) else repr(str(value)[:40])  # -1 as -1, "x" as 'x'
-                raise UserError(f"{name}={shown}: use 'unlimited', 'paper' or an integer >= 0")
+            if not (value in ("unlimited", "paper") or (_whole(value) and 0 <= value <= MAX_COUNT)):
+                shown = str(value)[:40] if _whole(value) else repr(str(value)[:40])  # -1 as -1, "x" as 'x'
+                raise UserError(f"{name}={shown}: use 'unlimited', 'paper' or an integer in 0..{MAX_COUNT}")
         for name in ("failure_rate", "check_alpha"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
@@ -44,12 +46,14 @@ class EnvSettings:
             raise UserError(f"failure_rate={self.failure_rate} must be in [0, 1)")
         if not 0.0 <= self.check_alpha <= MAX_ALPHA:
             raise UserError(f"check_alpha={self.check_alpha} must be in [0, {MAX_ALPHA:g}]")
-        for name, low in (("query_extra", 0), ("max_steps", 1)):
+        for name, low, high in (
+            ("query_extra", 0, MAX_COUNT),
+            ("max_steps", 1, MAX_COUNT),
+            ("seed", 0, MAX_SEED),
+        ):
             value = getattr(self, name)
-            if not _whole(value) or value < low:
-                raise UserError(f"{name}={str(value)[:40]} must be a whole number >= {low}")
-        if not _whole(self.seed):
-            raise UserError(f"seed={str(self.seed)[:40]} must be a whole number")
+            if not _whole(value) or not low <= value <= high:
+                raise UserError(f"{name}={str(value)[:40]} must be a whole number in {low}..{high}")
 
     def queries_for(self, cell_rules: int, hidden: int) -> int:
         """The query budget of a hidden cell with ``cell_rules`` slot rules, or ``UNLIMITED``."""

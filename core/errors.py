@@ -12,3 +12,17 @@ class UserError(ValueError):
 
 class SolverTimeout(RuntimeError):
     """A solver returned UNKNOWN (its time limit) where a proof was needed; never a pass."""
+
+
+def terminal_text(value: object, limit: int = 2000) -> str:
+    """``value`` as one line that a terminal, a log or a figure shows as written: control
+    characters (escape sequences, line breaks), direction overrides and other invisible
+    characters escaped as ``\\x1b``, ``\\u202e``, ...; cut at ``limit`` characters. Every
+    string from outside (a server's message, a name in a results table, a configuration
+    value) goes through it before it is printed."""
+    text = str(value)
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text)} characters)"
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else ascii(char)[1:-1] for char in text)

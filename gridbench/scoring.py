@@ -31,6 +31,13 @@ def score(
         if given.task_id != parsed.task_id:
             raise UserError(f"score: the answer is for task {given.task_id}, not {parsed.task_id}")
         truth = given.truth_choice()
+        hidden = {(slot.row, slot.col) for slot in parsed.slots}
+        if set(truth) != hidden:
+            stray = sorted(set(truth) ^ hidden)[:3]
+            raise UserError(
+                f"score: the answer's cells are not the task's hidden cells (e.g. {stray}); "
+                "pass the answer file of this task"
+            )
     if not _shaped(grid, parsed.rows, parsed.cols):
         return {
             "success": False,

@@ -11,6 +11,8 @@ into a Hydra entry point with the same behaviour everywhere:
 from __future__ import annotations
 
 import errno
+import functools
+import itertools
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -18,15 +20,20 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from core.errors import SolverTimeout, UserError
+from core.errors import SolverTimeout, UserError, terminal_text
 from core.paths import CONF_DIR as CONF
 
 USER_ERRORS: tuple[type[BaseException], ...] = (UserError, FileNotFoundError, SolverTimeout)
 
+MAX_OVERRIDES = 500  # key=value arguments of one command line (a sweep's values are one)
+MAX_SWEEP_JOBS = 100_000  # jobs of one multirun
+HINT = "see `gridbench <command> --help` (or conf/) for the keys and their values"
+
 
 def fail(message: str, code: int = 2) -> None:
-    """Print ``message`` as one ``error:`` line on stderr and exit with ``code``."""
-    print(f"error: {message}", file=sys.stderr)
+    """Print ``message`` as one ``error:`` line on stderr (escape sequences and line breaks
+    shown as escapes) and exit with ``code``."""
+    print(f"error: {terminal_text(message, 4000)}", file=sys.stderr)
     sys.exit(code)
 
 
@@ -35,29 +42,188 @@ def _first_line(error: BaseException) -> str:
     lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
     head = lines[0] if lines else type(cause).__name__
     where = next((line for line in lines[1:] if line.startswith("full_key:")), "")
-    return f"{head} ({where})" if where and where.split(":", 1)[1].strip() not in head else head
+    if where and where.split(":", 1)[1].strip() not in head:
+        head = f"{head} ({where})"
+    raw = str(cause).splitlines()
+    options = next((n for n, line in enumerate(raw) if line.startswith("Available options in")), None)
+    if options is not None:  # Hydra's missing config: its options, on the same line
+        names = list(itertools.takewhile(lambda line: line.startswith("\t"), raw[options + 1 :]))
+        head = f"{head}; {raw[options].rstrip(':').lower()}: {', '.join(n.strip() for n in names[:30])}"
+    return head
 
 
 def precheck(folder: str, name: str, argv: list[str]) -> None:
-    """Compose the command line's overrides once, outside Hydra, so that Hydra's own errors
-    become one line and exit 2. Multirun sweeps and Hydra's flags are left to Hydra."""
-    if any(arg in ("-m", "--multirun") or arg.startswith("--") for arg in argv):
+    """Compose the command line's overrides once, outside Hydra, and resolve every
+    interpolation, so that Hydra's own errors and those of an interpolation (which would
+    otherwise fail only inside the job) become one line and exit 2. A multirun composes each
+    value of each swept key; Hydra's flags (``--help``, ``--cfg``, ...) are left to Hydra."""
+    multirun = any(arg in ("-m", "--multirun") for arg in argv)
+    if any(arg.startswith("--") and arg != "--multirun" for arg in argv):
         return
+    overrides = [arg for arg in argv if not arg.startswith("-")]
+    if len(overrides) > MAX_OVERRIDES:
+        fail(
+            f"{len(overrides)} key=value arguments: at most {MAX_OVERRIDES} on one command line "
+            "(a sweep's values go in one argument: key=a,b,c)"
+        )
+    parsed = [_parsed(override) for override in overrides]
+    jobs = _sweep_jobs(overrides, parsed) if multirun else [overrides]
     from hydra import compose, initialize_config_dir
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
 
     from pipeline.config import register_configs
 
     register_configs()
-    overrides = [arg for arg in argv if not arg.startswith("-")]
-    try:
-        with initialize_config_dir(config_dir=str(CONF / folder), version_base=None):
-            compose(config_name=name, overrides=overrides)
-    except (HydraException, OmegaConfBaseException) as error:
+    with initialize_config_dir(config_dir=str(CONF / folder), version_base=None):
+        _check_additions(parsed, folder, lambda job: compose(config_name=name, overrides=job), overrides)
+        for job in jobs:
+            cfg = _composed(
+                functools.partial(compose, config_name=name, overrides=job, return_hydra_config=True)
+            )
+            _resolved(cfg)
+            if multirun:
+                _check_launcher(cfg)
+
+
+def _parsed(override: str) -> Any:
+    """One override, parsed by Hydra's grammar; a grammar error is one line, and one with
+    characters outside ASCII (which the grammar takes only quoted) says how to quote it."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    key, _, value = override.partition("=")
+    if value != value.strip() and value.strip()[:1] not in ("'", '"'):
         fail(
-            f"{_first_line(error)}; see `gridbench <command> --help` (or conf/) for the keys and their values"
+            f"{terminal_text(key, 80)}=...: the value has spaces around it, which would be dropped "
+            f"without a word; write {terminal_text(key, 80)}={terminal_text(value.strip(), 200)} "
+            "(or quote them: key=' value ')"
         )
+    try:
+        return OverridesParser.create().parse_overrides([override])[0]
+    except HydraException as error:
+        if not override.isascii() and value and value[0] not in "'\"":
+            fail(
+                f"{key}=...: a value with characters outside ASCII must be quoted: "
+                f"{key}='{value}' (in a shell: \"{key}='{value}'\")"
+            )
+        fail(f"{_first_line(error)}; {HINT}")
+
+
+# Where `+key=value` may add a key the configuration does not have: a config group
+# (`+experiment=paper`) or a custom agent's constructor arguments (`agent.kwargs`).
+OPEN_KEYS = ("agent.kwargs",)
+
+
+def _check_additions(parsed: list[Any], folder: str, compose: Any, overrides: list[str]) -> None:
+    """Refuse ``+key`` (and ``++key`` for a key that does not exist) outside the documented
+    extension points: a typo such as ``+relase.name=x`` would otherwise be accepted, ignored
+    by the command and recorded."""
+    base: Any = None
+    plain = [o for o, p in zip(overrides, parsed, strict=True) if not (p.is_add() or p.is_force_add())]
+    for override, text in zip(parsed, overrides, strict=True):
+        if not (override.is_add() or override.is_force_add()):
+            continue
+        key = str(override.key_or_group)
+        if "/" in key or (CONF / folder / key).is_dir():
+            continue  # a config group: Hydra says whether it has that option
+        if base is None:  # the configuration without the additions
+            base = _composed(lambda: compose(plain))
+        opened = any(
+            (key == open_key or key.startswith(f"{open_key}."))
+            and OmegaConf.select(base, open_key.rsplit(".", 1)[0], default=_ABSENT) is not _ABSENT
+            for open_key in OPEN_KEYS
+        )
+        exists = override.is_force_add() and OmegaConf.select(base, key, default=_ABSENT) is not _ABSENT
+        if opened or exists:
+            continue  # an extension point, or `++` on a key that exists (it sets it)
+        fail(
+            f"{text.split('=', 1)[0]}: {key} is not a setting of this command; `+` adds only a config "
+            "group (e.g. +experiment=paper) or an argument of a custom agent (+agent.kwargs.NAME=...); "
+            f"drop the `+` to set an existing key; {HINT}"
+        )
+
+
+_ABSENT = object()
+
+
+def _composed(compose: Callable[[], DictConfig]) -> DictConfig:
+    """``compose()``, its errors (Hydra's, OmegaConf's, a damaged YAML file) one line."""
+    import yaml
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        return compose()
+    except (HydraException, OmegaConfBaseException) as error:
+        fail(f"{_first_line(error)}; {HINT}")
+    except yaml.YAMLError as error:
+        fail(
+            f"a configuration file of {CONF} is damaged ({_first_line(error)}); reinstall gridbench "
+            "or restore conf/ from the checkout"
+        )
+    raise AssertionError("unreachable")
+
+
+def _resolved(cfg: DictConfig) -> None:
+    """Resolve every interpolation of the job's configuration (``${path:...}``,
+    ``${oc.env:...}``, references, ``${oc.decode:...}``) as Hydra's job will: one that
+    cannot be resolved is one line naming it, before any work."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.utils import setup_globals
+    from omegaconf import open_dict, read_write
+    from omegaconf.errors import OmegaConfBaseException
+
+    setup_globals()
+    HydraConfig.instance().set_config(cfg)
+    task = cfg.copy()
+    with read_write(task), open_dict(task):
+        del task["hydra"]
+    try:
+        OmegaConf.to_container(task, resolve=True)
+    except (OmegaConfBaseException, UserError, ValueError, TypeError, RecursionError) as error:
+        fail(f"{_first_line(error)}; fix the interpolation (a literal $ is written \\${{...}}), {HINT}")
+
+
+def _sweep_jobs(overrides: list[str], parsed: list[Any]) -> list[list[str]]:
+    """The jobs a pre-check of a multirun composes: every override at its first value, then
+    each other value of each swept key in turn (not every combination); a sweep of more than
+    :data:`MAX_SWEEP_JOBS` jobs is refused."""
+    values: list[list[str]] = []
+    for override, text in zip(parsed, overrides, strict=True):
+        if not override.is_sweep_override():
+            values.append([text])
+            continue
+        try:
+            swept = list(itertools.islice(override.sweep_string_iterator(), MAX_SWEEP_JOBS + 1))
+        except Exception:  # a glob sweep needs the group's options: left to Hydra
+            return [[o for o, p in zip(overrides, parsed, strict=True) if not p.is_sweep_override()]]
+        values.append([f"{override.get_key_element()}={value}" for value in swept] or [text])
+    total = 1
+    for options in values:
+        total *= len(options)
+        if total > MAX_SWEEP_JOBS:
+            fail(f"the sweep has more than {MAX_SWEEP_JOBS} jobs; sweep fewer values at a time")
+    first = [options[0] for options in values]
+    jobs = [first]
+    for index, options in enumerate(values):
+        jobs += [[*first[:index], option, *first[index + 1 :]] for option in options[1:]]
+    return jobs
+
+
+def _check_launcher(cfg: DictConfig) -> None:
+    """A multirun's parallel jobs on this machine (the joblib launcher's ``n_jobs``: -1 for
+    one per CPU, or 1..what this machine holds), before Hydra starts any."""
+    from pipeline.parallel import check_workers
+
+    launcher = cfg.hydra.get("launcher")
+    jobs = launcher.get("n_jobs") if launcher is not None else None
+    if jobs is None or jobs == -1:
+        return
+    if isinstance(jobs, int) and not isinstance(jobs, bool) and jobs < -1:
+        fail(f"hydra.launcher.n_jobs={jobs}: use -1 (one job per CPU) or a number of jobs >= 1")
+    try:
+        check_workers(jobs, "hydra.launcher.n_jobs")
+    except UserError as error:
+        fail(str(error))
 
 
 def command(
@@ -110,6 +276,7 @@ def run_cli(body: Callable[[DictConfig], int | None], cfg: DictConfig) -> None:
 
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 NOT_ALLOWED = (errno.EACCES, errno.EPERM, errno.EROFS)
+NOT_A_FOLDER = (errno.ENOTDIR, errno.EEXIST, errno.EISDIR)
 
 
 def os_error_line(error: OSError) -> str | None:
@@ -118,6 +285,11 @@ def os_error_line(error: OSError) -> str | None:
     Writers leave nothing half-written behind them (temporary files and folders are removed,
     a run's row is the commit), so the command can simply be run again."""
     where = f" ({error.filename})" if error.filename else ""
+    if error.errno == errno.EFBIG:
+        return (
+            f"a file would pass this process's file-size limit{where}: {error.strerror}; raise the "
+            "limit (ulimit -f) and run the command again: nothing half-written was kept"
+        )
     if error.errno in NO_SPACE:
         return (
             f"no space left to write{where}: {error.strerror}; free some space (or raise the "
@@ -125,6 +297,11 @@ def os_error_line(error: OSError) -> str | None:
         )
     if error.errno in NOT_ALLOWED:
         return f"not allowed to write{where}: {error.strerror}; choose a folder you can write"
+    if error.errno in NOT_A_FOLDER:
+        return (
+            f"cannot write{where}: {error.strerror} (a file stands where a folder is needed, or the "
+            "reverse); choose another output folder"
+        )
     return None
 
 

@@ -16,7 +16,7 @@ from core.errors import UserError
 from core.llm_settings import LLMSettings, field_names, yaml_defaults
 from domains import PAPER_DOMAINS
 from pipeline.generation.keys import GenerationSettings, TaskKey, candidates_for
-from pipeline.generation.validate import MAX_SIDE  # rows and columns of a grid
+from pipeline.generation.validate import MAX_SIDE, decoy_cell_count, validate_key
 from pipeline.parallel import check_workers
 from solvers.results import SolverSettings
 
@@ -412,6 +412,32 @@ def release_keys(cfg: DictConfig) -> list[TaskKey]:
 
 
 # Validation at the edge ---------------------------------------------------------------------
+
+
+def check_keys(keys: list[TaskKey], settings: GenerationSettings) -> None:
+    """Every key of a build, before any work: :func:`validate_key`, and a ``min_depth`` that
+    no task of a key can reach. The generator caps the depth of a key whose decoys lie in
+    no cell or in one; decoys in two cells are always decided by fixpoint plus probing (each
+    probe leaves one free cell, which propagation decides exactly), so a deeper rung there
+    would be re-drawn ``attempts`` times in vain."""
+    from solvers.ladder import PROBING, rung_index
+
+    seen: set[tuple[int, int, int]] = set()
+    for key in keys:
+        validate_key(key, settings)
+        shape = (key.hidden_slots, key.decoy_budget, key.candidates_per_slot)
+        if shape in seen or rung_index(settings.min_depth) <= PROBING:
+            continue
+        seen.add(shape)
+        if decoy_cell_count(key, settings) == 2:
+            raise UserError(
+                f"generation.min_depth={settings.min_depth}: no task of H={key.hidden_slots} "
+                f"B={key.decoy_budget} can need it: allocation {settings.allocation!r} puts its decoys "
+                "in 2 hidden cells, and fixpoint plus probing decides any two; use "
+                "generation.min_depth=probing, or a decoy budget that fills 3 or more cells "
+                "(generation.allocation=spread puts one decoy per cell)"
+            )
+
 
 MAX_CANDIDATES = 200  # candidates per hidden cell
 SEED_MAX = 2**63 - 1

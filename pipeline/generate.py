@@ -15,8 +15,13 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from pipeline.cli import command
-from pipeline.config import check_generation_config, generation_settings, register_configs, sweep_keys
-from pipeline.generation.validate import validate_key
+from pipeline.config import (
+    check_generation_config,
+    check_keys,
+    generation_settings,
+    register_configs,
+    sweep_keys,
+)
 from pipeline.storage.cache import make_tasks
 
 register_configs()
@@ -31,8 +36,7 @@ def generate(cfg: DictConfig) -> int:
     keys = [
         key for h in hidden for b in budgets for key in sweep_keys(cfg, str(cfg.domain.name), int(h), int(b))
     ]
-    for key in keys:
-        validate_key(key, settings)
+    check_keys(keys, settings)
     start = time.perf_counter()
     label = f"{cfg.domain.name} {cfg.grid.name}"
     made, reused = make_tasks(keys, settings, Path(cfg.release.cache_root), 1, label)

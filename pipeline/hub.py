@@ -45,7 +45,7 @@ def check_repo_id(repo_id: str) -> None:
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     example = "give the dataset repository as ORG/NAME, e.g. repo_id=me/gridbench"
-    if not REPO_ID.match(repo_id):
+    if not isinstance(repo_id, str) or not REPO_ID.fullmatch(repo_id):
         raise UserError(f"repo_id={repo_id[:100]!r}: {example}")
     parts = repo_id.split("/")
     if any(part.endswith(("-", ".")) for part in parts) or "--" in repo_id or ".." in repo_id:
@@ -145,6 +145,11 @@ def run_hub(cfg: DictConfig) -> int:
     if cfg.dry_run:
         print("\n".join(dry_run_lines(release, files, bool(cfg.answers), bool(cfg.get("verbose")))))
         return 0
+    if not str(cfg.token_env or "").strip():
+        raise UserError(
+            "token_env='' names no environment variable; give the one that holds your token, "
+            "e.g. token_env=HF_TOKEN"
+        )
     token = os.environ.get(str(cfg.token_env), "")
     if not token:
         raise UserError(f"no Hugging Face token: set {cfg.token_env} to a write token (or use dry_run=true)")

@@ -7,7 +7,9 @@ below ``outputs/`` of the folder the command runs in (``core.paths``).
 
 from __future__ import annotations
 
+import errno
 import importlib
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -90,16 +92,44 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """The console script's entry point."""
-    from core.errors import UserError
+    from core.errors import UserError, terminal_text
 
     try:
-        sys.exit(main())
+        code = main()
+        sys.stdout.flush()
     except UserError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {terminal_text(error, 4000)}", file=sys.stderr)
         sys.exit(2)
     except BrokenPipeError:  # `gridbench verify --help | head`
         sys.stderr.close()
         sys.exit(0)
+    except OSError as error:
+        if error.errno not in UNWRITABLE:
+            raise
+        sys.exit(output_failed(error))
+    sys.exit(code)
+
+
+UNWRITABLE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+
+
+def output_failed(error: OSError) -> int:
+    """The standard output (help, a version, a command's lines) could not be written: a full
+    disk, a quota, a file-size limit. One line on stderr, exit code 2; what is still buffered
+    for the output is dropped, so that the exit adds no traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no standard output at all
+        pass
+    where = error.filename or "the standard output"
+    print(
+        f"error: cannot write {where}: {error.strerror}; free some space (or send the output "
+        "elsewhere) and run the command again",
+        file=sys.stderr,
+    )
+    return 2
 
 
 if __name__ == "__main__":

@@ -16,13 +16,13 @@ from omegaconf import DictConfig
 from pipeline.cli import command, plain
 from pipeline.config import (
     check_generation_config,
+    check_keys,
     generation_settings,
     register_configs,
     release_keys,
     release_salt,
     salt_record,
 )
-from pipeline.generation.validate import validate_key
 from pipeline.storage.cache import make_tasks
 from pipeline.storage.layout import check_target, release_dir
 from pipeline.storage.write import write_release
@@ -38,8 +38,7 @@ def build(cfg: DictConfig) -> int:
     check_target(target, bool(release.overwrite))
     settings = generation_settings(cfg)
     keys = release_keys(cfg)
-    for key in keys:
-        validate_key(key, settings)
+    check_keys(keys, settings)
     start = time.perf_counter()
     made, reused = make_tasks(
         keys, settings, Path(release.cache_root), int(release.workers), f"release {target.name}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from pipeline.evaluation.transcripts import show
 from pipeline.storage.read import shown
@@ -17,6 +18,9 @@ USAGE = (
 
 def main(argv: list[str]) -> int:
     """Print the transcript of the episode that ``argv``'s ``key=value`` options name; the exit code."""
+    if any(arg in ("-h", "--help", "help") for arg in argv):
+        print(f"{USAGE}\n\n{__doc__}")
+        return 0
     options = dict(arg.split("=", 1) for arg in argv if "=" in arg)
     unknown = sorted(set(options) - {"run", "task", "failure_rate", "trial"}) + [
         a for a in argv if "=" not in a
@@ -26,13 +30,28 @@ def main(argv: list[str]) -> int:
         print(f"{extra}{USAGE}", file=sys.stderr)
         return 2
     try:
-        rate = float(options["failure_rate"]) if "failure_rate" in options else None
-        trial = int(options["trial"]) if "trial" in options else None
+        rate = _number(options, "failure_rate", float)
+        trial = _number(options, "trial", int)
         print(show(Path(options["run"]), options["task"], rate, trial))
     except (ValueError, OSError) as error:
         print(f"error: {shown(error, 400)}", file=sys.stderr)
         return 2
     return 0
+
+
+def _number(options: dict[str, str], key: str, kind: type) -> Any:
+    """``options[key]`` as a number of ``kind`` (None when absent); a ValueError naming the key."""
+    if key not in options:
+        return None
+    try:
+        value = kind(options[key])
+    except ValueError:
+        raise ValueError(
+            f"{key}={shown(options[key], 40)} must be a {'whole ' if kind is int else ''}number"
+        ) from None
+    if value != value or value < 0:  # NaN, or negative: no episode has it
+        raise ValueError(f"{key}={shown(options[key], 40)} must be a number >= 0")
+    return value
 
 
 if __name__ == "__main__":

@@ -159,6 +159,10 @@ class CpSatModel:
             solver.parameters.max_deterministic_time = self.settings.deterministic_limit
         solver.parameters.cp_model_presolve = self.settings.presolve
         solver.parameters.linearization_level = self.settings.linearization
+        # Ctrl-C is Python's: CP-SAT would otherwise catch it, end the search as if its time
+        # limit had passed (an UNKNOWN that generation re-draws, so Ctrl-C never stops it) and
+        # leave SIGINT at its default action (a later Ctrl-C kills without a word)
+        solver.parameters.catch_sigint_signal = False
         start = time.perf_counter()
         status = solver.solve(self.model)
         wall_ms = (time.perf_counter() - start) * 1000.0

@@ -137,6 +137,11 @@ class MilpModel:
         return constant, tuple((column, value) for column, value in terms if value)
 
     def _ask(self, extra: list[Row], objective: dict[int, int], maximize: bool) -> SolveResult:
+        if any(_constant_row_fails(row) for row in self.rows + extra):
+            # decided without a solver (no solve, no time): a row of no column that fails (a
+            # hidden cell with no option its slot rules allow; visible cells that alone break
+            # a rule). A solver handed a model with no column answers "empty model", no proof.
+            return SolveResult(INFEASIBLE, 0.0)
         start = time.perf_counter()
         solve = _solve_highs if self.solver == "highs" else _solve_cbc
         status, values, value = solve(
@@ -171,6 +176,13 @@ class MilpModel:
 
 
 Outcome = tuple[str, list[float], float]
+
+
+def _constant_row_fails(row: Row) -> bool:
+    """Whether ``row`` has no column left and its constant side breaks it (``0 == 1``)."""
+    if row.terms:
+        return False
+    return {"<=": 0 > row.rhs, ">=": 0 < row.rhs, "==": row.rhs != 0}[row.sense]
 
 
 def _solve_highs(

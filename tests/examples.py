@@ -127,3 +127,28 @@ LOWER_LOOSENING = _task(
     [Slot(0, 0, ("a0", "a1"), ()), Slot(0, 1, ("b0", "b1"), ())],
     [GlobalRule("total_weight", "sum_min", "weight", 10)],
 )
+
+# a count compares values exactly, case included: the visible "Red" counts, so the hidden cell
+# may not take a second "Red", while "red" is another value (a model that normalised the case
+# would count "red" and let "Red" through)
+CASED = _task(
+    "cased",
+    (("v", None),),
+    [_item("v", 1, "Red"), _item("lower", 1, "red"), _item("upper", 2, "Red")],
+    [Slot(0, 1, ("lower", "upper"), ())],
+    [GlobalRule("red_max", "count_max", "color", 1, equals="Red")],
+)
+
+# the hidden cell's only candidate breaks its slot rule: no option, no completion; the MILP
+# has no column at all (HiGHS calls that an empty model: no proof either way)
+NO_OPTION = Task(
+    "no-option",
+    "toy",
+    1,
+    2,
+    0,
+    (("v", None),),
+    {item["id"]: item for item in (_item("v", 1, "red"), _item("h", 0, "red"))},
+    (Slot(0, 1, ("h",), (SlotRule("cost", ">=", 1),)),),
+    (GlobalRule("total_cost", "sum_max", "cost", 5),),
+)

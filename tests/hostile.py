@@ -178,3 +178,120 @@ def file_size_limit(limit: int) -> Iterator[None]:
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
         signal.signal(signal.SIGXFSZ, previous)
+
+
+# A Parquet page bomb whose footer understates what its pages hold -------------------------
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _zigzag(value: int) -> bytes:
+    return _varint((value << 1) ^ (value >> 63))
+
+
+class _Thrift:
+    """Just enough of Thrift's compact protocol to write a Parquet footer and page headers."""
+
+    def __init__(self) -> None:
+        self.out, self.last = bytearray(), [0]
+
+    def field(self, fid: int, kind: int) -> None:
+        delta = fid - self.last[-1]
+        self.out += bytes([(delta << 4) | kind]) if 0 < delta <= 15 else bytes([kind]) + _zigzag(fid)
+        self.last[-1] = fid
+
+    def i32(self, fid: int, value: int) -> None:
+        self.field(fid, 5)
+        self.out += _zigzag(value)
+
+    def i64(self, fid: int, value: int) -> None:
+        self.field(fid, 6)
+        self.out += _zigzag(value)
+
+    def binary(self, fid: int, value: bytes) -> None:
+        self.field(fid, 8)
+        self.out += _varint(len(value)) + value
+
+    def begin(self, fid: int) -> None:
+        self.field(fid, 12)
+        self.last.append(0)
+
+    def end(self) -> None:
+        self.out.append(0)
+        self.last.pop()
+
+    def list(self, fid: int, kind: int, size: int) -> None:
+        self.field(fid, 9)
+        self.out += bytes([(size << 4) | kind]) if size < 15 else bytes([0xF0 | kind]) + _varint(size)
+
+
+def page_bomb(pages: int = 64, page_bytes: int = 4 * 1024 * 1024) -> bytes:
+    """A Parquet file of one required string column: ``pages`` gzip pages, each one value of
+    ``page_bytes`` letters (kilobytes once compressed, the same page written again and
+    again), whose footer claims the column and the row group hold only what is on disk.
+    Only the page headers say what the pages decompress to."""
+    import gzip
+
+    value = b"a" * (page_bytes - 4)
+    packed = gzip.compress(len(value).to_bytes(4, "little") + value, compresslevel=9, mtime=0)
+    header = _Thrift()
+    header.i32(1, 0)  # DATA_PAGE
+    header.i32(2, page_bytes)  # uncompressed: the truth
+    header.i32(3, len(packed))
+    header.begin(5)
+    header.i32(1, 1)  # one value
+    header.i32(2, 0)  # PLAIN
+    header.i32(3, 3)
+    header.i32(4, 3)
+    header.end()
+    header.out.append(0)
+    page = bytes(header.out) + packed
+    body = page * pages
+    footer = _Thrift()
+    footer.i32(1, 1)
+    footer.list(2, 12, 2)  # the schema: the root and one leaf
+    footer.last.append(0)
+    footer.binary(4, b"schema")
+    footer.i32(5, 1)
+    footer.end()
+    footer.last.append(0)
+    footer.i32(1, 6)  # BYTE_ARRAY
+    footer.i32(3, 0)  # REQUIRED
+    footer.binary(4, b"x")
+    footer.i32(6, 0)  # UTF8
+    footer.end()
+    footer.i64(3, pages)
+    footer.list(4, 12, 1)  # one row group
+    footer.last.append(0)
+    footer.list(1, 12, 1)  # one column chunk
+    footer.last.append(0)
+    footer.i64(2, 4)
+    footer.begin(3)  # its metadata: the understatement
+    footer.i32(1, 6)
+    footer.list(2, 5, 1)
+    footer.out += _zigzag(0)
+    footer.list(3, 8, 1)
+    footer.out += _varint(1) + b"x"
+    footer.i32(4, 2)  # GZIP
+    footer.i64(5, pages)
+    footer.i64(6, len(body))  # total_uncompressed_size: what is on disk, a lie
+    footer.i64(7, len(body))
+    footer.i64(9, 4)  # data_page_offset
+    footer.end()
+    footer.end()
+    footer.i64(2, len(body))  # the row group's total_byte_size: the same lie
+    footer.i64(3, pages)
+    footer.end()
+    footer.end()
+    meta = bytes(footer.out)
+    return b"PAR1" + body + meta + len(meta).to_bytes(4, "little") + b"PAR1"

@@ -44,7 +44,7 @@ from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import ToolDef, ToolParams
 
 from core import paths
-from core.errors import UserError
+from core.errors import UserError, terminal_text
 from gridbench.adapters.core import Session, env_settings, result_text, select
 from gridbench.agents.llm.loop import AgentLoop, LoopSettings, Reply
 from gridbench.agents.llm.toolcalls import NOT_JSON, ToolCall, parse_arguments
@@ -250,6 +250,24 @@ def _count(value: Any, name: str, low: int) -> int:
     return number
 
 
+def _sample(record: Any, settings: dict[str, Any]) -> Sample:
+    """One task of the release as a sample: its prompt, and where its files are; the task and
+    its answer are read, and refused (a :class:`UserError`) when damaged."""
+    session = Session(record.task, record.answer, env_settings(**settings))
+    return Sample(
+        id=record.task_id,
+        input=session.messages()[1]["content"],
+        target="solved",
+        metadata={
+            "domain": record.domain,
+            "hidden_slots": record.hidden_slots,
+            "decoy_budget": record.decoy_budget,
+            "task_file": record.task_file,
+            "answer_file": "answers/" + record.task_file[len("tasks/") :],
+        },
+    )
+
+
 @task
 def gridbench(
     release: str = DEFAULT_RELEASE,
@@ -275,6 +293,11 @@ def gridbench(
         )
     try:
         partial = _flag(partial, "partial")
+        if "\0" in str(release) or len(str(release)) > 4096:
+            raise TaskArgumentError(
+                f"-T release={terminal_text(release, 80)}: not a usable path (a NUL byte, or longer "
+                "than 4096 characters)"
+            )
         root = Path(str(release)).expanduser().resolve()
         if not (root / "manifest.json").is_file():
             raise TaskArgumentError(
@@ -294,27 +317,13 @@ def gridbench(
         reminders = (
             limits.max_reminders if max_reminders is None else _count(max_reminders, "max_reminders", 0)
         )
+        # every task and answer is read (and checked) here, so that a damaged release is one
+        # line before any model call, not an exception group from inside a running sample
+        samples = [_sample(record, settings) for record in records]
     except TaskArgumentError:
         raise
     except UserError as error:
-        raise TaskArgumentError(str(error)) from None
-    samples = []
-    for record in records:
-        prompt = Session(record.task, None, env_settings(**settings)).messages()[1]["content"]
-        samples.append(
-            Sample(
-                id=record.task_id,
-                input=prompt,
-                target="solved",
-                metadata={
-                    "domain": record.domain,
-                    "hidden_slots": record.hidden_slots,
-                    "decoy_budget": record.decoy_budget,
-                    "task_file": record.task_file,
-                    "answer_file": "answers/" + record.task_file[len("tasks/") :],
-                },
-            )
-        )
+        raise TaskArgumentError(f"-T release={terminal_text(release, 200)}: {error}") from None
     return Task(
         dataset=MemoryDataset(samples, name=root.name),
         solver=play(str(root), settings, reminders, turns),

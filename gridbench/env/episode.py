@@ -13,7 +13,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from core.budgets import UNLIMITED, EnvSettings
+from core.budgets import MAX_SEED, UNLIMITED, EnvSettings
+from core.errors import UserError
 from core.task import Task
 from core.vocabulary import CATEGORY_QUERY_OPS, NUMERIC_QUERY_OPS
 from gridbench.env.tools import MESSAGE_LIMIT, ArgumentError, Tool, bounded, clip, echo, tools_for
@@ -74,12 +75,27 @@ class ToolNames:
         )
 
 
+def _check_arguments(task: Any, settings: Any, seed: Any) -> None:
+    """What an episode is built from, checked (a :class:`UserError` naming it, never an
+    attribute error from deep inside): a Task, EnvSettings or None, a seed in 0..2**63-1."""
+    if not isinstance(task, Task):
+        raise UserError(
+            f"Episode: pass a task (a core.task.Task: record.episode() builds the episode of a "
+            f"release record), got {type(task).__name__}"
+        )
+    if settings is not None and not isinstance(settings, EnvSettings):
+        raise UserError(f"Episode: settings must be a gridbench.EnvSettings, got {type(settings).__name__}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise UserError(f"Episode: seed={str(seed)[:40]} must be a whole number in 0..{MAX_SEED}")
+
+
 class Episode:
     """The environment of one task. Build many at once: episodes share nothing mutable."""
 
     def __init__(
         self, task: Task, settings: EnvSettings | None = None, seed: int = 0, record: bool = False
     ) -> None:
+        _check_arguments(task, settings, seed)
         self.task = task
         self.trace: list[dict[str, Any]] | None = [] if record else None
         self.settings = settings or EnvSettings()

@@ -296,4 +296,8 @@ def tools_for(domain: str) -> dict[str, Tool]:
 
 def openai_schemas(domain: str) -> list[dict[str, Any]]:
     """The OpenAI function schemas of every tool for ``domain``."""
+    if not isinstance(domain, str):
+        from core.errors import UserError
+
+        raise UserError(f"openai_schemas: pass a domain name (a str), got {type(domain).__name__}")
     return [tool.openai_schema() for tool in tools_for(domain).values()]

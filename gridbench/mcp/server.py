@@ -21,7 +21,9 @@ everywhere else; a result with status ``error`` (an invalid call) is an MCP tool
 from __future__ import annotations
 
 import json
+import logging
 import sys
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from core.errors import UserError
+from core.errors import UserError, terminal_text
 from gridbench.adapters.core import Session, env_settings, result_text, select
 from gridbench.env import EnvSettings
 from gridbench.env.tools import RESULT_SCHEMA, tools_for
@@ -41,7 +43,7 @@ SCORE_URI = "gridbench://score"
 PROMPT_URI = "gridbench://prompt"
 TASK_URI = "gridbench://task"
 PROMPT_NAME = "task"
-MAX_EPISODES = 10_000  # sessions kept (the SDK's own limit of open sessions); the oldest go first
+MAX_EPISODES = 10_000  # episodes kept at most (above max_sessions); the oldest go first
 
 OPTIONS: dict[str, Any] = {
     "release": None,
@@ -54,10 +56,16 @@ OPTIONS: dict[str, Any] = {
     "transport": "stdio",
     "host": "127.0.0.1",
     "port": 8765,
+    "max_sessions": 1000,  # open sessions of all clients together (the SDK answers 503 beyond)
+    "sessions_per_client": 16,  # open sessions of one client address (429 beyond)
+    "session_idle": 600,  # seconds without a request after which a session ends
 }
+INTEGERS = ("max_steps", "seed", "port", "max_sessions", "sessions_per_client", "session_idle")
+LIMITS = {"max_sessions": (1, 100_000), "sessions_per_client": (1, 100_000), "session_idle": (1, 86_400)}
 USAGE = (
     "usage: python -m gridbench.mcp release=PATH [task=TASK_ID] [failure_rate=F] [query_budget=B] "
-    "[check_budget=B] [max_steps=N] [seed=N] [transport=stdio|http] [host=H] [port=P]"
+    "[check_budget=B] [max_steps=N] [seed=N] [transport=stdio|http] [host=H] [port=P] "
+    "[max_sessions=N] [sessions_per_client=N] [session_idle=S]"
 )
 HELP = f"""{USAGE}
 
@@ -70,8 +78,14 @@ Serve gridbench episodes over MCP (Model Context Protocol).
   max_steps=N        tool calls per episode (default 200);  seed=N: the episode's seed (default 0)
   transport=stdio    stdio (default; one episode) or http (streamable HTTP, one episode per
                      session) at http://HOST:PORT/mcp (default host 127.0.0.1, port 8765)
+  max_sessions=N     over HTTP: open sessions at most (default 1000; 503 beyond), of them
+  sessions_per_client=N  from one client address (default 16; 429 beyond); a session ends
+  session_idle=S     after S seconds without a request (default 600) or on DELETE
 Tools: the episode's tools (annotated, with an outputSchema); prompt: task; resources:
 gridbench://prompt, gridbench://score, gridbench://task.
+A session's id (the Mcp-Session-Id header) is its only credential: whoever holds it plays
+that session's episode. Serve on 127.0.0.1 (the default), or behind a proxy that
+authenticates its clients; never where strangers can read the ids.
 """
 
 
@@ -85,15 +99,19 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
         options[key] = value
     if not options["release"]:
         raise UserError(f"release= is required; {USAGE}")
+    options["host"] = str(options["host"]).strip("[]")  # [::1] as ::1
     if options["transport"] not in ("stdio", "http"):
         raise UserError(f"transport={options['transport']!r}: use stdio or http")
     if options["transport"] == "stdio" and not options["task"]:
         raise UserError(f"task= is required over stdio (over HTTP a session may name its own); {USAGE}")
-    for key in ("max_steps", "seed", "port"):
+    for key in INTEGERS:
         try:
             options[key] = int(options[key])
         except ValueError:
-            raise UserError(f"{key}={options[key]!r} must be an integer") from None
+            raise UserError(f"{key}={str(options[key])[:40]!r} must be an integer") from None
+    for key, (low, high) in LIMITS.items():
+        if not low <= options[key] <= high:
+            raise UserError(f"{key}={options[key]}: use {low}..{high}")
     try:
         options["failure_rate"] = float(options["failure_rate"])
     except ValueError:
@@ -101,6 +119,12 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
     if not 1 <= options["port"] <= 65535:
         raise UserError(f"port={options['port']}: need a port in 1..65535")
     return options
+
+
+def server_url(host: str, port: int) -> str:
+    """The URL a client connects to (an IPv6 address in brackets: ``http://[::1]:8765/mcp``)."""
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    return f"http://{shown}:{port}/mcp"
 
 
 def check_bind(host: str, port: int) -> None:
@@ -326,6 +350,144 @@ def build_server(episodes: Episodes) -> Server[Any]:
     return server
 
 
+class SessionLimits:
+    """ASGI middleware over the SDK's app: one client address may hold at most
+    ``per_client`` open sessions (a request that would open another is answered 429, saying
+    why), so that one client cannot fill the server's ``max_sessions`` and lock every other
+    client out. A session counts until a DELETE ends it or ``idle`` seconds pass without a
+    request to it (when the SDK ends it too); its episode goes with it."""
+
+    def __init__(self, app: Any, episodes: Episodes, per_client: int, idle: float) -> None:
+        self.app, self.episodes, self.per_client, self.idle = app, episodes, per_client, idle
+        self.owner: dict[str, str] = {}  # session id -> the client address that opened it
+        self.seen: dict[str, float] = {}  # session id -> its last request (monotonic seconds)
+
+    def forget(self, session: str) -> None:
+        """Stop counting ``session`` and drop its episode."""
+        self.owner.pop(session, None)
+        self.seen.pop(session, None)
+        self.episodes.sessions.pop(session, None)
+
+    def _expire(self, now: float) -> None:
+        for session in [s for s, last in self.seen.items() if now - last > self.idle]:
+            self.forget(session)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Serve one ASGI call (HTTP requests counted, anything else passed through)."""
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        now = time.monotonic()
+        self._expire(now)
+        header = dict(scope.get("headers") or []).get(b"mcp-session-id")
+        if header is not None:
+            session = header.decode("latin-1")
+            if session in self.seen:
+                self.seen[session] = now
+            await self.app(scope, receive, send)
+            if scope.get("method") == "DELETE":
+                self.forget(session)
+            return
+        client = str((scope.get("client") or ("unknown",))[0])
+        held = sum(1 for owner in self.owner.values() if owner == client)
+        if scope.get("method") == "POST" and held >= self.per_client:
+            await _too_many(send, held, self.idle)
+            return
+
+        async def watch(message: Any) -> None:
+            if message.get("type") == "http.response.start" and message.get("status", 500) < 400:
+                for key, value in message.get("headers") or []:
+                    if key.lower() == b"mcp-session-id":
+                        opened = value.decode("latin-1")
+                        self.owner[opened], self.seen[opened] = client, time.monotonic()
+            await send(message)
+
+        await self.app(scope, receive, watch)
+
+
+async def _too_many(send: Any, held: int, idle: float) -> None:
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": types.INVALID_REQUEST,
+                "message": f"this client already holds {held} open sessions, the most one client may: "
+                f"end one (an HTTP DELETE with its Mcp-Session-Id) or wait {idle:g} s until an idle "
+                "one expires",
+            },
+        }
+    ).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 429, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+# A client that goes away mid-call is not an error of the server's: its request's read or
+# reply fails with one of these, which the SDK and uvicorn would log with a traceback.
+def _disconnects() -> tuple[type[BaseException], ...]:
+    import anyio
+    from starlette.requests import ClientDisconnect
+
+    return (
+        ClientDisconnect,
+        anyio.BrokenResourceError,
+        anyio.ClosedResourceError,
+        anyio.EndOfStream,
+        ConnectionError,
+    )
+
+
+class _OneLine(logging.Formatter):
+    """A log record as one escaped line on stderr: the message and the exception's type and
+    first words, never a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage()
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            words = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+            text += f" ({type(error).__name__}{': ' + words if words else ''})"
+        return terminal_text(f"gridbench MCP server: {record.levelname.lower()}: {text}", 600)
+
+
+class _DropDisconnects(logging.Filter):
+    """Drop the records of clients that went away (their exception, its causes or a group
+    holding only such)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kinds = _disconnects()
+
+    def _is_disconnect(self, error: BaseException | None, depth: int = 0) -> bool:
+        if error is None or depth > 8:
+            return False
+        if isinstance(error, self.kinds):
+            return True
+        if isinstance(error, BaseExceptionGroup):
+            return all(self._is_disconnect(e, depth + 1) for e in error.exceptions)
+        return self._is_disconnect(error.__cause__ or error.__context__, depth + 1)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False for a record of a client that went away."""
+        return not self._is_disconnect(record.exc_info[1] if record.exc_info else None)
+
+
+def quiet_logs() -> None:
+    """What the SDK, Starlette and uvicorn log goes to stderr as one escaped line per record
+    (warnings and errors; no traceback), and nothing for a client that went away."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine())
+    handler.addFilter(_DropDisconnects())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "mcp", "starlette"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = []
+        logger.propagate = True
+
+
 def serve(options: dict[str, Any]) -> None:
     """Serve over stdio (one episode) or streamable HTTP (``http://HOST:PORT/mcp``, one
     episode per session), after one start-up line on stderr."""
@@ -335,6 +497,7 @@ def serve(options: dict[str, Any]) -> None:
         import anyio
         from mcp.server.stdio import stdio_server
 
+        quiet_logs()
         print(
             f"gridbench MCP server on stdio: task {options['task']} of {episodes.release.name}",
             file=sys.stderr,
@@ -350,8 +513,13 @@ def serve(options: dict[str, Any]) -> None:
     import uvicorn
 
     check_bind(options["host"], options["port"])
-    app = server.streamable_http_app(host=options["host"])
-    url = f"http://{options['host']}:{options['port']}/mcp"
+    app = server.streamable_http_app(
+        host=options["host"],
+        max_sessions=options["max_sessions"],
+        session_idle_timeout=float(options["session_idle"]),
+    )
+    limited = SessionLimits(app, episodes, options["sessions_per_client"], float(options["session_idle"]))
+    url = server_url(options["host"], options["port"])
     default = f" (default {options['task']})" if options["task"] else ""
     print(
         f"gridbench MCP server at {url}: {len(episodes.records)} tasks of {episodes.release.name}, one "
@@ -359,7 +527,15 @@ def serve(options: dict[str, Any]) -> None:
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(app, host=options["host"], port=options["port"], log_level="warning", access_log=False)
+    quiet_logs()
+    uvicorn.run(
+        limited,
+        host=options["host"],
+        port=options["port"],
+        log_level="warning",
+        log_config=None,
+        access_log=False,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

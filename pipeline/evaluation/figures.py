@@ -21,11 +21,37 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.ticker import PercentFormatter  # noqa: E402
 
+from core.errors import terminal_text  # noqa: E402
 from pipeline.storage.depth import wilson  # noqa: E402
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 LINES = ("-", "--", ":", "-.")
 EMPTY = "#dddddd"
+# What a figure may cost is bounded by what it draws, not by how many distinct values a
+# results table holds: a side of at most MAX_INCHES, words in a heatmap's cells only up to
+# MAX_LABELLED cells (beyond, the colours say it; summary.md has the numbers), at most
+# MAX_TICKS tick labels on an axis, at most MAX_PANELS failure rates in one figure.
+MAX_INCHES = 30.0
+MAX_LABELLED = 400
+MAX_TICKS = 40
+MAX_PANELS = 8
+
+
+def label(value: Any) -> str:
+    """A name from a results table as a figure shows it: control characters escaped (a glyph
+    that is missing would otherwise reach the terminal, raw, in matplotlib's warning), cut."""
+    return terminal_text(value, 60)
+
+
+def bounded(width: float, height: float) -> tuple[float, float]:
+    """A figure size with neither side beyond :data:`MAX_INCHES`."""
+    return min(width, MAX_INCHES), min(height, MAX_INCHES)
+
+
+def _ticks(count: int) -> list[int]:
+    """The positions that get a tick label: all, or every k-th so that at most MAX_TICKS do."""
+    step = max(1, -(-count // MAX_TICKS))
+    return list(range(0, count, step))
 
 
 def cells(part: pl.DataFrame, keys: list[str]) -> dict[tuple, tuple[float, int, float, float]]:
@@ -50,10 +76,13 @@ def _grid_panel(
     grid = [[data.get((r, c), (float("nan"),))[0] for c in col_keys] for r in row_keys]
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad=EMPTY)
     image = axis.imshow(grid, vmin=0, vmax=1, cmap=cmap, aspect="auto", origin=origin)
-    axis.set_xticks(range(len(col_keys)), [str(c) for c in col_keys], fontsize=8)
-    axis.set_yticks(range(len(row_keys)), [str(r) for r in row_keys], fontsize=8)
+    shown_cols, shown_rows = _ticks(len(col_keys)), _ticks(len(row_keys))
+    axis.set_xticks(shown_cols, [label(col_keys[j]) for j in shown_cols], fontsize=8)
+    axis.set_yticks(shown_rows, [label(row_keys[i]) for i in shown_rows], fontsize=8)
     axis.set_xlabel(labels[0], fontsize=9)
     axis.set_ylabel(labels[1], fontsize=9)
+    if len(row_keys) * len(col_keys) > MAX_LABELLED:
+        return image  # too many cells to write in: the colours say it
     up = 1 if origin == "lower" else -1  # which way is up on the axis
     big = 9 if len(col_keys) <= 7 else 8 if len(col_keys) <= 10 else 6.5
     small = big - 2
@@ -90,10 +119,11 @@ def _grid_panel(
 def heatmap(frame: pl.DataFrame, run: str, release: str, out: Path) -> Path:
     """Success over H x B for one run, one panel per failure rate."""
     part = frame.filter(pl.col("run") == run)
-    rates = sorted(set(part["failure_rate"].to_list()))
-    width = max(len(set(part["decoy_budget"].to_list())), 2)
-    height = max(len(set(part["hidden_slots"].to_list())), 2)
-    size = (max(7.0, 0.95 * width * len(rates) + 1.8), 0.8 * height + 1.8)
+    every = sorted(set(part["failure_rate"].to_list()))
+    rates = every[:MAX_PANELS]
+    width = min(max(part["decoy_budget"].n_unique(), 2), MAX_LABELLED)
+    height = min(max(part["hidden_slots"].n_unique(), 2), MAX_LABELLED)
+    size = bounded(max(7.0, 0.95 * width * len(rates) + 1.8), 0.8 * height + 1.8)
     figure, axes = plt.subplots(1, len(rates), figsize=size, squeeze=False, layout="constrained")
     image = None
     for axis, rate in zip(axes[0], rates, strict=True):
@@ -101,8 +131,10 @@ def heatmap(frame: pl.DataFrame, run: str, release: str, out: Path) -> Path:
         image = _grid_panel(axis, panel, "hidden_slots", "decoy_budget", ("decoy budget B", "hidden slots H"))
         axis.set_title(f"tool failure rate {rate:g} ({panel.height} episodes)", fontsize=10)
     figure.colorbar(image, ax=axes[0].tolist(), shrink=0.85, label="success", pad=0.02)  # type: ignore[arg-type]
+    more = f"; the first {len(rates)} of {len(every)} failure rates" if len(every) > len(rates) else ""
     figure.suptitle(
-        f"{run} on {release}: success over H x B\n(cell: success, 95% Wilson interval, n episodes)",
+        f"{label(run)} on {label(release)}: success over H x B{more}\n"
+        "(cell: success, 95% Wilson interval, n episodes)",
         fontsize=11,
     )
     path = out / f"heatmap_{file_name(run)}.png"
@@ -114,13 +146,14 @@ def heatmap(frame: pl.DataFrame, run: str, release: str, out: Path) -> Path:
 def domain_heatmap(frame: pl.DataFrame, rate: float, release: str, out: Path) -> Path:
     """Success per run and domain at failure rate ``rate``."""
     part = frame.filter(pl.col("failure_rate") == rate)
-    runs = len(set(part["run"].to_list()))
-    domains = len(set(part["domain"].to_list()))
-    figure, axis = plt.subplots(figsize=(1.2 * domains + 4.2, 0.8 * runs + 1.9))
+    runs = part["run"].n_unique()
+    domains = part["domain"].n_unique()
+    figure, axis = plt.subplots(figsize=bounded(1.2 * domains + 4.2, 0.8 * runs + 1.9))
     image = _grid_panel(axis, part, "run", "domain", ("domain", ""), origin="upper")
     figure.colorbar(image, ax=axis, shrink=0.85, label="success")
     axis.set_title(
-        f"{release}: success per domain, tool failure rate {rate:g}\n(cell: success, 95% Wilson interval, n)",
+        f"{label(release)}: success per domain, tool failure rate {rate:g}\n"
+        "(cell: success, 95% Wilson interval, n)",
         fontsize=10,
     )
     path = out / f"domains_p{rate:g}.png"
@@ -164,7 +197,7 @@ def success_vs_budget(frame: pl.DataFrame, rate: float, release: str, out: Path)
     runs = sorted(set(part["run"].to_list()))
     series = {run: _series(part.filter(pl.col("run") == run), budgets) for run in runs}
     token_runs = [run for run in runs if any(v > 0 for v in series[run]["tokens"] if v == v)]
-    figure = plt.figure(figsize=(max(8.0, 0.7 * len(budgets) + 4.0), 8.2))
+    figure = plt.figure(figsize=bounded(max(8.0, 0.7 * len(budgets) + 4.0), 8.2))
     grid = figure.add_gridspec(2, 2 if token_runs else 1, height_ratios=(1.25, 1.0))
     lower = [figure.add_subplot(grid[1, k]) for k in range(2 if token_runs else 1)]
     axes = [[figure.add_subplot(grid[0, :]), *lower]]
@@ -177,7 +210,7 @@ def success_vs_budget(frame: pl.DataFrame, rate: float, release: str, out: Path)
         x = [i + width * (k - (len(runs) - 1) / 2) for i in range(len(budgets))]
         s = series[run]
         counts = {int(n) for n in s["n"] if n == n}
-        label = f"{run} (n={counts.pop()} at each B)" if len(counts) == 1 else run
+        name = f"{label(run)} (n={counts.pop()} at each B)" if len(counts) == 1 else label(run)
         below = [
             max(0.0, v - lo) if v == v else float("nan") for v, lo in zip(s["success"], s["low"], strict=True)
         ]
@@ -190,13 +223,14 @@ def success_vs_budget(frame: pl.DataFrame, rate: float, release: str, out: Path)
             s["success"],
             yerr=[below, above],
             capsize=2.5,
-            label=label,
+            label=name,
             markersize=5,
             linewidth=1.3,
             **style,
         )
         color = line[0].get_color()
-        if len({int(n) for n in s["n"] if n == n}) > 1:  # n varies with B: say it at each point
+        varies = len({int(n) for n in s["n"] if n == n}) > 1
+        if varies and len(budgets) <= MAX_TICKS:  # n varies with B: say it at each point
             for xi, yi, n in zip(x, s["success"], s["n"], strict=True):
                 if yi == yi:
                     axes[0][0].annotate(
@@ -224,7 +258,8 @@ def success_vs_budget(frame: pl.DataFrame, rate: float, release: str, out: Path)
     for axis, title in zip(axes[0], titles, strict=True):
         axis.set_title(title, fontsize=10)
         axis.set_xlabel("decoy budget B")
-        axis.set_xticks(range(len(budgets)), [str(b) for b in budgets])
+        shown = _ticks(len(budgets))
+        axis.set_xticks(shown, [str(budgets[i]) for i in shown])
         axis.set_xlim(-0.6, len(budgets) - 0.4)
         axis.grid(alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
@@ -238,7 +273,7 @@ def success_vs_budget(frame: pl.DataFrame, rate: float, release: str, out: Path)
         bbox_to_anchor=(0.5, 0.0),
         frameon=False,
     )
-    figure.suptitle(f"{release}: against the decoy budget B, tool failure rate {rate:g}", fontsize=11)
+    figure.suptitle(f"{label(release)}: against the decoy budget B, tool failure rate {rate:g}", fontsize=11)
     figure.tight_layout()
     path = out / f"success_vs_B_p{rate:g}.png"
     figure.savefig(path, dpi=110, bbox_inches="tight")

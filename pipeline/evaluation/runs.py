@@ -146,6 +146,65 @@ def _fits(value: Any, kind: Any) -> bool:
     return isinstance(value, str)
 
 
+# What a results table read from disk must hold before a report draws it (a table written by
+# `make eval` always does): the columns every row has, of their types, with values that can be.
+MAX_HIDDEN = 30 * 30  # hidden cells of the largest grid (pipeline.generation.validate.MAX_SIDE)
+LEFT = ("queries_left", "checks_left")  # budgets left at the end: -1 when unlimited
+NOT_NULL = (
+    *("episode_id", "task_id", "domain", "hidden_slots", "decoy_budget", "failure_rate", "trial"),
+    *("success", "fraction_correct", "steps"),
+)
+
+
+def _dtype_fits(dtype: Any, kind: Any) -> bool:
+    if dtype == pl.Null:
+        return True
+    if kind == pl.Int64:
+        return bool(dtype.is_integer())
+    if kind == pl.Float64:
+        return bool(dtype.is_integer() or dtype.is_float())
+    return bool(dtype == kind)
+
+
+def table_problem(frame: pl.DataFrame) -> str:
+    """Why ``frame`` (a results table read from disk) cannot be reported ("" if it can): a
+    column every row has is missing, a column has another type, a value is null where none
+    may be, or a count or a share is impossible (negative, a share outside [0, 1], more
+    correct decoy cells than decoy cells, success without every cell right)."""
+    missing = [name for name in REQUIRED if name not in frame.columns]
+    if missing:
+        return f"no column {missing[0]!r} ({len(missing)} of the {len(REQUIRED)} of a results table missing)"
+    for name, kind in RESULT_SCHEMA.items():
+        if name in frame.columns and not _dtype_fits(frame.schema[name], kind):
+            return f"column {name!r} is {frame.schema[name]}, not {kind}"
+    for name in NOT_NULL:
+        if frame[name].null_count():
+            return f"column {name!r} has {frame[name].null_count()} empty values"
+    counts = [n for n, kind in RESULT_SCHEMA.items() if kind == pl.Int64 and n in frame.columns]
+    floats = [n for n, kind in RESULT_SCHEMA.items() if kind == pl.Float64 and n in frame.columns]
+    rules: list[tuple[str, pl.Expr]] = [
+        *((f"{n} < 0", pl.col(n) < 0) for n in counts if n not in LEFT),
+        *((f"{n} < -1", pl.col(n) < -1) for n in counts if n in LEFT),  # -1: unlimited
+        *(
+            (f"{n} not a finite number >= 0", ~pl.col(n).cast(pl.Float64).is_finite() | (pl.col(n) < 0))
+            for n in floats
+        ),
+        ("hidden_slots outside 1..900", (pl.col("hidden_slots") < 1) | (pl.col("hidden_slots") > MAX_HIDDEN)),
+        ("failure_rate outside [0, 1)", pl.col("failure_rate") >= 1),
+        ("fraction_correct above 1", pl.col("fraction_correct") > 1),
+        ("decoy_cells_correct above decoy_cells", pl.col("decoy_cells_correct") > pl.col("decoy_cells")),
+        ("decoy_cells_chance above decoy_cells", pl.col("decoy_cells_chance") > pl.col("decoy_cells")),
+        ("success without every hidden cell right", pl.col("success") & (pl.col("fraction_correct") < 1)),
+        ("every hidden cell right without success", ~pl.col("success") & (pl.col("fraction_correct") == 1)),
+    ]
+    for what, broken in rules:
+        bad = frame.filter(broken.fill_null(False))
+        if bad.height:
+            row = bad.row(0, named=True)
+            return f"{bad.height} rows with {what} (the first: episode {str(row['episode_id'])[:20]!r})"
+    return ""
+
+
 def results_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     """The rows as a table with every column of :data:`RESULT_SCHEMA` (null where a row has
     none), extra columns after them, sorted; an empty table keeps the columns."""
@@ -263,7 +322,15 @@ class RunStore:
 
     def save(self, row: dict[str, Any], transcript: Any) -> None:
         """Transcript first (atomically; a message list, or the bytes of
-        :func:`encode_transcript`), then the row: the row is the commit."""
+        :func:`encode_transcript`), then the row: the row is the commit. A row that could not
+        be read back (a count past int64, a value of the wrong type) is refused loudly: kept, it
+        would be skipped on every resume and its episode played again for ever."""
+        problem = row_problem(json.loads(json.dumps(row, default=str)))
+        if problem:
+            raise UserError(
+                f"the results row of task {str(row.get('task_id'))[:80]!r} cannot be kept ({problem}); "
+                "nothing was written for it"
+            )
         path = self.transcripts / f"{row['episode_id']}.json.gz"
         if transcript is not None:
             self.transcripts.mkdir(parents=True, exist_ok=True)

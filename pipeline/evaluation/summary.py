@@ -20,9 +20,9 @@ from pathlib import Path
 
 import polars as pl
 
-from core.errors import UserError
-from pipeline.evaluation.figures import domain_heatmap, heatmap, success_vs_budget, wilson
-from pipeline.evaluation.runs import RENAMED, RunStore, results_frame
+from core.errors import UserError, terminal_text
+from pipeline.evaluation.figures import MAX_PANELS, domain_heatmap, heatmap, success_vs_budget, wilson
+from pipeline.evaluation.runs import RENAMED, RunStore, results_frame, table_problem
 from pipeline.storage.parquet import read_arrow_table
 from pipeline.storage.safe import ReleaseError, read_bytes
 
@@ -65,20 +65,30 @@ def load_runs(roots: list[Path]) -> tuple[pl.DataFrame, dict[str, int]]:
             frame = read
         except ReleaseError as error:
             why = str(error).split(": ", 1)[-1]
-            raise UserError(f"{path} cannot be read ({why}); delete it and rerun `make eval`") from None
+            raise UserError(
+                f"{terminal_text(path, 300)} cannot be read ({why}); delete it and rerun `make eval`"
+            ) from None
         except Exception as error:  # polars raises several kinds for a damaged file
             raise UserError(
-                f"{path} cannot be read ({type(error).__name__}); delete it and "
+                f"{terminal_text(path, 300)} cannot be read ({type(error).__name__}); delete it and "
                 "rerun `make eval` (finished episodes are kept in episodes.jsonl)"
             ) from None
-        release = path.parent.parent.name
         frame = frame.rename(
             {old: new for old, new in RENAMED.items() if old in frame.columns and new not in frame.columns}
         )
-        frame = frame.with_columns(pl.lit(path.parent.name).alias("run"), pl.lit(release).alias("release"))
+        problem = table_problem(frame)
+        if problem:
+            raise UserError(
+                f"{terminal_text(path, 300)} is not a results table this code can report: {problem}; "
+                "delete it and rerun `make eval` (finished episodes are kept in episodes.jsonl)"
+            )
+        # folder names, shown on the terminal and in the figures: escapes escaped
+        release = terminal_text(path.parent.parent.name, 120)
+        run = terminal_text(path.parent.name, 120)
+        frame = frame.with_columns(pl.lit(run).alias("run"), pl.lit(release).alias("release"))
         frames.append(frame)
         failed = RunStore(path.parent).unanswered()
-        unscored[f"{path.parent.name} @ {release}"] = len(failed)
+        unscored[f"{run} @ {release}"] = len(failed)
     frame = pl.concat(
         [results_frame([]).with_columns(pl.lit("").alias("run")), *frames], how="diagonal_relaxed"
     )
@@ -255,8 +265,9 @@ def make_report(roots: list[Path], out: Path) -> int:
     rates = sorted(set(frame["failure_rate"].to_list()))
     runs = sorted(set(frame["run"].to_list()))
     images = [heatmap(frame, run, release, out) for run in runs]
-    images += [domain_heatmap(frame, rate, release, out) for rate in rates]
-    images += [success_vs_budget(frame, rate, release, out) for rate in rates]
+    drawn = rates[:MAX_PANELS]  # the figures of a few rates; the tables below have them all
+    images += [domain_heatmap(frame, rate, release, out) for rate in drawn]
+    images += [success_vs_budget(frame, rate, release, out) for rate in drawn]
     text = [
         "# Evaluation report",
         "",
@@ -298,6 +309,8 @@ def make_report(roots: list[Path], out: Path) -> int:
     text += by_resistance(frame)
     if images:
         text += ["", "## Figures", "", *(f"![{p.stem}]({p.name})" for p in images)]
+        if len(rates) > len(drawn):
+            text += ["", f"(Figures of the first {len(drawn)} of the {len(rates)} failure rates.)"]
     (out / "summary.md").write_text("\n".join(text) + "\n")
     print(f"report -> {out / 'summary.md'} ({len(images)} figures, {time.perf_counter() - start:.1f}s)")
     for rate in rates:

@@ -4,6 +4,7 @@ results of a baseline's (``make show``)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import textwrap
 from pathlib import Path
@@ -188,14 +189,38 @@ def show(run: Path, task: str, rate: float | None = None, trial: int | None = No
         error = printable(str(row.get("api_error") or "unknown"))[:2000]
         head += f"api error (not scored; the same command retries it): {error}\n"
     relative = f"transcripts/{episode}.json.gz"
+    if os.path.lexists(run / relative) and not (run / relative).is_file():
+        raise UserError(f"{shown(run)}/{relative}: not a regular file (a folder or a link), which is refused")
     if not (run / relative).is_file():
         return head + f"\n(no transcript: {relative} is missing; the episode was run with traces=false)"
     try:
         record = read_gzip_json(run, relative)
     except ReleaseError as error:
         raise UserError(f"{shown(run)}/{error}") from None
-    transcript = record.get("transcript") if isinstance(record, dict) else None
-    if not isinstance(transcript, list):
-        raise UserError(f"{shown(run)}/{relative}: not a transcript this code wrote")
-    is_chat = bool(transcript) and isinstance(transcript[0], dict) and "role" in transcript[0]
+    transcript = _checked_transcript(record, episode, f"{shown(run)}/{relative}")
+    if not transcript:
+        return head + "\n(the transcript holds no message and no tool call)"
+    is_chat = "role" in transcript[0]
     return head + "\n" + (render_messages(transcript) if is_chat else render_calls(transcript))
+
+
+def _checked_transcript(record: Any, episode: str, where: str) -> list[dict[str, Any]]:
+    """The transcript of ``record`` when it is the one the runner wrote for ``episode``: a
+    list of messages (each with a ``role``) or of tool calls (each with a ``tool``); anything
+    else is a damaged or replaced file, one line (never shown as an empty transcript)."""
+    transcript = record.get("transcript") if isinstance(record, dict) else None
+    if not isinstance(transcript, list) or record.get("episode_id") != episode:
+        raise UserError(f"{where}: not the transcript of episode {episode} that this code wrote")
+    key = "role" if transcript and isinstance(transcript[0], dict) and "role" in transcript[0] else "tool"
+    for number, entry in enumerate(transcript):
+        if not isinstance(entry, dict) or key not in entry:
+            kind = (
+                f"a JSON {type(entry).__name__}"
+                if not isinstance(entry, dict)
+                else f"an object without {key!r}"
+            )
+            raise UserError(
+                f"{where}: entry {number} is {kind}, not a {'message' if key == 'role' else 'tool call'}: "
+                "the file is damaged (run the episode again: delete its row from episodes.jsonl)"
+            )
+    return transcript

@@ -101,7 +101,7 @@ def settle_bounds(
     make_unique(draft, task_id, settings, solver, stats)
     if draft.cages and settings.cage_loosen:
         windows = [i for i, bound in enumerate(draft.bounds) if bound.window]
-        loosen(draft, task_id, settings, solver, windows)
+        loosen(draft, task_id, settings, solver, windows, to_drawn=True)
     if not loosen_for_resistance(draft, task_id, settings, solver):
         return False
     if settings.min_margin > 1:

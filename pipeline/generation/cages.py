@@ -4,14 +4,15 @@ With many exchangeable decoys the domain's few grid-wide sums cannot make the tr
 combinations of swaps cancel on every rule. A key whose decoys allow more than about
 ``2**cage_bits`` completions therefore lays its decoy-holding cells (beyond a free part as
 hard as a small task) on a random **ring**, and every run of ``cage_cells`` consecutive cells
-of the ring, one step of ``cage_cells - 1`` apart, is a cage: consecutive cages share a cell,
-so (with the default of two) every caged cell belongs to two cages, and the last cage closes
-the ring. Each cage gets a window (``sum_min`` and ``sum_max``, ``scope: "cells"``, task
+of the ring is a cage: as many cages as caged cells, each cell in ``cage_cells`` of them
+(three by default), consecutive cages sharing all but one cell, the last ones closing the
+ring. Each cage gets a window (``sum_min`` and ``sum_max``, ``scope: "cells"``, task
 format 2) on ``cage_attributes`` of its domain's wide numeric attributes, chosen at random, with an
-initial radius of up to ``cage_spread`` standard deviations of the cage's total. A cage's own
-windows leave several combinations of its cells standing; the windows of the cages it shares
-cells with, and the grid's rules, decide between them (a Kakuro-like ring: reasoning has to
-go round it). Repair narrows radii only as far as uniqueness needs.
+initial radius of ``cage_spread`` standard deviations of the cage's total. Repair cuts deep to
+converge, and the windows are then loosened back toward that radius as far as uniqueness
+allows. A cage's own window leaves many combinations of its cells standing; the windows of
+the cages it overlaps, and the grid's rules, decide between them (a Kakuro-like ring:
+reasoning has to go round it).
 
 Nothing is changed to make the truth grid regular: the visible cells, the candidates and the
 truth are drawn exactly as for small budgets, and the windows are placed like every other
@@ -55,10 +56,9 @@ def draw_cages(draft: Draft, size: int, free_bits: float = 0.0) -> list[tuple[Ce
     draft.rng.shuffle(caged)
     if len(caged) <= size:
         return [tuple(sorted(caged))]
-    step = max(1, size - 1)
     found = {
         tuple(sorted(caged[(start + j) % len(caged)] for j in range(size)))
-        for start in range(0, len(caged), step)
+        for start in range(len(caged))
     }
     return sorted(found)
 

@@ -21,6 +21,11 @@ class Bound:
     rules: tuple[GlobalRule, ...]
     radius: int
     offset: float
+    drawn: int = -1  # the radius as first drawn (set in __post_init__); loosening never passes it
+
+    def __post_init__(self) -> None:
+        if self.drawn < 0:
+            self.drawn = self.radius
 
     @property
     def window(self) -> bool:

@@ -86,7 +86,7 @@ class GenerationSettings:
     # numeric attributes (generation/cages.py): the domain's few sums cannot make so many
     # exchangeable decoys unique
     cage_bits: float = 16.0
-    cage_cells: int = 2
+    cage_cells: int = 3
     cage_attributes: int = 1
     cage_spread: float = 1.0  # a cage window's initial radius: up to this many deviations of its total
     # once a caged draft is unique, loosen each of its windows as far as uniqueness allows (its
@@ -125,7 +125,8 @@ class GenerationSettings:
             raise GenerationError(f"max_slot_rules={self.max_slot_rules} must be in 1..3")
         if self.max_repair_rounds < 0 or self.max_attempts < 1 or self.resistance_attempts < 1:
             raise GenerationError("max_repair_rounds must be >= 0, max_attempts and resistance_attempts >= 1")
-        if not 0 < self.time_limit_s < float("inf"):  # NaN fails both comparisons
+        limit = self.time_limit_s
+        if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0 < limit < float("inf"):
             raise GenerationError(f"time_limit_s={self.time_limit_s} must be a finite number > 0")
         for name in ("window_slack_share", "min_resistant_share"):
             value = getattr(self, name)

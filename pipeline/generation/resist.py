@@ -14,6 +14,8 @@ falls short is re-drawn whole by the caller.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from core.task import GlobalRule, Task
 from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
 from pipeline.generation.bounds import Bound, place, radius, separation, virtual_rules
@@ -24,7 +26,7 @@ from solvers.checker import locally_valid_candidates
 from solvers.cpsat import CpSatModel
 from solvers.ladder import ONE_ROUND, SEARCH, SLOT, reasoning_depth, rung_index
 from solvers.propagation import decoy_resistance, linear_rows
-from solvers.results import INFEASIBLE, UNKNOWN, SolverSettings, SolverTimeout
+from solvers.results import INFEASIBLE, UNKNOWN, SolverSettings
 
 
 def qualifies(draft: Draft) -> bool:
@@ -68,24 +70,26 @@ def _vacuous_units(task: Task, rule: GlobalRule) -> int:
     return units
 
 
-def _widest(model: CpSatModel, task: Task, draft: Draft, bound: Bound, margin: int) -> int:
-    """The widest radius ``bound`` can take with the virtual task still unique (and ``margin``
-    - 1 units of room): from the radius at which it prunes nothing, each second completion
-    CP-SAT finds narrows it just enough to exclude that completion, until none is left. Leaves
-    the bound at that radius, in the draft and in ``model`` (the virtual task's; ``task``: the
+def _widest(model: CpSatModel, task: Task, draft: Draft, bound: Bound, margin: int, top: int | None) -> int:
+    """The widest radius ``bound`` can take, up to ``top`` (None: until it prunes nothing),
+    with the virtual task still unique (and ``margin`` - 1 units of room): from the top, each
+    second completion CP-SAT finds narrows it just enough to exclude that completion, until
+    none is left; a solve that reaches its time limit keeps the radius last proven. Leaves the
+    bound at that radius, in the draft and in ``model`` (the virtual task's; ``task``: the
     virtual task, for its cells and items)."""
     start = radius(draft, bound)
-    vacuous = max(_vacuous_units(task, rule) for rule in virtual_rules(draft, bound))
-    width = start + vacuous + 1
+    if top is None:
+        top = start + max(_vacuous_units(task, rule) for rule in virtual_rules(draft, bound)) + 1
+    width = top
     while width > start:
         bound.radius = width
         for rule in virtual_rules(draft, bound):
             model.set_bound(rule.name, rule.bound)
         result = model.other_completion()
-        if result.status == UNKNOWN:
-            raise SolverTimeout(f"loosening solve for {bound.rules[0].name} returned UNKNOWN")
         if result.status == INFEASIBLE:
             return width
+        if result.status == UNKNOWN:
+            break  # not proven: the radius stays where it was proven
         grid = [list(row) for row in draft.truth]
         for (row, col), item in (result.solution or {}).items():
             grid[row][col] = item
@@ -97,15 +101,30 @@ def _widest(model: CpSatModel, task: Task, draft: Draft, bound: Bound, margin: i
     return start
 
 
+LOOSEN_LIMIT = 1.0  # deterministic time of one loosening solve; past it the radius stays proven
+
+
 def loosen(
-    draft: Draft, task_id: str, settings: GenerationSettings, solver: SolverSettings, indices: list[int]
+    draft: Draft,
+    task_id: str,
+    settings: GenerationSettings,
+    solver: SolverSettings,
+    indices: list[int],
+    to_drawn: bool = False,
 ) -> None:
     """Loosen the bounds at ``indices`` of a unique ``draft``, in random order, each as far as
-    the virtual task's uniqueness (with ``min_margin``) allows; the shown rules are placed."""
+    the virtual task's uniqueness (with ``min_margin``) allows -- or, ``to_drawn``, at most
+    back to the radius it was drawn with (a caged draft's repair cuts deep; this undoes what
+    uniqueness did not need). Each solve stops at :data:`LOOSEN_LIMIT` units of deterministic
+    time (the same on every machine); the shown rules are placed."""
     task = virtual_task(draft, task_id)
-    model = CpSatModel(task, solver, truth_choice(draft))
+    limited = replace(
+        solver, deterministic_limit=min(LOOSEN_LIMIT, solver.deterministic_limit or LOOSEN_LIMIT)
+    )
+    model = CpSatModel(task, limited, truth_choice(draft))
     for index in draft.rng.sample(indices, len(indices)):
-        _widest(model, task, draft, draft.bounds[index], settings.min_margin)
+        bound = draft.bounds[index]
+        _widest(model, task, draft, bound, settings.min_margin, bound.drawn if to_drawn else None)
     place(draft)
 
 

@@ -18,11 +18,12 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import numpy as np
-
+from core.lazy import lazy_module
 from core.task import Answer, GlobalRule, Task
 from core.vocabulary import SUM_KINDS, RuleKind, Scope
 from solvers.checker import locally_valid_candidates, rule_groups, rule_measure
+
+np = lazy_module("numpy")  # loaded at the first audit
 
 Cell = tuple[int, int]
 BINS = 5  # the position histogram's bins over [0, 1]

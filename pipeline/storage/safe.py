@@ -112,7 +112,7 @@ def load_json(data: bytes, where: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
             f"{where}: JSON of {containers} arrays and objects in {len(data)} bytes, which is refused"
         )
     try:
-        value = json.loads(data)
+        value = json.loads(data, object_pairs_hook=_distinct_keys)
     except RecursionError:
         raise ReleaseError(deep) from None
     except MemoryError:
@@ -121,6 +121,20 @@ def load_json(data: bytes, where: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
         raise ReleaseError(f"{where}: not valid JSON ({str(error)[:120]})") from None
     if json_depth(value) > max_depth:
         raise ReleaseError(deep)
+    return value
+
+
+def _distinct_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are distinct: one that names a key twice means what its reader
+    makes of it (Python keeps the last value, other readers the first), which a file that is
+    verified cannot be."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"the key {key[:40]!r} appears twice in one object")
+            seen.add(key)
     return value
 
 

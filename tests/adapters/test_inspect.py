@@ -169,6 +169,44 @@ def test_partial_must_be_a_boolean(release):
         gridbench_task(release=str(release), partial="maybe")
 
 
+def _first(release: Path, folder: str) -> Path:
+    return sorted((release / folder).rglob("*.json"))[0]
+
+
+DAMAGED = {
+    "a task that is not JSON": lambda r: _first(r, "tasks").write_text("{not json"),
+    "a task of another shape": lambda r: _first(r, "tasks").write_text('{"task_id": "x"}'),
+    "a task nested too deep": lambda r: _first(r, "tasks").write_text("[" * 100_000 + "]" * 100_000),
+    "an answer missing": lambda r: _first(r, "answers").unlink(),
+    "an answer of another task": lambda r: _first(r, "answers").write_text('{"task_id": "other"}'),
+    "an answer that is no object": lambda r: _first(r, "answers").write_text("[1, 2]"),
+    "metadata that is no Parquet": lambda r: (r / "metadata.parquet").write_bytes(b"garbage"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGED))
+def test_a_damaged_release_is_one_line_before_any_sample_runs(damage, release, tmp_path):
+    """Inspect prints a task's PrerequisiteError as its one line; anything else raised while
+    the task is made, or later inside a sample, is an exception group of hundreds of lines."""
+    from tests.helpers_release import copy_release
+
+    copy = copy_release(release, tmp_path / "copy")
+    DAMAGED[damage](copy)
+    with pytest.raises(UserError) as caught:
+        gridbench_task(release=str(copy))
+    from inspect_ai._util.error import PrerequisiteError
+
+    assert isinstance(caught.value, PrerequisiteError)
+    assert caught.value.message.startswith("error: ") and "\n" not in caught.value.message
+
+
+@pytest.mark.parametrize("release", ["/tmp/a\0b", "x" * 5000])
+def test_a_release_path_the_system_cannot_use_is_one_line(release):
+    with pytest.raises(UserError, match="not a usable path") as caught:
+        gridbench_task(release=release)
+    assert caught.value.message.startswith("error: ") and "\n" not in caught.value.message
+
+
 def test_api_retries_are_the_requests_inspect_retried(release, tmp_path, monkeypatch):
     """Inspect retries a failed request itself (here a stream that sent nothing, which it
     retries for every provider): the score's ``api_retries`` is what Inspect recorded."""

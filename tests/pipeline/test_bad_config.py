@@ -41,6 +41,8 @@ BAD_RELEASE = [
     (["generation.cage_bits=-1"], "cage_bits="),
     (["generation.cage_cells=0"], "cage_cells="),
     (["generation.min_depth=deep"], "min_depth="),
+    # decoys in two cells: probing decides any two, no draw can need search (re-drawn in vain)
+    (["generation.min_depth=search", "grid.decoy_budgets=[0,2]"], "min_depth=search: no task of H=2 B=2"),
     (["grid.room_over_budget=-1"], "grid.room_over_budget=-1"),
     (["release.workers=0"], "release.workers=0"),
 ]
@@ -85,6 +87,8 @@ BAD_EVAL = [
     (["env.query_budget=lots"], "query_budget="),
     (["env.max_steps=0"], "max_steps=0"),
     (["shard=3"], "shard="),
+    (["env.seed=-1"], "seed=-1"),
+    (["env.query_budget=100000000000000000000000000000000"], "query_budget="),
 ]
 
 

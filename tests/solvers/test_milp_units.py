@@ -272,3 +272,30 @@ def test_highs_refuses_an_option_it_does_not_know_and_so_do_we(monkeypatch):
     monkeypatch.setattr(highspy, "Highs", Misspelt)
     with pytest.raises(RuntimeError, match="HiGHS refused the option threads=1"):
         milp.MilpModel(TASK, solver="highs").truth_feasible(TRUTH)
+
+
+@pytest.mark.parametrize(
+    ("sense", "rhs", "fails"),
+    [("<=", -1, True), ("<=", 0, False), ("<=", 3, False), (">=", 1, True), (">=", 0, False)]
+    + [(">=", -2, False), ("==", 1, True), ("==", -1, True), ("==", 0, False)],
+)
+def test_a_row_without_columns_is_decided_by_its_constant(sense, rhs, fails):
+    from solvers.milp import Row, _constant_row_fails
+
+    assert _constant_row_fails(Row("r", (), sense, rhs)) is fails
+    assert not _constant_row_fails(Row("r", ((0, 1),), sense, rhs))  # a column: the solver decides
+
+
+@pytest.mark.parametrize("solver", MILP_SOLVERS)
+def test_a_task_whose_hidden_cell_has_no_option_is_infeasible_without_a_solve(solver, monkeypatch):
+    from solvers import milp
+    from tests.examples import NO_OPTION
+
+    def no_solver(*args, **kwargs):
+        raise AssertionError("a solver was called")
+
+    monkeypatch.setattr(milp, "_solve_highs", no_solver)
+    monkeypatch.setattr(milp, "_solve_cbc", no_solver)
+    model = milp.MilpModel(NO_OPTION, solver=solver)
+    for result in (model.most_decoys({}), model.other_completion({(0, 1): "h"})):
+        assert result.status == "INFEASIBLE" and result.wall_ms == 0.0

@@ -14,8 +14,10 @@ from solvers.results import FEASIBLE, INFEASIBLE
 from tests.brute import all_choices, completions, distance
 from tests.examples import (
     BOUNDARY,
+    CASED,
     LOOSENING_CAP,
     LOWER_LOOSENING,
+    NO_OPTION,
     ROW_REPEAT,
     THRESHOLD_ZERO,
     VISIBLE_BREAKS,
@@ -27,6 +29,7 @@ from tests.strategies import small_tasks
 @example(VISIBLE_BREAKS)
 @example(BOUNDARY)
 @example(THRESHOLD_ZERO)
+@example(CASED)
 @given(small_tasks())
 def test_cpsat_feasibility_matches_brute_force(task):
     found = completions(task)
@@ -58,6 +61,27 @@ def test_uniqueness_agrees_across_cpsat_milp_and_brute_force(solver, task):
     assert cbc_other.status == (INFEASIBLE if unique else FEASIBLE)
     if not unique:
         assert cbc_other.solution != truth and is_valid_completion(task, cbc_other.solution)
+
+
+@example(task=VISIBLE_BREAKS)  # the visible cells alone break repeat_max: no completion
+@example(task=NO_OPTION)  # a hidden cell with no option: no column at all
+@example(task=ROW_REPEAT)
+@example(task=BOUNDARY)
+@example(task=CASED)
+@pytest.mark.parametrize("solver", MILP_SOLVERS)
+@given(task=small_tasks())
+def test_milp_finds_a_choice_feasible_exactly_when_it_is_a_completion(solver, task):
+    """The MILP's own semantics against the checker's: a completion exists exactly when brute
+    force finds one (a task whose visible cells alone break a rule has none), and fixing the
+    hidden cells to a choice is feasible exactly when that choice is a completion."""
+    import itertools
+
+    found = completions(task)
+    model = MilpModel(task, solver=solver)
+    assert model.most_decoys({}).status == (FEASIBLE if found else INFEASIBLE)
+    for choice in itertools.islice(all_choices(task), 8):
+        expected = FEASIBLE if is_valid_completion(task, choice) else INFEASIBLE
+        assert model.truth_feasible(choice).status == expected, choice
 
 
 @example(task=ROW_REPEAT)
@@ -163,19 +187,25 @@ def test_brute_force_enumeration_is_complete(task):
 
 
 @pytest.mark.parametrize("solver", MILP_SOLVERS)
-@given(task=small_tasks(), data=st.data())
-def test_crosscheck_verdict_matches_brute_force(solver, task, data):
+@example(task=BOUNDARY, pick=0, drop=-1)  # two completions: never ok, a counterexample
+@example(task=BOUNDARY, pick=1, drop=0)  # the other one called the truth, a decoy left out
+@example(task=THRESHOLD_ZERO, pick=0, drop=0)  # one hidden cell, its decoy list incomplete
+@example(task=ROW_REPEAT, pick=0, drop=-1)  # unique: the one-solve proof
+@example(task=ROW_REPEAT, pick=0, drop=1)  # unique, a decoy left out: three solves
+@given(task=small_tasks(), pick=st.integers(0, 7), drop=st.integers(-1, 7))
+def test_crosscheck_verdict_matches_brute_force(solver, task, pick, drop):
     """The cross-check's verdict (one solve when the answer's decoys are the model's other
     options, three otherwise) is exactly brute force's, whichever completion is called the
-    truth and whether or not the decoy list is complete."""
+    truth (``pick``) and whether or not the decoy list is complete (``drop`` >= 0 leaves the
+    first decoy of one cell out)."""
     found = completions(task)
     if not found:
         return
-    truth = data.draw(st.sampled_from(found))
+    truth = found[pick % len(found)]
     valid = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
     decoys = {cell: [i for i in ids if i != truth[cell]] for cell, ids in valid.items()}
-    if data.draw(st.booleans()):  # an incomplete decoy list: the one-solve proof does not apply
-        cell = data.draw(st.sampled_from(sorted(decoys)))
+    if drop >= 0:  # an incomplete decoy list: the one-solve proof does not apply
+        cell = sorted(decoys)[drop % len(decoys)]
         decoys[cell] = decoys[cell][1:]
     check = crosscheck(task, truth, {c: ids for c, ids in decoys.items() if ids}, solver=solver)
     unique = len(found) == 1

@@ -165,3 +165,37 @@ def test_cbc_cut_short_in_preprocessing_never_claims_infeasible():
     assert (
         MilpModel(task, SolverSettings(time_limit_s=30.0), "cbc").other_completion(truth).status == FEASIBLE
     )
+
+
+class Interrupted(Exception):
+    """Raised by the test's own SIGINT handler."""
+
+
+def test_ctrl_c_during_a_solve_is_python_s_never_an_unknown():
+    """CP-SAT catches SIGINT by default: it ends the search as if its time limit had passed
+    (an UNKNOWN, which generation re-draws, so Ctrl-C never stopped a build) and leaves SIGINT
+    at its default action afterwards. Here Ctrl-C must reach Python's handler, after the
+    solve as before it, however the solve ended."""
+    import os
+    import signal
+    import threading
+
+    def handler(signum, frame):
+        raise Interrupted
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        model = CpSatModel(
+            BARE_TASK, SolverSettings(time_limit_s=30.0, deterministic_limit=0.5), BARE.truth_choice()
+        )
+        timer = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        with pytest.raises(Interrupted):
+            model.other_completion()
+            model.other_completion()  # the signal came before the first solve began
+        timer.join()
+        with pytest.raises(Interrupted):  # SIGINT is still Python's after a solve
+            os.kill(os.getpid(), signal.SIGINT)
+            model.check_assignment(BARE.truth_choice())
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -39,6 +39,9 @@ LENGTH_REMINDER = (
     "reasoning and complete tool calls."
 )
 MAX_CALLS_PER_REPLY = 64
+# Tokens one reply may count (prompt, completion or reasoning): more than any context holds.
+# Beyond it a count is a usage error, so that an episode's sums stay far inside int64.
+MAX_USAGE = 10**9
 
 
 @dataclass(frozen=True)
@@ -311,7 +314,7 @@ def _usage(reply: Reply, usage: Any) -> None:
             continue
         if isinstance(value, float) and value.is_integer():
             value = int(value)
-        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**53:
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_USAGE:
             reply.usage_error = True
             continue
         setattr(reply, name, value)

@@ -33,7 +33,7 @@ from typing import Any
 import httpx2
 import openai
 
-from core.errors import UserError
+from core.errors import UserError, terminal_text
 from core.llm_settings import LLMSettings
 from gridbench.agents.llm.loop import END_REASONS, AgentLoop, LoopSettings, Outcome, Reply, parse_reply
 from gridbench.agents.llm.prompt import PromptTemplates, render
@@ -234,7 +234,7 @@ def _retry_after(error: Exception) -> float | None:
 def _short(error: BaseException) -> str:
     cause = error.__cause__ if isinstance(error, openai.APIConnectionError) and error.__cause__ else error
     text = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
-    return f"{type(cause).__name__}: {text}"[:300] if text else type(cause).__name__
+    return terminal_text(f"{type(cause).__name__}: {text}"[:300] if text else type(cause).__name__)
 
 
 class _Failure(Exception):
@@ -373,7 +373,7 @@ class LLMAgent:
 
     def _status_failure(self, error: openai.APIStatusError) -> _Failure:
         status = error.status_code
-        message = f"{status}: {str(error.message)[:300]}"
+        message = f"{status}: {terminal_text(str(error.message)[:300])}"  # the server's words, shown safely
         if status in (401, 403):
             raise AuthenticationStop(
                 f"the server at {self.settings.base_url or 'api.openai.com'} refused the API key "

@@ -8,7 +8,7 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from gridbench.agents import make_agent
@@ -127,6 +127,19 @@ ARGUMENTS = ANY | st.fixed_dictionaries(
 )
 
 
+# Budgets spent past their end (4 queries of a cell with 3, 3 checks with 2), calls after
+# done(), and arguments of every wrong kind: a fixed case, so that the CI profile (the same
+# examples on every run) always has it, whatever the generated ones cover.
+_CELL = {"row": HIDDEN[0][0], "col": HIDDEN[0][1]}
+_SPENT = [(QUERY, {**_CELL, "field": "price", "operator": ">", "value": 0})] * 4 + [
+    ("check_course_global_constraints", {})
+] * 3
+_AFTER_DONE = [("done", {}), ("set_slot", {**_CELL, "id": None}), (QUERY, {**_CELL, "field": "price"})]
+_WRONG = [("set_slot", {"row": "0", "col": None, "id": 5}), ("get_slot_id", {"row": 1e300, "col": -0.0})]
+
+
+@example(_SPENT + _AFTER_DONE)
+@example(_WRONG + _SPENT)
 @given(st.lists(st.tuples(NAMES, ARGUMENTS), max_size=25))
 def test_fuzzed_calls_never_raise_and_always_answer(calls):
     episode = Episode(TASK, EnvSettings(query_budget=3, check_budget=2, failure_rate=0.1))

@@ -191,11 +191,35 @@ def test_the_failure_draws_come_from_the_documented_seed():
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        (EnvSettings(query_budget=-1), "query_budget=-1: use 'unlimited', 'paper' or an integer >= 0"),
-        (EnvSettings(check_budget="x"), "check_budget='x': use 'unlimited', 'paper' or an integer >= 0"),
+        (
+            EnvSettings(query_budget=-1),
+            "query_budget=-1: use 'unlimited', 'paper' or an integer in 0..1000000000",
+        ),
+        (
+            EnvSettings(check_budget="x"),
+            "check_budget='x': use 'unlimited', 'paper' or an integer in 0..1000000000",
+        ),
         (EnvSettings(failure_rate=1.0), "failure_rate=1.0 must be in [0, 1)"),
         (EnvSettings(check_alpha=-1.0), "check_alpha=-1.0 must be in [0, 1e+06]"),
-        (EnvSettings(max_steps=0), "max_steps=0 must be a whole number >= 1"),
+        (EnvSettings(max_steps=0), "max_steps=0 must be a whole number in 1..1000000000"),
+        # beyond any episode (and int64): refused, not carried into a results row
+        (
+            EnvSettings(query_budget=10**32),
+            f"query_budget={10**32}: use 'unlimited', 'paper' or an integer in 0..{10**9}",
+        ),
+        (
+            EnvSettings(check_budget=10**9 + 1),
+            "check_budget=1000000001: use 'unlimited', 'paper' or an integer in 0..1000000000",
+        ),
+        (
+            EnvSettings(query_extra=10**12),
+            "query_extra=1000000000000 must be a whole number in 0..1000000000",
+        ),
+        (EnvSettings(seed=-1), "seed=-1 must be a whole number in 0..9223372036854775807"),
+        (
+            EnvSettings(seed=2**63),
+            "seed=9223372036854775808 must be a whole number in 0..9223372036854775807",
+        ),
     ],
 )
 def test_what_a_bad_setting_says(settings, message):

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from core.errors import UserError
+from tests import ROOT
 from tests.helpers_release import compose_config, run_module
 from tests.hostile import file_size_limit, snapshot, tiny_overrides
 
@@ -173,7 +176,8 @@ def test_a_full_disk_during_eval_is_one_line_and_the_run_resumes(tiny, tmp_path,
     with file_size_limit(3000), pytest.raises(SystemExit) as stop:  # about two rows
         run_cli(evaluate, cfg)
     err = capsys.readouterr().err
-    assert stop.value.code == 2 and err.startswith("error: no space left to write") and err.count("\n") == 1
+    assert stop.value.code == 2 and err.startswith("error: a file would pass") and err.count("\n") == 1
+    assert "ulimit -f" in err and "nothing half-written was kept" in err
     run = next((tmp_path / "runs" / tiny.name).iterdir())
     rows = (run / "episodes.jsonl").read_bytes()
     assert rows.endswith(b"\n") or rows == b""
@@ -199,7 +203,7 @@ def test_a_full_disk_during_release_keeps_nothing(tiny, tmp_path, capsys):
     with file_size_limit(2000), pytest.raises(SystemExit) as stop:
         run_cli(build, cfg)
     err = capsys.readouterr().err
-    assert stop.value.code == 2 and "no space left to write" in err and err.count("\n") == 1
+    assert stop.value.code == 2 and "file-size limit" in err and err.count("\n") == 1
     assert set(os.listdir(root)) == before  # no release, no .partial folder, no lock
 
 
@@ -208,9 +212,11 @@ def test_the_os_errors_a_user_can_fix_are_one_line():
 
     from pipeline.cli import os_error_line
 
-    for number in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+    for number in (errno.ENOSPC, errno.EDQUOT):
         line = os_error_line(OSError(number, os.strerror(number), "/data/x"))
         assert line and line.startswith("no space left to write (/data/x)") and "\n" not in line
+    line = os_error_line(OSError(errno.EFBIG, os.strerror(errno.EFBIG), "/data/x"))  # ulimit -f
+    assert line and line.startswith("a file would pass this process's file-size limit (/data/x)")
     assert "not allowed to write" in os_error_line(OSError(errno.EACCES, "Permission denied", "/x"))
     assert os_error_line(OSError(errno.EIO, "I/O error")) is None  # a real fault keeps its traceback
 
@@ -224,3 +230,69 @@ def test_a_manifest_config_of_the_wrong_shape_does_not_stop_a_run(tiny, tmp_path
     manifest["config"]["generation"] = "not a mapping"
     (copy / "manifest.json").write_text(json.dumps(manifest))
     assert evaluate(_eval_cfg(copy, tmp_path / "runs")) == 0
+
+
+def test_an_eval_past_the_file_size_limit_is_one_line_from_the_command(tiny, tmp_path):
+    """Under ``ulimit -f`` the command (Hydra included: it writes no file of its own) ends with
+    one line naming the limit, never Hydra's HYDRA_FULL_ERROR hint."""
+    code = (
+        "import resource, signal, sys\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (1500, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))\n"
+        f"sys.argv = ['gridbench', 'eval', 'release={tiny}', 'output_root={tmp_path}/runs', 'workers=1']\n"
+        "from pipeline.main import run\n"
+        "run()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "file-size limit" in errors[0] and "HYDRA_FULL_ERROR" not in done.stderr
+    assert "Traceback" not in done.stderr and sorted(os.listdir(tmp_path)) == ["runs"]
+
+
+CORRUPT_TRANSCRIPTS = {
+    "a list of numbers": {"transcript": [1, 2, 3]},
+    "entries that are neither": {"transcript": [{"x": 1}]},
+    "messages then junk": {"transcript": [{"role": "system", "content": "s"}, "junk"]},
+    "another episode's": {"episode_id": "ffffffffffffffff", "transcript": []},
+    "no transcript": {"note": "nothing here"},
+    "a list": [{"role": "system"}],
+}
+
+
+@pytest.mark.parametrize("record", list(CORRUPT_TRANSCRIPTS.values()), ids=list(CORRUPT_TRANSCRIPTS))
+def test_a_damaged_transcript_is_an_error_never_shown_as_nothing(record, tiny, tmp_path, capsys):
+    import gzip
+
+    run = _run(tiny, tmp_path / "runs")
+    row = json.loads((run / "episodes.jsonl").read_text().splitlines()[0])
+    if isinstance(record, dict) and "episode_id" not in record:
+        record = {"episode_id": row["episode_id"], **record}
+    (run / "transcripts" / f"{row['episode_id']}.json.gz").write_bytes(
+        gzip.compress(json.dumps(record).encode())
+    )
+    code, err = _show(run, row["task_id"], capsys)
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert "transcript" in err or "entry" in err
+
+
+def test_an_empty_transcript_says_so(tiny, tmp_path, capsys):
+    import gzip
+
+    run = _run(tiny, tmp_path / "runs")
+    row = json.loads((run / "episodes.jsonl").read_text().splitlines()[0])
+    record = {"episode_id": row["episode_id"], "task_id": row["task_id"], "transcript": []}
+    (run / "transcripts" / f"{row['episode_id']}.json.gz").write_bytes(
+        gzip.compress(json.dumps(record).encode())
+    )
+    from pipeline.show import main
+
+    assert main([f"run={run}", f"task={row['task_id']}"]) == 0
+    assert "holds no message and no tool call" in capsys.readouterr().out

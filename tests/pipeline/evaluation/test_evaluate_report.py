@@ -245,4 +245,5 @@ def test_the_audit_says_what_it_is_doing(release, tmp_path, capsys):
     assert "audit small-v2.0.0: reading the decoy cells" in out and "audit small-v2.0.0: policies on" in out
     assert "audit small-v2.0.0: companion build of" in out  # the transfer classifiers' training build
     assert "audit small-v2.0.0: transfer classifiers" in out
-    assert "audit small-v2.0.0: 3/3 stages" in out and (tmp_path / "audit.md").is_file()
+    assert "audit small-v2.0.0: bounds: positions" in out  # where the truth sits in its bounds
+    assert "audit small-v2.0.0: 4/4 stages" in out and (tmp_path / "audit.md").is_file(), out

@@ -13,7 +13,9 @@ from pipeline.evaluation.runs import REQUIRED, RESULT_SCHEMA, RunStore, results_
 def _row(**changes):
     plain = {pl.String: "x", pl.Int64: 1, pl.Float64: 1.0, pl.Boolean: True}
     row = {name: plain[RESULT_SCHEMA[name]] for name in REQUIRED}
-    row.update(episode_id="0123456789abcdef", domain="toy", task_id="t", **changes)
+    # a row that can be: a failure rate in [0, 1) (1.0 is refused as impossible by a report)
+    row.update({"episode_id": "0123456789abcdef", "domain": "toy", "task_id": "t", "failure_rate": 0.0})
+    row.update(changes)
     return row
 
 

@@ -63,9 +63,9 @@ def test_cages_lay_every_decoy_cell_but_a_free_few_on_a_ring(cells, size, free_b
         return
     assert all(len(cage) == min(size, len(caged)) for cage in cages)
     membership = Counter(cell for cage in cages for cell in cage)
-    if size == 2 and len(caged) >= 3:  # a ring of pairs: every caged cell in exactly two cages
-        assert set(membership.values()) == {2} and len(cages) == len(caged)
-    if size >= 2 and len(caged) > size:  # consecutive cages share a cell: the ring is connected
+    if len(caged) > size:  # a ring: as many cages as cells, every cell in `size` of them
+        assert set(membership.values()) == {size} and len(cages) == len(caged)
+    if size >= 2:  # consecutive cages overlap: the ring is connected
         assert _connected(cages)
 
 

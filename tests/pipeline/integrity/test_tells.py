@@ -21,7 +21,11 @@ from pipeline.integrity.tells import bounds_audit
 from solvers.ladder import SLOT
 from solvers.results import SolverSettings
 
-SETTINGS = GenerationSettings(cage_bits=0.0)  # cages on every key with two decoy cells
+CAGED = GenerationSettings(cage_bits=0.0)  # cages on every key with two decoy cells
+# a toy item's attributes span a few units, so a grid window drawn at the default share of one
+# item's range has radius 0 (it names one total); every other task is drawn without cages and
+# with wide grid windows, so that both kinds of window are met with room to sit anywhere
+SETTINGS = (CAGED, GenerationSettings(cage_bits=1e9, window_slack_share=1.0))
 TASKS = 90
 
 
@@ -32,9 +36,10 @@ def _build(count: int = TASKS) -> list:
     while len(pairs) < count:
         key = TaskKey("toy", 4, 4, 8, 6, 5, seed=seed)
         seed += 1
-        draft = draw_draft(key, SETTINGS, 0)
+        settings = SETTINGS[seed % 2]
+        draft = draw_draft(key, settings, 0)
         try:
-            settle_bounds(draft, key.task_id, SETTINGS, SolverSettings(), RepairStats())
+            settle_bounds(draft, key.task_id, settings, SolverSettings(), RepairStats())
         except RepairFailed:
             continue
         for cell in draft.hidden:
@@ -73,7 +78,7 @@ def test_every_rule_kind_is_measured(correct):
         "count_min_threshold",
         "sum_max/row",
     }
-    assert all(sum(counts) >= 60 for counts in correct["position_counts"].values())
+    assert all(sum(counts) >= 25 for counts in correct["position_counts"].values())
 
 
 def test_the_truth_sits_where_other_passing_completions_sit(correct):

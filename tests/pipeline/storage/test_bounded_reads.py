@@ -287,3 +287,46 @@ def test_json_of_millions_of_empty_arrays_is_refused_before_parsing():
 
     with pytest.raises(ReleaseError, match="arrays and objects"):
         load_json(b"[" + b"[]," * 5_000_000 + b"[]]", "bomb.json")  # 15 MB: 5 million lists
+
+
+def test_a_page_bomb_whose_footer_understates_it_is_refused_before_any_page_is_read(monkeypatch):
+    """64 gzip pages of 4 MiB each (256 MiB, in 270 KB), under a footer that claims the column
+    and its row group hold only what is on disk: the sizes come from the page headers, and no
+    page is decompressed to find out."""
+    import pyarrow.parquet as pq
+
+    from pipeline.storage.parquet import read_arrow_table
+    from pipeline.storage.safe import ReleaseError
+    from tests.hostile import page_bomb
+
+    data = page_bomb(64, 4 * 1024 * 1024)
+    decompressed = []
+    for name in ("read", "read_row_group", "read_row_groups", "iter_batches"):
+        original = getattr(pq.ParquetFile, name)
+
+        def spy(self, *args, _original=original, _name=name, **kwargs):
+            decompressed.append(_name)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(pq.ParquetFile, name, spy)
+    with pytest.raises(ReleaseError, match=r"bomb.parquet: declares 268435456 bytes uncompressed"):
+        read_arrow_table(data, "bomb.parquet")
+    assert decompressed == []
+    small = page_bomb(4, 64 * 1024)  # the same construction, small: it is a real table
+    assert read_arrow_table(small, "small.parquet").num_rows == 4
+
+
+def test_legitimate_tables_written_in_one_row_row_groups_are_read(tiny, tmp_path):
+    """Arrow keeps dictionaries of nested columns only within one row group: a table with
+    several (one row each) was unreadable to the bounded reader, and verify refused it."""
+    import pyarrow.parquet as pq
+
+    from pipeline.storage.parquet import read_arrow_table
+    from pipeline.storage.safe import read_bytes
+
+    copy = copy_release(tiny, tmp_path / "copy")
+    for relative in ("metadata.parquet", "timings.parquet", "data/answers.parquet", "data/tasks/toy.parquet"):
+        table = pq.read_table(copy / relative)
+        pq.write_table(table, copy / relative, row_group_size=1)
+        assert pq.ParquetFile(copy / relative).metadata.num_row_groups == table.num_rows > 1
+        assert read_arrow_table(read_bytes(copy, relative), relative).equals(table)

@@ -1,8 +1,9 @@
 """A release is the same bytes as before the code moved: the deterministic files of a small
 release (tasks, answers, data tables, metadata, schemas, card, licence) have the SHA-256
-digests recorded in tests/data/small_release_digests.json, which were taken from a build by
-the code before the issue-18 restructuring (commit e4875ae). A change that alters a release
-must update the file on purpose, and say why in its commit."""
+digests recorded in tests/data/small_release_digests.json, re-recorded for release 2.0.0 when
+issue 26 changed the draw (bounds without a tell, cages on a ring; the same digests with one
+worker and with two). A change that alters a release must update the file on purpose, and say
+why in its commit."""
 
 from __future__ import annotations
 

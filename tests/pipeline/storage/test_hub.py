@@ -50,6 +50,10 @@ def test_the_dry_run_is_short_and_verbose_lists_every_file_of_the_release(releas
     ("overrides", "message"),
     [
         (["repo_id=not a repo"], "ORG/NAME"),
+        # surrounding spaces (quoted, so that Hydra keeps them) and a trailing line break
+        (["repo_id=' me/grid'"], "ORG/NAME"),
+        (["repo_id='me/grid '"], "ORG/NAME"),
+        (["repo_id='me/grid\n'"], "ORG/NAME"),
         (["repo_id=me/grid", "token_env=GRIDBENCH_NO_SUCH_TOKEN"], "no Hugging Face token"),
     ],
 )

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests import ROOT
@@ -371,6 +371,11 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@example([[[1]]])  # exactly the limit of 3
+@example([[[[1]]]])  # one past it
+@example({"a": {"b": {"c": {}}}})  # an empty object at the fourth level counts
+@example({"[": ["{", {"\\": []}]})  # brackets inside strings are not nesting
+@example([])
 @given(
     st.recursive(
         st.none() | st.integers() | st.text(alphabet='[]{}"\\ab'),

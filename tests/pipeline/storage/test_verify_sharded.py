@@ -372,16 +372,16 @@ def test_a_wrong_answer_is_named_with_its_table(copy):
 
 
 def _plan(**changes):
-    return SimpleNamespace(**{"name": "sharded", "version": "1.0.0", **changes})
+    return SimpleNamespace(**{"name": "sharded", "version": "2.0.0", **changes})
 
 
 def test_the_name_card_and_licence_claims(copy):
     manifest = _manifest(copy)
     sound = set(manifest["files"])
     assert _sharded_claims(copy, manifest, _plan(), sound) == []
-    assert _sharded_claims(copy, manifest, _plan(name="other", version="2.0.0"), sound) == [
+    assert _sharded_claims(copy, manifest, _plan(name="other", version="3.0.0"), sound) == [
         "manifest.json: name 'sharded' is not its config's",
-        "manifest.json: version '1.0.0' is not its config's",
+        "manifest.json: version '2.0.0' is not its config's",
         CARD,  # the card is written from the config's name and version
     ]
     shown = "bad\x1b[31m"
@@ -476,7 +476,7 @@ def test_a_card_without_a_task_count_is_written_for_zero_tasks(copy):
 
     manifest = _manifest(copy)
     counts = {k: v for k, v in manifest["counts"].items() if k != "tasks"}
-    text = card("sharded", "1.0.0", sorted(counts["per_domain"]), 0, counts["per_grid"])
+    text = card("sharded", "2.0.0", sorted(counts["per_domain"]), 0, counts["per_grid"])
     (copy / "README.md").write_text(text)
     assert _sharded_claims(copy, {**manifest, "counts": counts}, _plan(), set(manifest["files"])) == []
 

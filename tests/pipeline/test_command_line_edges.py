@@ -1,0 +1,301 @@
+"""The command line against what an outside run tried (hostile round 4): every case is one
+``error:`` line and exit 2 before any work, or works as documented, never a traceback.
+
+- interpolations that can only fail inside the job are resolved (and refused) before it;
+- ``+key`` adds only at the documented extension points; thousands of keys are one line;
+- a value outside ASCII, or with spaces Hydra would drop, says how to write it;
+- a multirun checks every swept value and the launcher's parallel jobs first;
+- a read-only command writes nothing in the folder it runs in (Hydra neither);
+- ``--version`` and ``--help`` into a full disk are one line;
+- the packaged configuration comes from the install (or its checkout), never from a ``conf/``
+  that merely sits beside the packages, and a broken one is named.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import ROOT
+
+GRIDBENCH = Path(sys.executable).parent / "gridbench"
+
+
+def precheck_line(folder: str, name: str, argv: list[str], capsys) -> str:
+    """The one line the pre-check prints for ``argv`` (it must refuse it with exit 2)."""
+    from pipeline.cli import precheck
+
+    with pytest.raises(SystemExit) as stopped:
+        precheck(folder, name, argv)
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err and "\x1b" not in err
+    return err
+
+
+def passes(folder: str, name: str, argv: list[str]) -> None:
+    from pipeline.cli import precheck
+
+    precheck(folder, name, argv)  # no SystemExit: the job would run
+
+
+# -- interpolations that would fail only inside the job ----------------------------------------
+
+INTERPOLATIONS = [
+    ("release=${path:../../etc}", "no such default path"),
+    ("release=${oc.env:GRIDBENCH_H27_UNSET}", "GRIDBENCH_H27_UNSET"),
+    ("release=${nope.x}", "nope.x"),
+    ("release=${release}", "Recursive interpolation"),
+    ('verify.workers=${oc.decode:"[1,2]"}', "verify.workers"),
+    ("verify.workers=${oc.env:GRIDBENCH_H27_WORDS}", "verify.workers"),
+]
+
+
+@pytest.mark.parametrize(("override", "named"), INTERPOLATIONS, ids=[i[0] for i in INTERPOLATIONS])
+def test_an_interpolation_that_cannot_resolve_is_one_line_before_the_job(
+    override, named, capsys, monkeypatch
+):
+    monkeypatch.delenv("GRIDBENCH_H27_UNSET", raising=False)
+    monkeypatch.setenv("GRIDBENCH_H27_WORDS", "many")
+    line = precheck_line("apps", "verify", [override], capsys)
+    assert named in line and "interpolation" in line
+
+
+def test_interpolations_are_resolved_for_the_generation_commands_too(capsys, monkeypatch):
+    monkeypatch.delenv("GRIDBENCH_H27_UNSET", raising=False)
+    assert "GRIDBENCH_H27_UNSET" in precheck_line(
+        "", "config", ["release.name=${oc.env:GRIDBENCH_H27_UNSET}"], capsys
+    )
+    assert "no such default path" in precheck_line("", "config", ["release.output_root=${path:x}"], capsys)
+    monkeypatch.setenv("GRIDBENCH_H27_SET", "named")
+    passes("", "config", ["release.name=${oc.env:GRIDBENCH_H27_SET}", "release.cache_root=${path:cache}"])
+    passes("apps", "verify", ["release=${path:release}"])  # the documented resolver works
+
+
+# -- additions: only at the documented extension points ------------------------------------------
+
+ADDITIONS = [
+    ("apps", "verify", "+relase.name=typo"),
+    ("apps", "verify", "++relase.name=typo"),
+    ("apps", "verify", "+agent.kwargs.depth=2"),  # verify has no agent
+    ("", "config", "+relase.name=typo"),
+    ("", "config", "+release.nmae=x"),
+    ("apps", "evaluate", "+agent.depth=2"),
+    ("apps", "evaluate", "+env.budget=3"),
+]
+
+
+@pytest.mark.parametrize(
+    ("folder", "name", "override"), ADDITIONS, ids=[a[2] + "@" + a[1] for a in ADDITIONS]
+)
+def test_an_added_key_outside_the_extension_points_is_refused(folder, name, override, capsys):
+    line = precheck_line(folder, name, [override], capsys)
+    key = override.lstrip("+").split("=")[0]
+    assert f"{key} is not a setting of this command" in line and "+experiment=paper" in line
+
+
+def test_the_documented_additions_pass(tmp_path):
+    passes("apps", "evaluate", ["+experiment=paper"])
+    passes("apps", "evaluate", ["+agent.kwargs.depth=2"])
+    passes("apps", "evaluate", ["+agent.kwargs={depth: 2}"])
+    passes("apps", "verify", ["++verify.workers=1"])  # ++ on a key that exists sets it
+    passes("", "config", ["++release.seed=3", f"release.cache_root={tmp_path}"])
+
+
+def test_twenty_thousand_added_keys_are_one_line(capsys):
+    line = precheck_line("apps", "verify", [f"+k{i}=1" for i in range(20_000)], capsys)
+    assert "20000 key=value arguments" in line
+
+
+# -- values the grammar cannot take as written -----------------------------------------------------
+
+
+def test_a_value_outside_ascii_says_how_to_quote_it(capsys):
+    line = precheck_line("apps", "verify", ["release=/tmp/caf\u00e9/release"], capsys)
+    assert "must be quoted" in line and "release='/tmp/caf\u00e9/release'" in line
+    assert "LexerNoViableAlt" not in line
+    passes("apps", "verify", ["release='/tmp/caf\u00e9/release'"])
+
+
+@pytest.mark.parametrize("override", ["repo_id= me/gridbench", "repo_id=me/gridbench ", "release=\t/tmp/x"])
+def test_spaces_that_hydra_would_drop_are_refused(override, capsys):
+    folder_name = ("apps", "hub") if override.startswith("repo_id") else ("apps", "verify")
+    line = precheck_line(*folder_name, [override], capsys)
+    assert "spaces around it" in line
+
+
+def test_control_characters_in_an_argument_reach_the_terminal_escaped(capsys):
+    line = precheck_line("apps", "verify", ["relase\x1b[31m=x"], capsys)
+    assert "\\x1b" in line
+
+
+# -- multirun -----------------------------------------------------------------------------------
+
+MULTIRUN = [
+    (["-m", "domain=nope"], "Could not find 'domain/nope'"),
+    (["-m", "domain=course,nope", "task.hidden_slots=1"], "available options in 'domain'"),
+    (
+        ["-m", "task.hidden_slots=1,2", "task.decoy_budget=${oc.env:GRIDBENCH_H27_UNSET}"],
+        "GRIDBENCH_H27_UNSET",
+    ),
+    (["-m", "domain=toy", "hydra.launcher.n_jobs=100000"], "hydra.launcher.n_jobs=100000"),
+    (["-m", "domain=toy", "hydra.launcher.n_jobs=-5"], "hydra.launcher.n_jobs=-5"),
+    (["-m", "task.hidden_slots=range(0,1000000000000)"], "more than 100000 jobs"),
+    (["-m", "domain=toy", "+relase.name=x"], "relase.name is not a setting"),
+]
+
+
+@pytest.mark.parametrize(("argv", "named"), MULTIRUN, ids=[" ".join(m[0][1:]) for m in MULTIRUN])
+def test_a_multirun_is_checked_before_any_job(argv, named, capsys, monkeypatch):
+    monkeypatch.delenv("GRIDBENCH_H27_UNSET", raising=False)
+    assert named in precheck_line("", "config", argv, capsys)
+
+
+def test_a_good_multirun_passes_the_check(tmp_path):
+    passes(
+        "", "config", ["-m", "domain=toy,course", "task.hidden_slots=1,2", f"release.cache_root={tmp_path}"]
+    )
+    passes("", "config", ["-m", "domain=toy", "hydra.launcher.n_jobs=2", "hydra.launcher.n_jobs=-1"])
+
+
+def test_generate_multirun_with_an_unknown_domain_is_one_error_line(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.generate", "-m", "domain=nope", f"release.cache_root={tmp_path}/c"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and done.stderr.startswith("error: "), done.stderr
+    assert done.stderr.count("\n") == 1 and not any(tmp_path.iterdir())
+
+
+# -- the folder a command runs in ---------------------------------------------------------------
+
+
+def _gridbench(*args: str, cwd: Path, stdout=subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    command = [str(GRIDBENCH)] if GRIDBENCH.exists() else [sys.executable, "-m", "pipeline.main"]
+    return subprocess.run(
+        [*command, *args], cwd=cwd, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=180
+    )
+
+
+def test_a_read_only_command_writes_nothing_where_it_runs(tiny_release, tmp_path):
+    """Hydra keeps no run folder and no log file: verify (and the hub's dry run) from any
+    folder, a read-only one included, leave it as it was."""
+    here = tmp_path / "here"
+    here.mkdir()
+    done = _gridbench("verify", f"release={tiny_release}", "verify.workers=1", cwd=here)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(os.listdir(here)) == []
+    refused = _gridbench("verify", "release=nowhere", cwd=here)
+    assert refused.returncode == 2 and sorted(os.listdir(here)) == []
+    if os.geteuid() != 0:  # root writes anywhere: the listing above is the test then
+        here.chmod(0o555)
+        try:
+            again = _gridbench("verify", f"release={tiny_release}", "verify.workers=1", cwd=here)
+            assert again.returncode == 0, again.stderr[-2000:]
+        finally:
+            here.chmod(0o755)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--version"],
+        ["verify", "--help"],  # Hydra's help
+        pytest.param(["--help"], marks=pytest.mark.slow),  # the same path as --version
+        pytest.param(["mcp", "--help"], marks=pytest.mark.slow),
+        pytest.param(["show", "--help"], marks=pytest.mark.slow),
+    ],
+    ids=lambda args: " ".join(args),
+)
+def test_help_and_version_into_a_full_disk_are_one_line(args, tmp_path):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "w") as full:
+        done = _gridbench(*args, cwd=tmp_path, stdout=full)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: cannot write the standard output"), done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+def test_show_answers_help():
+    from pipeline.show import main
+
+    assert main(["--help"]) == 0
+
+
+# -- where the packaged configuration comes from ----------------------------------------------------
+
+
+def _fake_install(site: Path, data: bool) -> None:
+    """``site`` as a site-packages folder: our packages (core copied, so that it resolves
+    there), with or without ``core/_data/``, and a foreign top-level ``conf/`` beside them."""
+    site.mkdir()
+    shutil.copytree(ROOT / "core", site / "core", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("pipeline", "gridbench", "solvers", "domains"):
+        (site / package).symlink_to(ROOT / package, target_is_directory=True)
+    if data:
+        for name in ("conf", "schemas"):
+            shutil.copytree(ROOT / name, site / "core" / "_data" / name, symlinks=False)
+    foreign = site / "conf" / "apps"
+    foreign.mkdir(parents=True)
+    (foreign / "verify.yaml").write_text("release: FOREIGN\n")
+
+
+def _run_installed(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    code = f"import sys; sys.argv = ['gridbench', *{list(args)!r}]; from pipeline.main import run; run()"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); {code}"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_wheel_without_its_data_never_reads_a_foreign_conf(tmp_path):
+    _fake_install(tmp_path / "site", data=False)
+    done = _run_installed(tmp_path / "site", tmp_path, "verify", "release=x")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "lacks its configuration" in done.stderr and "FOREIGN" not in done.stderr
+    assert str(tmp_path / "site" / "core" / "_data") in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        ("conf/apps/verify.yaml", "is missing"),
+        pytest.param("conf/config.yaml", "is damaged", marks=pytest.mark.slow),
+        ("schemas/task.schema.json", "is damaged"),
+    ],
+)
+def test_a_wheel_with_broken_data_is_one_line(damage, said, tmp_path):
+    site = tmp_path / "site"
+    _fake_install(site, data=True)
+    target = site / "core" / "_data" / damage
+    if said == "is missing":
+        target.unlink()
+    else:
+        target.write_text("{ this: [is not\n")
+    done = _run_installed(site, tmp_path, "verify", "release=x")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert said in done.stderr and damage.split("/")[-1] in done.stderr
+
+
+def test_a_whole_wheel_reads_its_own_data(tmp_path):
+    site = tmp_path / "site"
+    _fake_install(site, data=True)
+    done = _run_installed(site, tmp_path, "verify", "release=x")
+    assert done.returncode == 2 and "x is not a release" in done.stderr, done.stderr
+    assert "FOREIGN" not in done.stderr
