@@ -2,7 +2,7 @@
 rung of the default ladder, and how long a trainer waits in ``next()`` at the hardest rung
 (5x7, H = 21, B = 25, min_depth = probing) with and without the prefetch pool.
 
-    python bench/bench_adaptive.py [--tasks 8] [--steps 16] [--play 0.5]
+    python bench/bench_adaptive.py [--tasks 8] [--steps 16] [--play 0.5] [--waits-only]
 
 Throughput is CPU time (``time.process_time`` in the process that generates), so another job
 on the machine changes it little; waits are wall time, measured while a simulated trainer
@@ -65,9 +65,11 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=8)
     parser.add_argument("--steps", type=int, default=16)
     parser.add_argument("--play", type=float, default=0.5)
+    parser.add_argument("--waits-only", action="store_true", help="skip the throughput table")
     args, _ = parser.parse_known_args()
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
-    throughput(args.tasks)
+    if not args.waits_only:
+        throughput(args.tasks)
     print(f"\ntrainer wait in next() at the hardest rung ({default_ladder()[-1].name}), ")
     print(f"{args.steps} tasks, {args.play} s of play each")
     print("| prefetch | first next() s | mean wait after it s | max after it s |")

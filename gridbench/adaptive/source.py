@@ -188,12 +188,16 @@ class AdaptiveSource:
 
     def _fill(self, level: int, k: int) -> None:
         """Make sure the pool is working on tasks ``k .. k + prefetch - 1`` of ``level`` and the
-        next ones of its neighbours; drop what is queued for rungs out of reach."""
+        next ones of its neighbours, the current rung's first: the pool runs its queue in order,
+        so a neighbour's task still queued is taken out and queued again behind a new task of
+        the current rung (it would make the trainer wait). Drop what is queued for rungs out of
+        reach."""
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 self.workers, mp_context=get_context("spawn"), initializer=_ignore_interrupts
             )
-        wanted = [(level, k + j) for j in range(self.prefetch)]
+        current = [(level, k + j) for j in range(self.prefetch)]
+        wanted = list(current)
         for distance in range(1, self.neighbours + 1):
             for near in (level - distance, level + distance):
                 if 0 <= near < len(self.ladder):
@@ -204,6 +208,10 @@ class AdaptiveSource:
             stale = key[0] not in reach or key[1] < self.counters[key[0]]
             if stale and key not in wanted and (future.done() or future.cancel()):
                 del self._futures[key]
+        if any(key not in self._futures for key in current):
+            for key, future in list(self._futures.items()):
+                if key[0] != level and future.cancel():  # queued, not started: to the back
+                    del self._futures[key]
         for key in wanted:
             if key not in self._futures:
                 self._futures[key] = self._pool.submit(make_task, self._job(*key))

@@ -111,6 +111,25 @@ def test_the_prefetch_pool_hands_out_the_same_tasks_as_making_them_inline():
     assert from_pool == play(source(), rewards)
 
 
+def test_the_pool_makes_the_current_rungs_tasks_before_its_neighbours():
+    """The pool runs its queue in order: a neighbour's task never waits in the queue ahead of
+    one of the current rung's (it would delay the task a trainer waits for)."""
+
+    def queue(src: AdaptiveSource) -> list[int]:
+        """The rungs of the tasks queued and not started, in the pool's order."""
+        return [key[0] for key, f in src._futures.items() if not f.running() and not f.done()]
+
+    with source(workers=1, prefetch=3, start=1) as pooled:
+        rewards = [1.0, 1.0, 0.0, 0.0, 1.0, 1.0]
+        for reward in rewards:
+            order = queue(pooled)
+            level = pooled.level
+            assert order == sorted(order, key=lambda rung: rung != level), order
+            pooled.report(pooled.next(), reward)
+        assert pooled.stats()["handed"] == len(rewards)
+        assert {level for level, _ in pooled._futures} <= {0, 1, 2}
+
+
 def test_from_config_reads_the_shipped_config_and_names_a_misspelt_key():
     import yaml
 
