@@ -37,6 +37,7 @@ import verifiers.v1 as vf
 from pydantic import Field
 from verifiers.v1.runtimes import ProgramResult
 
+from core import paths
 from gridbench.adapters.core import Session, env_settings, select
 
 TASKSET_ID = "gridbench"
@@ -61,7 +62,7 @@ class GridbenchTask(vf.Task[GridbenchData]):  # type: ignore[misc]
 class GridbenchConfig(vf.TasksetConfig):  # type: ignore[misc]
     """Which tasks (a release, filtered) and the episode options (as every adapter's)."""
 
-    release: str = "outputs/releases/gridbench-v2.0.0"
+    release: str = str(paths.RELEASE)
     domains: list[str] | None = None
     hidden_slots: list[int] | None = None
     decoy_budgets: list[int] | None = None
