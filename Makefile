@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-slow browser lint mutate bench release train verify import audit eval show report view hub clean
+.PHONY: help install test test-slow browser verifiers-env train-deps lint mutate bench release train verify import audit eval show report view hub clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -26,7 +26,7 @@ install: $(STAMP) ## Create .venv and install the pinned dependencies
 test: $(STAMP) ## Run the quick test suite (what CI runs)
 	$(PY) -m pytest
 
-test-slow: $(STAMP) browser ## Run the slow tests too (installs Chromium and Playwright first: make browser)
+test-slow: $(STAMP) browser verifiers-env train-deps ## Run the slow tests too (first installs Chromium and Playwright: make browser; the verifiers venv: make verifiers-env; torch: make train-deps)
 	$(PY) -m pytest -m "slow or not slow"
 
 PLAYWRIGHT := playwright==1.65.2
@@ -34,6 +34,25 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 browser: $(STAMP) ## Debian's Chromium and Playwright, for the explorer's browser test (make test-slow; not make test)
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
 	@$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install --quiet '$(PLAYWRIGHT)'
+
+# The training example's slow test (docs/examples/train_with_validation.py): a Trainer needs torch
+# (the CPU build on this machine's disk) and accelerate; gridbench itself does not
+TRAIN_DEPS := torch==2.13.0 accelerate==1.15.0
+train-deps: $(STAMP) ## torch (CPU) and accelerate in .venv, for the training example (make test-slow; not make test)
+	@$(PY) -c "import torch, accelerate" 2>/dev/null || $(PY) -m pip install --quiet $(TRAIN_DEPS)
+
+# verifiers 0.4.0 pins mcp==2.0.0 and openai<3, gridbench openai==3.51.0 and mcp==2.3.0: its own
+# venv, with gridbench's other dependencies (read off pyproject.toml) and gridbench without pins
+VERIFIERS := verifiers==0.4.0
+VF_VENV := .venv-verifiers
+$(VF_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VF_VENV)
+	$(VF_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VF_VENV)/bin/python -m pip install --quiet '$(VERIFIERS)' $$($(PYTHON) -c "import tomllib; print(' '.join(d for d in tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'] if not d.startswith('openai')))")
+	$(VF_VENV)/bin/python -m pip install --quiet --no-deps -e . --config-settings editable_mode=compat
+	rm -rf gridbench.egg-info
+	touch $@
+verifiers-env: $(VF_VENV)/.installed ## The venv of the verifiers adapter (.venv-verifiers; make test-slow builds it)
 
 lint: $(STAMP) ## ruff and mypy on the packages (strict on gridbench_core and gridbench)
 	$(PY) -m ruff check gridbench_core domains solvers pipeline gridbench tests bench
@@ -57,6 +76,7 @@ bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_bounds.py $(ARGS)
 	$(PY) bench/bench_seeds.py $(ARGS)
 	$(PY) bench/bench_train.py $(ARGS)
+	$(PY) bench/bench_adaptive.py
 
 release: $(STAMP) ## Build the default release (5x7, six domains, 324 tasks); ARGS="..." = Hydra overrides
 	$(GB) release $(ARGS)

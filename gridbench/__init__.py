@@ -11,10 +11,13 @@ The public face: what users import, re-exported from the layers below it (docs/a
     made = gridbench.generate_task(gridbench.TaskKey("course", 5, 7, 11, 15, 25))
     tasks = gridbench.create_dataset(["course", "meal"], size=1000, seed=0, levels=3)
     tasks[0].task, tasks[0].answer, tasks[0].score(grid)   # generated and certified on first use
+    source = gridbench.AdaptiveSource(["course"], seed=0)   # difficulty that follows the rewards
+    item = source.next(); source.report(item, reward)
 """
 
 from __future__ import annotations
 
+from gridbench.adaptive import AdaptiveSource, AdaptiveTask, Difficulty
 from gridbench.agents.registry import AgentSpec, agent_spec, make_agent
 from gridbench.env import Episode, openai_schemas
 from gridbench.procedural import GeneratedTask, Level, TaskDataset, create_dataset, curriculum
@@ -41,8 +44,11 @@ def __getattr__(name: str) -> str:
 
 
 __all__ = [
+    "AdaptiveSource",
+    "AdaptiveTask",
     "AgentSpec",
     "CertifiedTask",
+    "Difficulty",
     "EnvSettings",
     "Episode",
     "GeneratedTask",

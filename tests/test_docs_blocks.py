@@ -233,6 +233,12 @@ def check_python(words: list[str]) -> None:
             and rest[2].isdigit()
         ), rest
         assert len(rest) == 3, rest
+    elif module == "gridbench.adapters.openenv_env":
+        from gridbench.adapters.openenv_env import OPTIONS
+
+        options = dict(w.split("=", 1) for w in rest)
+        assert set(options) <= set(OPTIONS) and ("release" in options) != ("adaptive" in options), rest
+        assert (ROOT / options["adaptive"]).is_file() if "adaptive" in options else True, rest
     elif module == "gridbench.agents.llm.loopback":
         options = dict(w.split("=", 1) for w in rest)
         assert "release" in options and set(options) <= {"release", "port", "rate"}, rest
@@ -373,6 +379,13 @@ AFTERWARDS = {
     ),
     "docs/harnesses.md": lambda ns: ns["mcp_score"]["success"] is False and isinstance(ns["reward"], float),
     "docs/release.md": lambda ns: len(ns["tasks"]) == 4 and len(ns["answers"]) == 8,
+    "docs/training.md": lambda ns: (
+        ns["source"].level == 3
+        and (ns["steps"], ns["over"], ns["solved"]) == (1, True, False)
+        and ns["metrics"]["gridbench/success"] == 1.0
+        and ns["trl_rewards"] == [0.0, 0.0]
+        and ns["trl_source"].stats()["reported"] == 1
+    ),
 }
 PYTHON_PAGES = [p for p in PAGES if p != "README.md" and any(b.language == "python" for b in page_blocks(p))]
 

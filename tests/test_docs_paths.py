@@ -45,8 +45,17 @@ ROOTED = re.compile(
     r"(?<![\w./<>{}$@:-])((?:gridbench_core|solvers|domains|pipeline|gridbench|tests|bench|conf|docs|schemas)"
     r"(?:/[\w.-]+)+)(?![\w/<{-])"
 )
-# names that look like paths: the Inspect AI task and the gymnasium environment
-NOT_PATHS = frozenset({"gridbench/gridbench", "gridbench/Grid-v0"})
+# names that look like paths: the Inspect AI task, the gymnasium environment, and the metric
+# names the validation callback logs (gridbench/adapters/validation.py)
+NOT_PATHS = frozenset(
+    {
+        "gridbench/gridbench",
+        "gridbench/Grid-v0",
+        "gridbench/success",
+        "gridbench/success/H",
+        "gridbench/success/depth",
+    }
+)
 DOTTED = re.compile(
     r"(?<![\w./-])((?:gridbench_core|solvers|domains|pipeline|gridbench)(?:\.[A-Za-z_]\w*)+)(?![^\x00-\x7f])",
     re.ASCII,

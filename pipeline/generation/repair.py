@@ -66,13 +66,15 @@ def make_unique(
         result = model.other_completion()
         if result.status == UNKNOWN:
             raise SolverTimeout("uniqueness solve returned UNKNOWN (time limit)")
+        counterexample: dict[Cell, str]
         if result.status == INFEASIBLE:
-            counterexample = _margin_counterexample(model, settings.min_margin)
-            if counterexample is None:
+            found = _margin_counterexample(model, settings.min_margin)
+            if found is None:
                 place(draft)
                 return
+            counterexample = found
         else:
-            counterexample = result.solution  # type: ignore[assignment]
+            counterexample = dict(result.solution or {})  # FEASIBLE: a completion
         if used >= budget:
             break
         used += 1

@@ -17,13 +17,17 @@ import math
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gridbench_core.lazy import lazy_module
 from gridbench_core.task import Answer, GlobalRule, Task
 from gridbench_core.vocabulary import SUM_KINDS, RuleKind, Scope
 from solvers.checker import locally_valid_candidates, rule_groups, rule_measure
 
-np = lazy_module("numpy")  # loaded at the first audit
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")  # loaded at the first audit
 
 Cell = tuple[int, int]
 BINS = 5  # the position histogram's bins over [0, 1]

@@ -127,3 +127,69 @@ def test_bad_rows_and_extra_positional_arguments(release):
     extra = json.loads(env.get_current_grid_state(1, 2))
     assert extra["status"] == "error" and "positional" in extra["message"]
     assert env.session.episode.invalid == 1 and env.session.episode.steps == 1
+
+
+def reset_row(env, row) -> str:
+    return env.reset(**{k: v for k, v in row.items() if k != "environment"})
+
+
+def play_to(env, solve: bool) -> float:
+    """Solve the grid (or just say done) and return the reward."""
+    item = type("Item", (), {"answer": env._handed.item.answer})()
+    for name, arguments in solving_moves(item) if solve else [("done", {})]:
+        getattr(env, name)(**arguments)
+    return env.get_reward()
+
+
+def test_an_adaptive_source_feeds_the_rollouts_and_gets_their_rewards():
+    from gridbench.adaptive import AdaptiveSource, ladder
+
+    source = AdaptiveSource("toy", seed=0, ladder=ladder("4x4", [2, 3], [0, 2]), window=2)
+    rows, factories = environments(tasks=source, trials=3)
+    assert [row["environment"] for row in rows] == ["toy"] * 3 and list(factories) == ["toy"]
+    assert [row["task_index"] for row in rows] == [0, 1, 2]
+    ids = []
+    for row in rows[:2]:
+        env = factories["toy"]()
+        prompt = reset_row(env, row)
+        assert f"Task {env.session.task_id} (" in prompt
+        ids.append(env.session.task_id)
+        assert play_to(env, solve=True) == 1.0 and env.get_reward() == 1.0  # reported once
+    assert ids[0] != ids[1]
+    assert source.level == 1 and source.stats()["reported"] == 2
+    env = factories["toy"]()
+    reset_row(env, rows[2])
+    reset_row(env, rows[2])  # the first is abandoned
+    assert len(source.pending) == 1
+    reset_row(env, rows[2])  # with group_size 1 every reset draws a new task
+    assert len(source.pending) == 1 and source.handed == 5
+    with pytest.raises(UserError, match="needs one domain"):
+        environments(tasks=AdaptiveSource(["toy", "course"], ladder=ladder("4x4", [2], [0])))
+    with pytest.raises(UserError, match="num_generations"):
+        environments(tasks=AdaptiveSource("toy", ladder=ladder("4x4", [2], [0])), group_size=0)
+
+
+def test_grpo_groups_share_one_task_and_report_its_mean():
+    """GRPOTrainer's RepeatSampler plays each row num_generations times in a row: those
+    rollouts compare against each other, so they get one task; the source hears its mean."""
+    from gridbench.adaptive import AdaptiveSource, ladder
+
+    source = AdaptiveSource("toy", seed=0, ladder=ladder("4x4", [2, 3], [0, 2]), window=1, band=0.0)
+    rows, factories = environments(tasks=source, trials=2, group_size=3)
+    envs = [factories["toy"]() for _ in range(6)]
+    for env, row in zip(envs, [rows[0]] * 3 + [rows[1]] * 3, strict=True):  # as the sampler repeats
+        reset_row(env, row)
+    first, second = {e.session.task_id for e in envs[:3]}, {e.session.task_id for e in envs[3:]}
+    assert len(first) == 1 and len(second) == 1 and first != second and source.handed == 2
+    assert play_to(envs[0], solve=True) == 1.0 and play_to(envs[1], solve=False) == 0.0
+    assert source.stats()["reported"] == 0  # the group is not in yet
+    play_to(envs[2], solve=True)
+    assert source.stats()["reported"] == 1 and source.stats()["success_by_level"][0] == pytest.approx(2 / 3)
+    envs[3].get_reward()
+    reset_row(envs[4], rows[1])  # rollout 4 is reset before its reward: it leaves its group ...
+    assert source.stats()["reported"] == 0 + 1 and source.handed == 3  # ... and row 1 starts a new one
+    envs[5].get_reward()
+    assert source.stats()["reported"] == 2  # rollouts 3 and 5 settle the first group of row 1
+    for env in envs[:3]:  # the next epoch of row 0: a new task
+        reset_row(env, rows[0])
+    assert source.handed == 4 and len({e.session.task_id for e in envs[:3]} | first) == 2

@@ -113,10 +113,12 @@ class Script:
 class ScriptedPolicy:
     """The oracle: the next call of "set every truth, then done", read off the conversation."""
 
-    def __init__(self, release: Path) -> None:
+    def __init__(self, release: Path | None = None, answers: Any = ()) -> None:
+        """The plans of a release's answer files, and of ``answers`` (answer dicts: tasks
+        generated on the fly)."""
         self.plans: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-        for path in sorted((release / "answers").rglob("*.json")):
-            answer = json.loads(path.read_text())
+        paths = sorted((release / "answers").rglob("*.json")) if release is not None else []
+        for answer in [*(json.loads(path.read_text()) for path in paths), *answers]:
             plan = [
                 ("set_slot", {"row": r["row"], "col": r["col"], "id": r["truth"]}) for r in answer["roles"]
             ]
