@@ -24,7 +24,7 @@ from collections.abc import Mapping
 
 from core.records import Depth
 from core.task import Task
-from solvers.checker import locally_valid_candidates, rule_excess, rule_measure
+from solvers.checker import locally_valid_candidates, remembered, rule_excess, rule_measure
 from solvers.propagation import LinearRow, linear_rows, propagate
 
 Cell = tuple[int, int]
@@ -144,7 +144,12 @@ def probe(rows: list[LinearRow], domains: dict[Cell, set[str]]) -> bool:
 
 def rung_domains(task: Task) -> list[dict[Cell, frozenset[str]]]:
     """What each rung up to probing leaves of every hidden cell's options: slot checks, one
-    round, the fixpoint, probing (a cell left empty means the rung found no completion)."""
+    round, the fixpoint, probing (a cell left empty means the rung found no completion);
+    inside :func:`solvers.checker.task_memo`, found once per task."""
+    return [dict(stage) for stage in remembered("rungs", (task,), None, lambda: _rung_domains(task))]
+
+
+def _rung_domains(task: Task) -> list[dict[Cell, frozenset[str]]]:
     options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
     result = propagate(task, options)
     domains = {cell: set(ids) for cell, ids in result.fixpoint.items()}
