@@ -69,16 +69,18 @@ class _Propagator:
 
     @staticmethod
     def _revise(row: LinearRow, domains: dict[Cell, set[str]]) -> list[Cell] | None:
-        """Remove the options ``row`` rules out; the cells that changed, None on a wipe-out."""
+        """Remove the options ``row`` rules out; the cells that changed, None on a wipe-out.
+        (The hottest loop of the ladder: one branch per direction, no per-option test of it.)"""
         upper, bound = row.upper, row.bound
         best: dict[Cell, int] = {}
         total = row.constant
+        pick = min if upper else max
         for cell, coefficients in row.coefficients.items():
-            values = [coefficients[option] for option in domains[cell]]
-            if not values:
+            domain = domains[cell]
+            if not domain:
                 return None
-            best[cell] = min(values) if upper else max(values)
-            total += best[cell]
+            best[cell] = value = pick(map(coefficients.__getitem__, domain))
+            total += value
         if (total <= bound) if upper else (total >= bound):
             slack = bound - total if upper else total - bound
         else:
@@ -88,8 +90,12 @@ class _Propagator:
             domain = domains[cell]
             if len(domain) == 1:
                 continue
-            room = best[cell] + slack if upper else best[cell] - slack
-            doomed = [o for o in domain if (coefficients[o] > room if upper else coefficients[o] < room)]
+            if upper:
+                room = best[cell] + slack
+                doomed = [o for o in domain if coefficients[o] > room]
+            else:
+                room = best[cell] - slack
+                doomed = [o for o in domain if coefficients[o] < room]
             if doomed:
                 domain.difference_update(doomed)
                 changed.append(cell)
