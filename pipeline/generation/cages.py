@@ -57,8 +57,7 @@ def draw_cages(draft: Draft, size: int, free_bits: float = 0.0) -> list[tuple[Ce
     if len(caged) <= size:
         return [tuple(sorted(caged))]
     found = {
-        tuple(sorted(caged[(start + j) % len(caged)] for j in range(size)))
-        for start in range(len(caged))
+        tuple(sorted(caged[(start + j) % len(caged)] for j in range(size))) for start in range(len(caged))
     }
     return sorted(found)
 
