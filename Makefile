@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 GB := $(VENV)/bin/gridbench
 STAMP := $(VENV)/.installed
 ARGS ?=
+BEFORE ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help install test test-slow browser verifiers-env train-deps lint mutate bench release train verify import audit eval show report view hub clean
@@ -63,7 +64,7 @@ lint: $(STAMP) ## ruff and mypy on the packages (strict on gridbench_core and gr
 mutate: $(STAMP) ## Mutation testing (mutmut) of the proving, verifying and scoring code, two groups side by side: make mutate ARGS="verify env"
 	$(PY) tests/mutation/mutate.py $(ARGS)
 
-bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
+bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed); BEFORE=PATH: speed against that checkout
 	$(PY) bench/bench_generate.py $(ARGS)
 	$(PY) bench/bench_env.py
 	$(PY) bench/bench_runner.py
@@ -77,6 +78,7 @@ bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_seeds.py $(ARGS)
 	$(PY) bench/bench_train.py $(ARGS)
 	$(PY) bench/bench_adaptive.py
+	$(PY) bench/bench_speed.py $(if $(BEFORE),--before $(BEFORE)) $(ARGS)
 
 release: $(STAMP) ## Build the default release (5x7, six domains, 324 tasks); ARGS="..." = Hydra overrides
 	$(GB) release $(ARGS)

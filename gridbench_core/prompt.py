@@ -86,7 +86,7 @@ def plain_text(text: str, limit: int = INSTRUCTION_CHARS) -> str:
     invisible formatting character escaped, cut to ``limit`` characters."""
     if len(text) > limit:
         text = text[:limit] + f"... ({len(text) - limit} more characters cut)"
-    if all(char.isprintable() or char == "\n" for char in text):
+    if text.replace("\n", "").isprintable():  # every character printable or a line break
         return text
     return "".join(char if char.isprintable() or char == "\n" else ascii(char)[1:-1] for char in text)
 

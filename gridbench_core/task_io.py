@@ -6,6 +6,7 @@ from typing import Any
 
 from gridbench_core.records import Certificate, CrossCheck, Measures, Record, record_from
 from gridbench_core.task import (
+    INT_LIMIT,
     SCHEMA_VERSION,
     TASK_SCHEMA_VERSIONS,
     Answer,
@@ -62,7 +63,9 @@ def task_from_dict(data: dict[str, Any]) -> Task:
     for record in _require(data, "items", where):
         item_id = str(_require(record, "id", f"{where} item"))
         for key, value in record.items():
-            if not isinstance(value, str):
+            if not isinstance(value, str) and (
+                type(value) is not int or not -INT_LIMIT <= value <= INT_LIMIT  # bool is not int here
+            ):  # the message is made only for a bad value (items are most of a task file)
                 checked_int(value, f"{where} item {item_id[:40]} {str(key)[:40]}")
         items[item_id] = dict(record)
     slots = tuple(

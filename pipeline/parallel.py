@@ -307,6 +307,35 @@ def parallel_imap(
             progress.close()
 
 
+class _Shared:
+    """The pool of the innermost :func:`shared_pool` block (None outside one) and its size."""
+
+    pool: ProcessPoolExecutor | None = None
+    workers = 0
+
+
+@contextlib.contextmanager
+def shared_pool(workers: int) -> Iterator[None]:
+    """Inside the block, the local pool's ``workers`` processes are started once (when first
+    needed) and serve every :func:`parallel_imap` call that asks for ``workers`` (a command
+    that fans out twice, e.g. generating and then auditing, pays one start-up); they stop
+    when the block ends. Calls that ask for another number get a pool of their own."""
+    if _Shared.pool is not None or workers <= 1:
+        yield
+        return
+    _Shared.workers = workers
+    try:
+        yield
+    finally:
+        pool, _Shared.pool, _Shared.workers = _Shared.pool, None, 0
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
+def _new_pool(workers: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_worker_setup)
+
+
 def _pool_imap(
     function: Callable[[Job], Any],
     jobs: Sequence[Job],
@@ -316,9 +345,13 @@ def _pool_imap(
 ) -> Iterator[Any]:
     """The local pool: a worker that dies (killed, out of memory) is an error, never a hang
     (``multiprocessing.Pool`` would wait forever for its job)."""
-    pool = ProcessPoolExecutor(
-        min(workers, len(jobs)), mp_context=get_context("spawn"), initializer=_worker_setup
-    )
+    shared = workers == _Shared.workers
+    if shared:
+        if _Shared.pool is None:
+            _Shared.pool = _new_pool(workers)
+        pool = _Shared.pool
+    else:
+        pool = _new_pool(min(workers, len(jobs)))
     futures = {pool.submit(function, job): job for job in jobs}
     finished = False
     try:
@@ -345,7 +378,10 @@ def _pool_imap(
             # futures are not cancelled first, so that the pool marks them broken cleanly.
             for process in list((getattr(pool, "_processes", None) or {}).values()):
                 process.terminate()
-        pool.shutdown(wait=finished)
+            if shared:  # the block's pool is gone with its workers
+                _Shared.pool, _Shared.workers = None, 0
+        if not (shared and finished):
+            pool.shutdown(wait=finished)
 
 
 def _batches(jobs: Sequence[Job], cpus: int, batch_size: int) -> list[list[Job]]:

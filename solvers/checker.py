@@ -12,11 +12,13 @@ complete.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
+import threading
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 from gridbench_core.task import GlobalRule, Slot, SlotRule, Task
 from gridbench_core.vocabulary import RuleKind
@@ -25,6 +27,48 @@ SATISFIED, VIOLATED, PENDING = "satisfied", "violated", "pending"
 Cell = tuple[int, int]
 Choice = Mapping[Cell, str]
 Record = Mapping[str, Any]
+Value = TypeVar("Value")
+
+
+class _Memo(threading.local):
+    """The results remembered inside the innermost open :func:`task_memo` of this thread."""
+
+    table: dict[Hashable, tuple[tuple[object, ...], Any]] | None = None
+
+
+_MEMO = _Memo()
+
+
+@contextlib.contextmanager
+def task_memo() -> Iterator[None]:
+    """Inside the block, what is derived from a task alone (its locally valid candidates,
+    its linear rows, its propagation, its ladder) is computed once per task and remembered
+    (:func:`remembered`); the tasks read inside must not change there. Nested blocks share
+    the outer one's memory; it is dropped when the outermost block ends. Outside any block
+    nothing is remembered, so every result is computed afresh, as without it."""
+    if _MEMO.table is not None:
+        yield
+        return
+    _MEMO.table = {}
+    try:
+        yield
+    finally:
+        _MEMO.table = None
+
+
+def remembered(kind: str, owners: tuple[object, ...], key: Hashable, compute: Callable[[], Value]) -> Value:
+    """``compute()``, or inside :func:`task_memo` the value remembered for ``kind``, the very
+    objects ``owners`` (compared by identity, kept alive by the memory) and ``key``."""
+    table = _MEMO.table
+    if table is None:
+        return compute()
+    index = (kind, tuple(map(id, owners)), key)
+    hit = table.get(index)
+    if hit is not None and all(a is b for a, b in zip(hit[0], owners, strict=True)):
+        return hit[1]  # type: ignore[no-any-return]
+    value = compute()
+    table[index] = (owners, value)
+    return value
 
 
 def slot_rule_holds(rule: SlotRule, item: Record) -> bool:
@@ -150,8 +194,13 @@ def is_valid_completion(task: Task, choice: Choice) -> bool:
 
 
 def locally_valid_candidates(task: Task, slot: Slot) -> list[str]:
-    """Candidates of a hidden cell that pass its slot rules, in listed order."""
-    return [c for c in slot.candidates if passes_slot(slot, task.items[c])]
+    """Candidates of a hidden cell that pass its slot rules, in listed order (inside
+    :func:`task_memo`, judged once per slot and item table)."""
+    items = task.items
+    valid = remembered(
+        "valid", (items, slot), None, lambda: tuple(c for c in slot.candidates if passes_slot(slot, items[c]))
+    )
+    return list(valid)
 
 
 def enumerate_completions(task: Task, limit: int | None = None) -> Iterator[dict[Cell, str]]:

@@ -109,7 +109,13 @@ class CpSatModel:
     def _largest_value(self, rule: GlobalRule) -> int:
         if rule.kind not in (RuleKind.SUM_MAX, RuleKind.SUM_MIN):
             return 1
-        return max((abs(int(item[rule.attribute])) for item in self.task.items.values()), default=1)
+        largest = self.__dict__.setdefault("_largest", {})  # per attribute: rules share them
+        if rule.attribute not in largest:
+            attribute = rule.attribute
+            largest[attribute] = max(
+                (abs(int(item[attribute])) for item in self.task.items.values()), default=1
+            )
+        return int(largest[rule.attribute])
 
     def _group_expressions(
         self, rule: GlobalRule, group: Sequence[Cell]
@@ -137,13 +143,14 @@ class CpSatModel:
 
     def _contribution(self, group: Sequence[Cell], weight, rule: GlobalRule):  # type: ignore[no-untyped-def]
         constant, terms = 0, []
+        grid, items, attribute, choice = self.task.grid, self.task.items, rule.attribute, self.choice
         for cell in group:
-            fixed = self.task.grid[cell[0]][cell[1]]
+            fixed = grid[cell[0]][cell[1]]
             if fixed is not None:
-                constant += weight(self.task.items[fixed][rule.attribute])
+                constant += weight(items[fixed][attribute])
                 continue
-            for item_id, literal in self.choice[cell].items():
-                coefficient = weight(self.task.items[item_id][rule.attribute])
+            for item_id, literal in choice[cell].items():
+                coefficient = weight(items[item_id][attribute])
                 if coefficient:
                     terms.append((literal, coefficient))
         return constant, terms

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 
 from gridbench_core.records import Depth
 from gridbench_core.task import Task
-from solvers.checker import locally_valid_candidates, rule_excess, rule_measure
+from solvers.checker import locally_valid_candidates, remembered, rule_excess, rule_measure
 from solvers.propagation import LinearRow, linear_rows, propagate
 
 Cell = tuple[int, int]
@@ -69,16 +69,18 @@ class _Propagator:
 
     @staticmethod
     def _revise(row: LinearRow, domains: dict[Cell, set[str]]) -> list[Cell] | None:
-        """Remove the options ``row`` rules out; the cells that changed, None on a wipe-out."""
+        """Remove the options ``row`` rules out; the cells that changed, None on a wipe-out.
+        (The hottest loop of the ladder: one branch per direction, no per-option test of it.)"""
         upper, bound = row.upper, row.bound
         best: dict[Cell, int] = {}
         total = row.constant
+        pick = min if upper else max
         for cell, coefficients in row.coefficients.items():
-            values = [coefficients[option] for option in domains[cell]]
-            if not values:
+            domain = domains[cell]
+            if not domain:
                 return None
-            best[cell] = min(values) if upper else max(values)
-            total += best[cell]
+            best[cell] = value = pick(map(coefficients.__getitem__, domain))
+            total += value
         if (total <= bound) if upper else (total >= bound):
             slack = bound - total if upper else total - bound
         else:
@@ -88,8 +90,12 @@ class _Propagator:
             domain = domains[cell]
             if len(domain) == 1:
                 continue
-            room = best[cell] + slack if upper else best[cell] - slack
-            doomed = [o for o in domain if (coefficients[o] > room if upper else coefficients[o] < room)]
+            if upper:
+                room = best[cell] + slack
+                doomed = [o for o in domain if coefficients[o] > room]
+            else:
+                room = best[cell] - slack
+                doomed = [o for o in domain if coefficients[o] < room]
             if doomed:
                 domain.difference_update(doomed)
                 changed.append(cell)
@@ -144,7 +150,12 @@ def probe(rows: list[LinearRow], domains: dict[Cell, set[str]]) -> bool:
 
 def rung_domains(task: Task) -> list[dict[Cell, frozenset[str]]]:
     """What each rung up to probing leaves of every hidden cell's options: slot checks, one
-    round, the fixpoint, probing (a cell left empty means the rung found no completion)."""
+    round, the fixpoint, probing (a cell left empty means the rung found no completion);
+    inside :func:`solvers.checker.task_memo`, found once per task."""
+    return [dict(stage) for stage in remembered("rungs", (task,), None, lambda: _rung_domains(task))]
+
+
+def _rung_domains(task: Task) -> list[dict[Cell, frozenset[str]]]:
     options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
     result = propagate(task, options)
     domains = {cell: set(ids) for cell, ids in result.fixpoint.items()}

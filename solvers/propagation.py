@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from gridbench_core.records import Resistance
 from gridbench_core.task import GlobalRule, Task
 from gridbench_core.vocabulary import RuleKind
-from solvers.checker import locally_valid_candidates, rule_groups
+from solvers.checker import locally_valid_candidates, remembered, rule_groups
 
 Cell = tuple[int, int]
 
@@ -43,8 +43,19 @@ def _weight(rule: GlobalRule, value: object, equals: object) -> int:
     return int(value == equals)  # counts, and repeat_max per value
 
 
+def options_key(options: Mapping[Cell, list[str]]) -> tuple[tuple[Cell, tuple[str, ...]], ...]:
+    """``options`` as a key of :func:`solvers.checker.remembered` (their order included)."""
+    return tuple((cell, tuple(ids)) for cell, ids in options.items())
+
+
 def linear_rows(task: Task, options: Mapping[Cell, list[str]]) -> list[LinearRow]:
-    """The task's global rules as one-sided linear rows over the given options."""
+    """The task's global rules as one-sided linear rows over the given options (inside
+    :func:`solvers.checker.task_memo`, built once per task and options; the rows are read,
+    never changed, by their users)."""
+    return list(remembered("rows", (task,), options_key(options), lambda: _linear_rows(task, options)))
+
+
+def _linear_rows(task: Task, options: Mapping[Cell, list[str]]) -> tuple[LinearRow, ...]:
     rows = []
     for rule in task.global_constraints:
         for group in rule_groups(rule, task.rows, task.cols):
@@ -64,7 +75,7 @@ def linear_rows(task: Task, options: Mapping[Cell, list[str]]) -> list[LinearRow
                     for cell in hidden
                 }
                 rows.append(LinearRow(rule.name, rule.is_upper_bound, rule.bound, constant, coefficients))
-    return rows
+    return tuple(rows)
 
 
 def _round(rows: list[LinearRow], domains: dict[Cell, set[str]]) -> set[tuple[Cell, str]]:
@@ -98,9 +109,15 @@ class Propagation:
 
 
 def propagate(task: Task, options: Mapping[Cell, list[str]] | None = None) -> Propagation:
-    """Propagate to the fixpoint from ``options`` (default: the locally valid candidates)."""
+    """Propagate to the fixpoint from ``options`` (default: the locally valid candidates;
+    inside :func:`solvers.checker.task_memo`, once per task and options)."""
     if options is None:
         options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
+    chosen = options
+    return remembered("propagate", (task,), options_key(chosen), lambda: _propagate(task, chosen))
+
+
+def _propagate(task: Task, options: Mapping[Cell, list[str]]) -> Propagation:
     rows = linear_rows(task, options)
     domains = {cell: set(ids) for cell, ids in options.items()}
     first: dict[Cell, frozenset[str]] | None = None

@@ -23,6 +23,7 @@ from pipeline.config import (
     release_salt,
     salt_record,
 )
+from pipeline.parallel import shared_pool
 from pipeline.storage.cache import make_tasks
 from pipeline.storage.layout import check_target, release_dir
 from pipeline.storage.write import write_release
@@ -40,22 +41,23 @@ def build(cfg: DictConfig) -> int:
     keys = release_keys(cfg)
     check_keys(keys, settings)
     start = time.perf_counter()
-    made, reused = make_tasks(
-        keys, settings, Path(release.cache_root), int(release.workers), f"release {target.name}"
-    )
-    config = plain(cfg)
-    config.pop("task", None)
-    config.pop("domain", None)
-    config["release"].update(salt_record(release_salt(cfg)))
-    manifest = write_release(
-        target,
-        made,
-        str(release.name),
-        str(release.version),
-        config,
-        bool(release.overwrite),
-        audit_splits=int(release.audit_splits),
-    )
+    workers = int(release.workers)
+    with shared_pool(workers):  # one start-up of the workers for generating and auditing
+        made, reused = make_tasks(keys, settings, Path(release.cache_root), workers, f"release {target.name}")
+        config = plain(cfg)
+        config.pop("task", None)
+        config.pop("domain", None)
+        config["release"].update(salt_record(release_salt(cfg)))
+        manifest = write_release(
+            target,
+            made,
+            str(release.name),
+            str(release.version),
+            config,
+            bool(release.overwrite),
+            audit_splits=int(release.audit_splits),
+            workers=workers,
+        )
     seconds = time.perf_counter() - start
     per_domain = Counter(m.task.domain for m in made)
     certified = sum(bool(m.answer.certificate and m.answer.certificate.ok) for m in made)

@@ -96,6 +96,25 @@ class CanonicalSearch:
                                 self.adds[depth][k].append((slot, amount))
         self.nodes = 0
         self.broken_from_start = any(v > b for v, b in zip(self.state, self.bound, strict=True))
+        # the lower-bound rule groups as counters too, summed only at a leaf (a complete grid)
+        self.lower_base: list[int] = []
+        self.lower_bound: list[int] = []
+        self.lower_adds: list[list[list[tuple[int, int]]]] = [[[] for _ in o] for o in self.options]
+        for rule in self.lower:
+            for group in rule_groups(rule, task.rows, task.cols):
+                slot = len(self.lower_base)
+                self.lower_base.append(0)
+                self.lower_bound.append(rule.bound)
+                for row, col in group:
+                    fixed = self.grid[row][col]
+                    if fixed is not None:
+                        self.lower_base[slot] += _lower_weight(rule, task.items[fixed])
+                    elif (row, col) in depth_of:
+                        depth = depth_of[(row, col)]
+                        for k, item_id in enumerate(self.options[depth]):
+                            amount = _lower_weight(rule, task.items[item_id])
+                            if amount:
+                                self.lower_adds[depth][k].append((slot, amount))
 
     def _key(self, rule: Any, item_id: str) -> tuple[object, int]:
         value = self.task.items[item_id][rule.attribute]
@@ -132,7 +151,7 @@ class CanonicalSearch:
         depth, nodes = 0, self.nodes
         while True:
             if depth == count:
-                if self._lower_bounds_hold():
+                if self._lower_hold_at(tried):
                     self.nodes = nodes
                     return True
                 depth -= 1
@@ -175,6 +194,15 @@ class CanonicalSearch:
     def _lower_bounds_hold(self) -> bool:
         return all(rule_status(rule, self.grid, self.task.items) != VIOLATED for rule in self.lower)
 
+    def _lower_hold_at(self, tried: list[int]) -> bool:
+        """:meth:`_lower_bounds_hold` on the complete grid where depth d holds option
+        ``tried[d] - 1``, from the lower counters (the same verdict, without reading the grid)."""
+        totals = list(self.lower_base)
+        for adds, k in zip(self.lower_adds, tried, strict=True):
+            for i, a in adds[k - 1]:
+                totals[i] += a
+        return all(t >= b for t, b in zip(totals, self.lower_bound, strict=True))
+
     def _search(self, depth: int) -> bool:
         """The recursive definition of the search (the reference :meth:`_iterate` is tested
         against)."""
@@ -196,6 +224,18 @@ class CanonicalSearch:
             for i, a in adds:
                 state[i] -= a
         return False
+
+
+def _lower_weight(rule: GlobalRule, record: Mapping[str, Any]) -> int:
+    """What one item adds to a lower-bound rule's measure (:func:`solvers.checker.rule_measure`)."""
+    value = record[rule.attribute]
+    if rule.kind == RuleKind.SUM_MIN:
+        return int(value)
+    if rule.kind == RuleKind.COUNT_MIN:
+        return int(value == rule.equals)
+    if rule.kind == RuleKind.COUNT_MIN_THRESHOLD:
+        return int(int(value) >= int(rule.at_least or 0))
+    raise ValueError(f"unknown lower-bound rule kind {rule.kind!r}")
 
 
 class _LimitReached(Exception):

@@ -11,6 +11,7 @@ from gridbench_core.records import Certificate, CrossCheck, Measures
 from gridbench_core.task import Answer, Task
 from pipeline.generation.certify import certify
 from pipeline.generation.measures import measure
+from solvers.checker import task_memo
 from solvers.cpsat import CpSatModel
 from solvers.milp import crosscheck_answer
 from solvers.results import SolverSettings
@@ -53,7 +54,21 @@ def seal(
 ) -> Sealed:
     """Certify; then measure (``node_limit`` given; ``witnesses``: other completions that may
     settle the distance to ambiguity) and cross-check (``milp`` given: ``highs`` or ``cbc``) a
-    task whose certificate holds."""
+    task whose certificate holds. The task is read, never changed, so what every proof and
+    measure derives from it alone is found once (:func:`solvers.checker.task_memo`)."""
+    with task_memo():
+        return _seal(task, answer, solver, node_limit, milp, model, witnesses)
+
+
+def _seal(
+    task: Task,
+    answer: Answer,
+    solver: SolverSettings,
+    node_limit: int | None,
+    milp: str | None,
+    model: CpSatModel | None,
+    witnesses: Sequence[Mapping[tuple[int, int], str]],
+) -> Sealed:
     start = time.perf_counter()
     model = model or CpSatModel(task, solver, answer.truth_choice())
     certificate = certify(task, answer, solver, model)

@@ -198,11 +198,12 @@ def _sampled_measure(
 
 
 def at_bound_null(
-    task: Task, rules: list[GlobalRule], options: dict[Cell, list[str]], rng: random.Random
+    task: Task, rules: list[GlobalRule], options: dict[Cell, list[str]], rng: random.Random | int
 ) -> dict[str, float | None]:
     """Per one-sided rule, the chance that a random completion passing it sits exactly at its
-    bound (over :data:`SAMPLES` completions; None when no sample passes)."""
-    draw = np.random.default_rng(rng.getrandbits(64))
+    bound (over :data:`SAMPLES` completions; None when no sample passes). The samples are
+    seeded by ``rng``'s next 64 bits, or by ``rng`` itself when it is that number."""
+    draw = np.random.default_rng(rng if isinstance(rng, int) else rng.getrandbits(64))
     picks = {cell: draw.integers(0, len(ids), size=SAMPLES) for cell, ids in sorted(options.items())}
     out: dict[str, float | None] = {}
     for rule in rules:

@@ -19,8 +19,19 @@ from pipeline.integrity.classifiers import (
     transfer_score,
 )
 from pipeline.integrity.policies import DecoyCell, decoy_cells, policy_scores
-from pipeline.integrity.tells import bounds_audit, bounds_markdown
+from pipeline.integrity.tells import Event, bounds_audit, bounds_markdown, draws, task_events
+from pipeline.parallel import parallel_imap
+from solvers.checker import task_memo
 from solvers.ladder import SLOT
+
+
+def _read_task(
+    job: tuple[Task, Answer, Task, int, tuple[int, ...]],
+) -> tuple[list[DecoyCell], list[Event]]:
+    """One task's decoy cells and bounds-audit events (its control copy and draw given)."""
+    task, answer, control, draw_seed, rungs = job
+    with task_memo():
+        return decoy_cells(task, answer), task_events(task, answer, control, draw_seed, rungs)
 
 
 def rule_free_failures(report: dict[str, Any]) -> list[str]:
@@ -49,20 +60,35 @@ def audit(
     step: Callable[[str], None] | None = None,
     companion: Iterable[tuple[Task, Answer]] | None = None,
     bound_rungs: tuple[int, ...] = (SLOT,),
+    workers: int = 1,
 ) -> dict[str, Any]:
     """Policies (overall and by H) and, when ``splits`` > 0, every classifier on every
     feature set, over the decoy cells of ``pairs``; with a ``companion`` build (another seed),
     the rule-free classifiers trained on it and tested on ``pairs``. ``failures`` lists every
     rule-free reader above chance + TOLERANCE, and every finding of the bounds audit
     (:mod:`pipeline.integrity.tells`; its soft heuristics over the options of ``bound_rungs``).
-    ``step(name)``, when given, is told each stage as it starts (a progress display)."""
+    ``step(name)``, when given, is told each stage as it starts (a progress display). Each
+    task is read on its own (its decoy cells, its part of the bounds audit: in ``workers``
+    processes when more than one), after the audit's draws are made in order, so the report
+    does not depend on ``workers``."""
     step = step or (lambda name: None)
     pairs = list(pairs)
     step("reading the decoy cells")
     cells: list[DecoyCell] = []
     hidden: dict[str, int] = {}
-    for task, answer in pairs:
-        cells += decoy_cells(task, answer)
+    jobs = [
+        (task, answer, control, draw_seed, bound_rungs)
+        for (task, answer), (control, draw_seed) in zip(pairs, draws(pairs, seed), strict=True)
+    ]
+    events = []
+    read = (
+        map(_read_task, jobs)
+        if workers <= 1
+        else parallel_imap(_read_task, jobs, workers, "audit", show=False)
+    )
+    for (task, _), (task_cells, task_events_) in zip(pairs, read, strict=True):
+        cells += task_cells
+        events.append(task_events_)
         hidden[task.task_id] = task.hidden_slots
     by_h: dict[int, list[DecoyCell]] = {}
     for cell in cells:
@@ -93,7 +119,7 @@ def audit(
             for model in MODELS
         }
         report["transfer_train_cells"] = len(train)
-    report["bounds"] = bounds_audit(pairs, seed, step, bound_rungs)
+    report["bounds"] = bounds_audit(pairs, seed, step, bound_rungs, events)
     report["failures"] = rule_free_failures(report) + report["bounds"]["failures"]
     return report
 

@@ -107,10 +107,16 @@ def _value(task: Task, item: str, attribute: str) -> int:
 def sum_picks(task: Task, domains: Domains, score: Score) -> dict[Cell, str]:
     """Per open cell, the option whose expected totals ``score`` likes best (other open cells
     at their options' mean, decided cells at their option)."""
-    picks: dict[Cell, str] = {}
-    badness: dict[Cell, dict[str, float]] = {
-        cell: dict.fromkeys(options, 0.0) for cell, options in domains.items() if len(options) > 1
-    }
+    return _picks_from(_expected_totals(task, domains), domains, score)
+
+
+# Per sum rule: for each open cell of its group, each option with the group's expected total
+# when the cell takes it (the other cells at their options' mean).
+Totals = list[tuple[_Sum, list[tuple[Cell, list[tuple[str, float]]]]]]
+
+
+def _expected_totals(task: Task, domains: Domains) -> Totals:
+    out: Totals = []
     for rule in _sums(task):
         means: dict[Cell, float] = {}
         total = 0.0
@@ -119,15 +125,28 @@ def sum_picks(task: Task, domains: Domains, score: Score) -> dict[Cell, str]:
             options = [fixed] if fixed is not None else domains[cell]
             means[cell] = sum(_value(task, item, rule.attribute) for item in options) / len(options)
             total += means[cell]
+        entries = []
         for cell in rule.cells:
-            if cell not in badness:
+            if cell not in domains or len(domains[cell]) < 2 or task.grid[cell[0]][cell[1]] is not None:
                 continue
             rest = total - means[cell]
-            for option in badness[cell]:
-                badness[cell][option] += score(rest + _value(task, option, rule.attribute), rule)
-    for cell, scores in badness.items():
-        picks[cell] = min(domains[cell], key=lambda o: (scores[o], o))
-    return picks
+            entries.append(
+                (cell, [(o, rest + _value(task, o, rule.attribute)) for o in dict.fromkeys(domains[cell])])
+            )
+        out.append((rule, entries))
+    return out
+
+
+def _picks_from(totals: Totals, domains: Domains, score: Score) -> dict[Cell, str]:
+    badness: dict[Cell, dict[str, float]] = {
+        cell: dict.fromkeys(options, 0.0) for cell, options in domains.items() if len(options) > 1
+    }
+    for rule, entries in totals:
+        for cell, options in entries:
+            scores = badness[cell]
+            for option, expected in options:
+                scores[option] += score(expected, rule)
+    return {cell: min(domains[cell], key=lambda o: (scores[o], o)) for cell, scores in badness.items()}
 
 
 def typical_picks(task: Task, domains: Domains) -> dict[Cell, str]:
@@ -152,7 +171,8 @@ def typical_picks(task: Task, domains: Domains) -> dict[Cell, str]:
 
 def all_picks(task: Task, domains: Domains) -> dict[str, dict[Cell, str]]:
     """Every soft heuristic's picks on ``domains``."""
-    out = {name: sum_picks(task, domains, score) for name, score in HEURISTICS.items()}
+    totals = _expected_totals(task, domains)  # the same for every heuristic
+    out = {name: _picks_from(totals, domains, score) for name, score in HEURISTICS.items()}
     out["most_typical_value"] = typical_picks(task, domains)
     return out
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import random
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from statistics import mean
 from typing import Any
 
@@ -46,6 +46,7 @@ from pipeline.integrity.soft import (
     region_pick,
     rung_options,
 )
+from solvers.checker import task_memo
 
 TOLERANCE = 0.03
 
@@ -77,8 +78,12 @@ class _Tally:
         return out
 
 
+Event = tuple[Any, ...]  # one contribution of one task to the audit's tallies, in order
+
+
 def _score_picks(
-    tallies: dict[str, _Tally],
+    events: list[Event],
+    where: str,
     copy: str,
     picks: dict[str, dict[Any, str]],
     truth: dict[Any, str],
@@ -92,23 +97,22 @@ def _score_picks(
         right = [chosen[cell] == truth[cell] for cell in open_cells]
         if level == "cell":
             for cell, hit in zip(open_cells, right, strict=True):
-                tallies[name].add(copy, hit, 1 / len(domains[cell]))
+                events.append(("soft", where, name, copy, hit, 1 / len(domains[cell])))
         else:
-            tallies[name].add(copy, all(right), math.prod(1 / len(domains[c]) for c in open_cells))
+            chance = math.prod(1 / len(domains[c]) for c in open_cells)
+            events.append(("soft", where, name, copy, all(right), chance))
 
 
-def _soft(
-    task: Task, answer: Answer, control: Task, tallies: dict[str, dict[str, _Tally]], rungs: tuple[int, ...]
-) -> None:
+def _soft(task: Task, answer: Answer, control: Task, events: list[Event], rungs: tuple[int, ...]) -> None:
     truth = answer.truth_choice()
     for copy, version in (("release", task), ("control", control)):
         for rung, domains in rung_options(version, rungs).items():
             picks = all_picks(version, domains)
             for level in ("cell", "task"):
-                _score_picks(tallies[f"{level}/{RUNG_NAMES[rung]}"], copy, picks, truth, domains, level)
+                _score_picks(events, f"{level}/{RUNG_NAMES[rung]}", copy, picks, truth, domains, level)
 
 
-def _regions(task: Task, answer: Answer, control: Task, tallies: dict[str, _Tally]) -> None:
+def _regions(task: Task, answer: Answer, control: Task, events: list[Event]) -> None:
     truth = answer.truth_choice()
     for copy, version in (("release", task), ("control", control)):
         for group, own in cages(version).items():
@@ -118,31 +122,52 @@ def _regions(task: Task, answer: Answer, control: Task, tallies: dict[str, _Tall
             for name, sign in (("closest_to_middles", 1.0), ("farthest_from_middles", -1.0)):
                 chosen = region_pick(version, own, combos, sign)
                 hit = all(truth[cell] == item for cell, item in chosen.items())
-                tallies[name].add(copy, hit, 1 / len(combos))
+                events.append(("region", name, copy, hit, 1 / len(combos)))
 
 
-def _positions(
-    task: Task, answer: Answer, observed: dict[str, list[int]], expected: dict[str, list[float]]
-) -> None:
+def _positions(task: Task, answer: Answer, events: list[Event]) -> None:
     options = options_of(task)
     for window in windows(task, answer):
         null = null_bins(task, window, options)
         if null is None:
             continue
-        observed[window.kind][position_bin(window.position(window.truth))] += 1
-        for k in range(BINS):
-            expected[window.kind][k] += null[k]
+        events.append(("position", window.kind, position_bin(window.position(window.truth)), null))
 
 
-def _at_bounds(task: Task, answer: Answer, rng: random.Random, at: dict[str, list[float]]) -> None:
+def _at_bounds(task: Task, answer: Answer, draw_seed: int, events: list[Event]) -> None:
     rules = one_sided(task)
-    null = at_bound_null(task, rules, options_of(task), rng)
+    null = at_bound_null(task, rules, options_of(task), draw_seed)
     for rule in rules:
         chance = null[rule.name]
         if chance is None:
             continue
-        at[rule_label(rule)].append(float(truth_at_bound(task, answer, rule)))
-        at[rule_label(rule) + " null"].append(chance)
+        events.append(("at", rule_label(rule), float(truth_at_bound(task, answer, rule)), chance))
+
+
+def draws(pairs: Iterable[tuple[Task, Answer]], seed: int = 0) -> Iterator[tuple[Task, int]]:
+    """Per task of ``pairs``, in order, what the audit draws at random for it: the control
+    copy and the seed of the one-sided null's samples (one generator seeded by ``seed`` for
+    the whole audit, so these are drawn in order; the rest of a task's audit is its own)."""
+    rng = random.Random(seed)
+    for task, answer in pairs:
+        control = control_copy(task, answer, rng)
+        yield control, rng.getrandbits(64)
+
+
+def task_events(
+    task: Task, answer: Answer, control: Task, draw_seed: int, rungs: tuple[int, ...] = tuple(RUNG_NAMES)
+) -> list[Event]:
+    """Everything one task adds to the bounds audit, in the order it is added (``control``
+    and ``draw_seed``: its draws, :func:`draws`); tasks can be read apart, in any process."""
+    events: list[Event] = []
+    with task_memo():
+        _positions(task, answer, events)
+        _at_bounds(task, answer, draw_seed, events)
+        _soft(task, answer, control, events, rungs)
+        _regions(task, answer, control, events)
+        one, many = region_cage_decided_alone(task)
+    events.append(("cages", one, many))
+    return events
 
 
 def bounds_audit(
@@ -150,28 +175,48 @@ def bounds_audit(
     seed: int = 0,
     step: Callable[[str], None] | None = None,
     rungs: tuple[int, ...] = tuple(RUNG_NAMES),
+    events: Iterable[list[Event]] | None = None,
 ) -> dict[str, Any]:
     """The bounds part of the audit over ``pairs`` (with ``step``: told when it starts); the
     soft heuristics over the options each of ``rungs`` leaves (the dataset card: all options
-    only, the quick part; ``make audit``: every rung)."""
+    only, the quick part; ``make audit``: every rung). ``events``, when given, are the
+    :func:`task_events` of every pair, in order (found elsewhere, e.g. in worker processes)."""
     if step:
         step("bounds: positions, one-sided bounds, soft heuristics against their control")
-    rng = random.Random(seed)
+    pairs = list(pairs)
+    if events is None:
+        events = (
+            task_events(task, answer, control, draw_seed, rungs)
+            for (task, answer), (control, draw_seed) in zip(pairs, draws(pairs, seed), strict=True)
+        )
     observed: dict[str, list[int]] = defaultdict(lambda: [0] * BINS)
     expected: dict[str, list[float]] = defaultdict(lambda: [0.0] * BINS)
     at: dict[str, list[float]] = defaultdict(list)
     soft: dict[str, dict[str, _Tally]] = defaultdict(lambda: defaultdict(_Tally))
     regions: dict[str, _Tally] = defaultdict(_Tally)
     alone = counted = tasks = 0
-    for task, answer in pairs:
+    for task_events_ in events:
         tasks += 1
-        control = control_copy(task, answer, rng)
-        _positions(task, answer, observed, expected)
-        _at_bounds(task, answer, rng, at)
-        _soft(task, answer, control, soft, rungs)
-        _regions(task, answer, control, regions)
-        one, many = region_cage_decided_alone(task)
-        alone, counted = alone + one, counted + many
+        for event in task_events_:
+            kind = event[0]
+            if kind == "position":
+                _, window_kind, position, null = event
+                observed[window_kind][position] += 1
+                for k in range(BINS):
+                    expected[window_kind][k] += null[k]
+            elif kind == "at":
+                _, label, hit, chance = event
+                at[label].append(hit)
+                at[label + " null"].append(chance)
+            elif kind == "soft":
+                _, where, name, copy, hit, chance = event
+                soft[where][name].add(copy, hit, chance)
+            elif kind == "region":
+                _, name, copy, hit, chance = event
+                regions[name].add(copy, hit, chance)
+            else:
+                _, one, many = event
+                alone, counted = alone + one, counted + many
     report = {
         "tasks": tasks,
         "positions": {kind: departure(observed[kind], expected[kind]) for kind in sorted(observed)},

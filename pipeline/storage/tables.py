@@ -28,13 +28,16 @@ from __future__ import annotations
 import io
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from domains import NumericAttribute, get_domain
 from gridbench_core.errors import UserError
+
+if TYPE_CHECKING:
+    from gridbench_core.prompt import PromptTemplates
 
 # A tiny type language: enough to declare the files' shapes once and to encode and decode
 # by walking the declaration.
@@ -228,10 +231,13 @@ def task_type(domain: str) -> Record:
     )
 
 
-def task_prompt(task: dict[str, Any]) -> list[dict[str, str]] | None:
+def task_prompt(
+    task: dict[str, Any], templates: PromptTemplates | None = None
+) -> list[dict[str, str]] | None:
     """The ``prompt`` column of a task: the system and user message of an episode with the
     default settings (unlimited budgets, no injected failures); None for a task that is not
-    one (the table still holds it; verify refuses it for its own reasons)."""
+    one (the table still holds it; verify refuses it for its own reasons). ``templates``:
+    the packaged ones, when the caller has read them already."""
     from gridbench_core.budgets import EnvSettings
     from gridbench_core.prompt import packaged_templates, render_task
     from gridbench_core.task import TaskFormatError
@@ -241,7 +247,7 @@ def task_prompt(task: dict[str, Any]) -> list[dict[str, str]] | None:
         parsed = task_from_dict(task)
     except (TaskFormatError, KeyError, TypeError, ValueError):
         return None
-    return render_task(packaged_templates(), parsed, EnvSettings())
+    return render_task(templates or packaged_templates(), parsed, EnvSettings())
 
 
 CERTIFICATE = Record(
@@ -382,8 +388,11 @@ def table_bytes(rows: list[dict[str, Any]], kind: Record, where: str) -> bytes:
         rows = [_fit_answer(row) for row in rows]
     encoded = [encode(row, kind, f"{where} {row.get('task_id', '?')}") for row in rows]
     if any(f.derived and f.name == "prompt" for f in kind.fields):
+        from gridbench_core.prompt import packaged_templates
+
+        templates = packaged_templates()  # read once for the table
         for row, out in zip(rows, encoded, strict=True):
-            out["prompt"] = task_prompt(row)
+            out["prompt"] = task_prompt(row, templates)
     table = pa.Table.from_pylist(encoded, schema=schema_of(kind))
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd", write_statistics=False)

@@ -29,10 +29,12 @@ def write_release(
     extra_files: dict[str, bytes] | None = None,
     audit_splits: int = 0,
     licence: DataLicence = GENERATED_LICENCE,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """Write the whole release atomically; returns the manifest. The dataset card carries the
     integrity audit: policies always, classifiers when ``audit_splits`` > 0; ``data/`` holds
-    the same tasks and answers as Parquet tables (one configuration per domain)."""
+    the same tasks and answers as Parquet tables (one configuration per domain). The audit
+    reads the tasks in ``workers`` processes (the same card for any number)."""
     ordered = sorted(
         tasks,
         key=lambda m: (m.task.domain, m.task.hidden_slots, m.task.decoy_budget, m.key.index, m.task.task_id),
@@ -70,7 +72,7 @@ def write_release(
         files["LICENSE"] = _write(folder / "LICENSE", licence.text.encode())
         for relative, data in sorted((extra_files or {}).items()):
             files[relative] = _write(folder / relative, data)
-        report = audit([(m.task, m.answer) for m in ordered], audit_splits)
+        report = audit([(m.task, m.answer) for m in ordered], audit_splits, workers=workers)
         salted = bool((config.get("release") or {}).get("salted")) if isinstance(config, dict) else False
         card = dataset_card(name, version, frame, audit_markdown(report), salted, licence)
         files["README.md"] = _write(folder / "README.md", card.encode())

@@ -1,0 +1,73 @@
+"""The audit read in worker processes (issue 30): each task is read apart, after the audit's
+random draws are made in order, so the report is the same for one worker and for two, and the
+same as the bounds audit read in one pass; and what a task alone determines is remembered only
+inside :func:`solvers.checker.task_memo`, never across a change of the task outside it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pipeline.integrity import audit
+from pipeline.integrity.tells import bounds_audit
+from solvers.checker import locally_valid_candidates, task_memo
+from solvers.ladder import PROBING, SLOT, reasoning_depth, rung_domains
+from solvers.propagation import decoy_resistance, linear_rows, propagate
+from tests.pipeline.integrity.test_tells import _build
+
+
+def test_the_audit_is_the_same_for_one_worker_and_two():
+    pairs = _build(12)
+    one = audit(pairs, splits=0, workers=1)
+    two = audit(pairs, splits=0, workers=2)
+    assert one == two
+    assert one["bounds"] == bounds_audit(pairs, seed=0, rungs=(SLOT,))
+    assert one["tasks"] == 12 and one["bounds"]["tasks"] == 12
+
+
+def test_every_rung_of_the_bounds_audit_is_the_same_read_apart():
+    pairs = _build(6)
+    rungs = (SLOT, PROBING)
+    assert audit(pairs, splits=0, workers=2, bound_rungs=rungs)["bounds"] == bounds_audit(
+        pairs, seed=0, rungs=rungs
+    )
+
+
+def test_what_is_remembered_matches_what_is_computed_afresh():
+    task, answer = _build(1)[0]
+    options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
+    fresh = (options, linear_rows(task, options), propagate(task), rung_domains(task), reasoning_depth(task))
+    fresh_resistance = decoy_resistance(task, {(r.row, r.col): list(r.decoys) for r in answer.roles})
+    with task_memo():
+        for _ in range(2):  # the second time from the memory
+            again = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
+            assert again == options
+            assert linear_rows(task, again) == fresh[1]
+            assert propagate(task) == fresh[2]
+            assert rung_domains(task) == fresh[3]
+            assert reasoning_depth(task) == fresh[4]
+    decoys = {(r.row, r.col): list(r.decoys) for r in answer.roles}
+    with task_memo():
+        assert decoy_resistance(task, decoys) == decoy_resistance(task, decoys)
+    assert decoy_resistance(task, decoys) == fresh_resistance
+
+
+def test_nothing_is_remembered_outside_a_block_or_across_blocks():
+    task, _ = _build(1)[0]
+    slot = task.slots[0]
+    with task_memo():
+        before = locally_valid_candidates(task, slot)
+    # a task changed between two blocks (or outside one) is judged afresh
+    item = before[0]
+    task.items[item] = {**task.items[item]}
+    broken = dataclasses.replace(slot, constraints=())
+    assert locally_valid_candidates(task, broken) == list(slot.candidates)
+    rule = slot.constraints[0]
+    if isinstance(rule.value, int):  # an item changed to break the slot's first rule
+        saved = task.items[item][rule.attribute]
+        task.items[item][rule.attribute] = 10**9 if rule.op == "<=" else -(10**9)
+        with task_memo():
+            assert item not in locally_valid_candidates(task, slot)
+        assert item not in locally_valid_candidates(task, slot)
+        task.items[item][rule.attribute] = saved
+    with task_memo():
+        assert locally_valid_candidates(task, slot) == before
