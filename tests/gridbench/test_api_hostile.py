@@ -112,6 +112,34 @@ def test_score_names_a_malformed_task_in_one_line(change, tiny):
     assert "\n" not in str(refused.value)
 
 
+WRONG_TYPES = [
+    ("slot", "row", 0.5, "slot row must be an integer"),
+    ("slot", "col", "1", "slot col must be an integer"),
+    ("slot", "candidates", "abc", "slot candidates must be a list of item ids"),
+    ("slot", "candidates", [1, 2], "slot candidates must be a list of item ids"),
+    ("task", "decoy_budget", "3", "decoy_budget must be an integer"),
+    ("task", "candidates_per_slot", 6.0, "candidates_per_slot must be an integer"),
+    ("task", "hidden_slots", True, "hidden_slots must be an integer"),
+    ("role", "row", 1.5, "role row must be an integer"),
+    ("role", "decoys", "C1", "role decoys must be a list of item ids"),
+]
+
+
+@pytest.mark.parametrize(
+    ("where", "key", "value", "named"), WRONG_TYPES, ids=[f"{w[0]}.{w[1]}={w[2]!r}" for w in WRONG_TYPES]
+)
+def test_a_field_of_the_wrong_type_is_named_never_truncated_or_misread(where, key, value, named, tiny):
+    """A float row is not read as its integer part (0.5 became row 0, then "not empty in grid"),
+    a string of ids is not read as its letters: the message names the field and its type."""
+    record = gridbench.load_release(tiny)[0]
+    task, answer = json.loads(json.dumps(record.task)), json.loads(json.dumps(record.answer))
+    target = {"slot": task["slots"][0], "task": task, "role": answer["roles"][0]}[where]
+    target[key] = value
+    with pytest.raises(UserError) as refused:
+        gridbench.score(task, answer["truth"], answer)
+    assert named in str(refused.value) and "\n" not in str(refused.value)
+
+
 def test_a_deep_or_strange_grid_scores_zero(tiny):
     record = gridbench.load_release(tiny)[0]
     deep: list = []
