@@ -106,7 +106,9 @@ def test_probing_finds_no_completion_where_there_is_none_and_never_decides_it():
     assert fixpoint == slot_checked  # nothing for propagation alone
     assert any(not ids for ids in probed.values())
     assert not all(len(ids) == 1 for ids in probed.values())
-    assert reasoning_depth(NO_COMPLETION).name == "search"
+    depth = reasoning_depth(NO_COMPLETION)
+    # options beyond one per cell after each rung: an emptied cell has none (never a negative count)
+    assert (depth.name, depth.open_after) == ("search", [2, 2, 2, 0])
 
 
 @given(small_tasks())
