@@ -180,3 +180,31 @@ def test_a_repair_solve_that_times_out_is_never_taken_for_uniqueness():
     with pytest.raises(SolverTimeout, match="uniqueness solve returned UNKNOWN"):
         make_unique(_draft(), "t", GenerationSettings(), SolverSettings(time_limit_s=1e-9), stats)
     assert stats.rounds == 0
+
+
+def test_a_margin_solve_that_times_out_is_never_taken_for_room(monkeypatch):
+    """Uniqueness is proved; the margin question (the least loosening of one bound that lets a
+    second completion through) times out: repair stops with a time-out and never accepts the
+    draft as having the room it was asked for."""
+    from solvers.results import UNKNOWN, SolveResult, SolverTimeout
+
+    monkeypatch.setattr(CpSatModel, "least_loosening_to_ambiguity", lambda self: SolveResult(UNKNOWN, 1.0))
+    stats = RepairStats()
+    with pytest.raises(SolverTimeout, match="margin"):
+        make_unique(_draft(), "t", GenerationSettings(min_margin=2), SOLVER, stats)
+
+
+@pytest.mark.parametrize(("margin", "narrowed"), [(1, False), (2, False), (3, True)])
+def test_room_of_exactly_the_margin_is_enough(margin, narrowed):
+    """min_margin m asks for m - 1 units of room: a task whose least loosening to ambiguity is
+    exactly 2 units has the room margin 2 asks for (no counterexample, nothing narrowed), and
+    not the room margin 3 asks for (the second completion that 2 units let through)."""
+    from pipeline.generation.repair import _margin_counterexample
+    from tests.examples import LOWER_LOOSENING
+
+    model = CpSatModel(LOWER_LOOSENING, SOLVER, {(0, 0): "a0", (0, 1): "b0"})
+    assert model.least_loosening_to_ambiguity().objective == 2
+    found = _margin_counterexample(model, margin)
+    assert (found is not None) == narrowed
+    if narrowed:
+        assert found != {(0, 0): "a0", (0, 1): "b0"}
