@@ -365,3 +365,25 @@ def test_a_gymnasium_step_with_a_huge_or_deep_action_is_an_invalid_step(tiny):
     for action in ("x" * 5_000_000, "[" * 200_000, {"name": "set_slot", "arguments": _deep_dict(100_000)}):
         text, reward, terminated, truncated, info = env.step(action)
         assert json.loads(text)["status"] == "error" and reward == 0.0
+
+
+@pytest.mark.parametrize(("key", "size"), [("row", "rows"), ("col", "cols")])
+def test_a_slot_just_past_the_grid_is_named_outside_it(key, size, tiny):
+    """The boundary exactly: a hidden cell at row == rows (or col == cols) is outside the grid,
+    said so in one line (not an IndexError from the grid lookup)."""
+    record = gridbench.load_release(tiny)[0]
+    task = json.loads(json.dumps(record.task))
+    task["slots"][0][key] = task[size]
+    with pytest.raises(UserError, match=r"slot \(\d+,\d+\) is outside the grid"):
+        gridbench.score(task, record.answer["truth"])
+
+
+@pytest.mark.parametrize("offset", [-1, 1])
+def test_a_hidden_slots_count_off_by_one_either_way_is_refused(offset, tiny):
+    record = gridbench.load_release(tiny)[0]
+    task = json.loads(json.dumps(record.task))
+    task["hidden_slots"] = len(task["slots"]) + offset
+    with pytest.raises(
+        UserError, match=rf"hidden_slots={len(task['slots']) + offset} but {len(task['slots'])} slots"
+    ):
+        gridbench.score(task, record.answer["truth"])

@@ -74,3 +74,61 @@ def test_an_item_that_no_cell_shows_or_offers_is_refused():
     reasons = _prove(task, _with_certificate(ANSWER))
     assert len(reasons) == 1 and "no cell shows or offers" in reasons[0] and "zz_the_truth_is_" in reasons[0]
     assert task_shape(TASK, REL) == []  # every item of the untouched task is used
+
+
+@pytest.mark.parametrize("milp", [None, "highs", "cbc"])
+def test_a_difficulty_lie_is_caught_with_or_without_the_cross_check(milp, tiny_release):
+    """The measures an answer claims are derived again whichever proofs verify runs: turning
+    the MILP cross-check on adds a proof, it never skips the claims."""
+    import json
+
+    task_file = sorted((tiny_release / "tasks").rglob("*.json"))[0]
+    relative = task_file.relative_to(tiny_release).as_posix()
+    task = json.loads(task_file.read_text())
+    answer = json.loads(
+        (tiny_release / "answers" / task_file.relative_to(tiny_release / "tasks")).read_text()
+    )
+    assert prove_data(task, answer, relative, SOLVER, milp)[2] == []
+    answer["measures"]["search_space"] += 1
+    reasons = prove_data(task, answer, relative, SOLVER, milp)[2]
+    assert len(reasons) == 1 and reasons[0].startswith("measures.search_space claims"), reasons
+
+
+def _set(path: str, change):
+    def edit(measures: dict) -> None:
+        *parents, key = path.split(".")
+        target = measures
+        for parent in parents:
+            target = target[parent]
+        target[key] = change(target[key])
+
+    return edit
+
+
+LIES = [
+    ("dfs_nodes+1", _set("dfs_nodes", lambda n: n + 1), "measures.dfs_nodes"),
+    ("dfs_nodes-1", _set("dfs_nodes", lambda n: n - 1), "measures.dfs_nodes"),
+    ("joint_bits+1", _set("effort.joint_bits", lambda b: b + 1.0), "measures.effort.joint_bits"),
+    ("joint_bits+1e-3", _set("effort.joint_bits", lambda b: b + 1e-3), "measures.effort.joint_bits"),
+    ("open_after[-1]+1", _set("depth.open_after", lambda o: [*o[:-1], o[-1] + 1]), "measures.depth"),
+    ("open_after[0]+1", _set("depth.open_after", lambda o: [o[0] + 1, *o[1:]]), "measures.depth"),
+    ("search_nodes+1", _set("effort.search_nodes", lambda n: n + 1), "measures.effort.search_nodes"),
+]
+
+
+@pytest.mark.parametrize(("name", "lie", "named"), LIES, ids=[lie[0] for lie in LIES])
+def test_each_count_claimed_is_re_derived_both_ways(name, lie, named, tiny_release):
+    """A claimed count or measure is compared for equality, in both directions: overstating
+    the difficulty (more nodes, more joint bits, more options left after a rung) is a lie as much
+    as understating it."""
+    import json
+
+    task_file = sorted((tiny_release / "tasks").rglob("*.json"))[0]
+    relative = task_file.relative_to(tiny_release).as_posix()
+    task = json.loads(task_file.read_text())
+    answer = json.loads(
+        (tiny_release / "answers" / task_file.relative_to(tiny_release / "tasks")).read_text()
+    )
+    lie(answer["measures"])
+    reasons = prove_data(task, answer, relative, SOLVER, None)[2]
+    assert any(reason.startswith(named) for reason in reasons), reasons
