@@ -387,3 +387,14 @@ def test_a_hidden_slots_count_off_by_one_either_way_is_refused(offset, tiny):
         UserError, match=rf"hidden_slots={len(task['slots']) + offset} but {len(task['slots'])} slots"
     ):
         gridbench.score(task, record.answer["truth"])
+
+
+def test_the_right_answer_in_a_grid_too_large_scores_zero(tiny):
+    """Every hidden cell right, but one row or one column too many: a grid that is not rows x
+    cols scores 0 (as one too small does)."""
+    record = gridbench.load_release(tiny)[0]
+    truth = [list(row) for row in record.answer["truth"]]
+    assert gridbench.score(record.task, truth, record.answer)["success"] is True
+    for grid in ([*truth, list(truth[0])], [[*row, row[0]] for row in truth]):
+        scored = gridbench.score(record.task, grid, record.answer)
+        assert (scored["success"], scored["fraction_correct"]) == (False, 0.0)

@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.generation import GenerationSettings, TaskKey
 from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
-from pipeline.generation.bounds import place, radius, value
+from pipeline.generation.bounds import place, radius, separation, value
 from pipeline.generation.build import draw_draft
 from pipeline.generation.repair import (
     RepairFailed,
@@ -68,6 +68,31 @@ def test_one_tightening_narrows_one_radius_just_past_the_counterexample(margin):
     truth, seen = value(draft, bound), value(draft, bound, _grid(draft, other.solution))
     gap = abs(seen - truth) if bound.window else (seen - truth if bound.upper else truth - seen)
     assert gap > 0 and after[index] == max(0, gap - margin) < gap
+
+
+@pytest.mark.parametrize("seed", [0, 3, 5])
+@pytest.mark.parametrize("margin", [1, 2])
+def test_a_bound_already_narrowed_past_the_counterexample_is_never_the_one_picked(seed, margin):
+    """A window whose radius already keeps the counterexample out (with the margin) cannot
+    exclude it further: narrowing it "again" changes nothing and repair would find the same
+    counterexample round after round. Tightening narrows another bound, strictly."""
+    draft = _draft(seed)
+    _loosened(draft)
+    other = _virtual_model(draft).other_completion()
+    assert other.status == FEASIBLE
+    grid = _grid(draft, other.solution)
+    widths = {i: separation(draft, bound, grid, margin) for i, bound in enumerate(draft.bounds)}
+    windows = [i for i, width in widths.items() if width is not None and draft.bounds[i].window]
+    if len(windows) < 2:
+        pytest.skip("needs two windows that can exclude the counterexample")
+    settled = windows[0]
+    draft.bounds[settled].radius = widths[settled]
+    place(draft)
+    assert radius(draft, draft.bounds[settled]) == widths[settled]
+    before = [radius(draft, bound) for bound in draft.bounds]
+    index = tighten(draft, other.solution, margin)
+    assert index is not None and index != settled
+    assert radius(draft, draft.bounds[index]) < before[index]
 
 
 def test_a_window_is_narrowed_before_any_one_sided_bound():
