@@ -398,3 +398,23 @@ def test_the_right_answer_in_a_grid_too_large_scores_zero(tiny):
     for grid in ([*truth, list(truth[0])], [[*row, row[0]] for row in truth]):
         scored = gridbench.score(record.task, grid, record.answer)
         assert (scored["success"], scored["fraction_correct"]) == (False, 0.0)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_an_integer_past_the_limit_either_side_is_refused(sign, tiny):
+    """Every integer of a task is within +-2**40 (safe for the solvers): a bound or an item's
+    value just past it, positive or negative, is named out of range; the limit itself is not."""
+    from core.task import INT_LIMIT, checked_int
+
+    assert checked_int(sign * INT_LIMIT, "x") == sign * INT_LIMIT
+    record = gridbench.load_release(tiny)[0]
+    for where in ("bound", "item"):
+        task = json.loads(json.dumps(record.task))
+        if where == "bound":
+            task["global_constraints"][0]["bound"] = sign * (INT_LIMIT + 1)
+        else:
+            item = task["items"][0]
+            key = next(k for k, v in item.items() if isinstance(v, int))
+            item[key] = sign * (INT_LIMIT + 1)
+        with pytest.raises(UserError, match=r"is out of range \(\|value\| <= 2\*\*40\)"):
+            gridbench.score(task, record.answer["truth"], record.answer)
