@@ -418,3 +418,17 @@ def test_an_integer_past_the_limit_either_side_is_refused(sign, tiny):
             item[key] = sign * (INT_LIMIT + 1)
         with pytest.raises(UserError, match=r"is out of range \(\|value\| <= 2\*\*40\)"):
             gridbench.score(task, record.answer["truth"], record.answer)
+
+
+@pytest.mark.parametrize("op", ["in", "not_in"])
+@pytest.mark.parametrize(
+    "values", [["x", 1], [None, "x"], "x", [["x"]]], ids=["int", "none", "str", "nested"]
+)
+def test_a_slot_rule_listing_anything_but_strings_is_refused(op, values):
+    """``in`` / ``not_in`` compare an attribute with a list of words: one value of another type
+    (even among strings) is refused, naming the rule, never read as a different comparison."""
+    from core.task import SlotRule, TaskFormatError
+
+    with pytest.raises(TaskFormatError, match=rf"slot constraint '{op}' needs a list of strings"):
+        SlotRule.from_dict({"attribute": "category", "op": op, "value": values})
+    assert SlotRule.from_dict({"attribute": "category", "op": op, "value": ["x", "y"]}).value == ("x", "y")
