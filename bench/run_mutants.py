@@ -47,6 +47,7 @@ GENERATION_TESTS = [
 ]
 VERIFY_TESTS = [
     "tests/pipeline/storage/test_verify_checks.py",
+    "tests/pipeline/storage/test_verify_records.py",
     "tests/pipeline/storage/test_verify_hostile.py",
     "tests/pipeline/storage/test_verify_measures.py",
     "tests/pipeline/storage/test_claims_hostile.py",
@@ -58,6 +59,7 @@ TASK_TESTS = [
     "tests/solvers/test_format2.py",
     "tests/solvers/test_region_bounds.py",
     "tests/pipeline/storage/test_verify_checks.py",
+    "tests/pipeline/storage/test_verify_records.py",
     "tests/pipeline/storage/test_verify_hostile.py",
     "tests/gridbench/test_api.py",
     "tests/gridbench/test_api_edges.py",
