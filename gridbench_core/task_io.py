@@ -70,9 +70,9 @@ def task_from_dict(data: dict[str, Any]) -> Task:
         items[item_id] = dict(record)
     slots = tuple(
         Slot(
-            int(s["row"]),
-            int(s["col"]),
-            tuple(s["candidates"]),
+            checked_int(s["row"], f"{where} slot row"),
+            checked_int(s["col"], f"{where} slot col"),
+            _ids(s["candidates"], f"{where} slot candidates"),
             tuple(SlotRule.from_dict(c) for c in s.get("constraints", [])),
         )
         for s in _require(data, "slots", where)
@@ -83,13 +83,13 @@ def task_from_dict(data: dict[str, Any]) -> Task:
         domain=str(_require(data, "domain", where)),
         rows=rows,
         cols=cols,
-        decoy_budget=int(data.get("decoy_budget", 0)),
+        decoy_budget=checked_int(data.get("decoy_budget", 0), f"{where} decoy_budget"),
         grid=grid,
         items=items,
         slots=slots,
         global_constraints=rules,
         instruction=str(data.get("instruction", "")),
-        candidates_per_slot=int(data.get("candidates_per_slot", 0)),
+        candidates_per_slot=checked_int(data.get("candidates_per_slot", 0), f"{where} candidates_per_slot"),
         extra={k: v for k, v in data.items() if k not in _TASK_FIELDS},
         format=str(data["schema_version"]),
     )
@@ -104,7 +104,7 @@ def task_from_dict(data: dict[str, Any]) -> Task:
             f"{where}: schema_version {task.format!r} but no rule has scope 'cells'; a task is "
             f"written in the lowest format that holds it: declare {task.needs_format!r}"
         )
-    if "hidden_slots" in data and int(data["hidden_slots"]) != len(slots):
+    if "hidden_slots" in data and checked_int(data["hidden_slots"], f"{where} hidden_slots") != len(slots):
         raise TaskFormatError(f"{where}: hidden_slots={data['hidden_slots']} but {len(slots)} slots")
     return task
 
@@ -143,7 +143,13 @@ def answer_from_dict(data: dict[str, Any]) -> Answer:
     where = f"answer {data.get('task_id', '?')}"
     _check_version(data, where)
     roles = tuple(
-        SlotRoles(int(r["row"]), int(r["col"]), str(r["truth"]), tuple(r["decoys"]), tuple(r["filtered"]))
+        SlotRoles(
+            checked_int(r["row"], f"{where} role row"),
+            checked_int(r["col"], f"{where} role col"),
+            str(r["truth"]),
+            _ids(r["decoys"], f"{where} role decoys"),
+            _ids(r["filtered"], f"{where} role filtered"),
+        )
         for r in _require(data, "roles", where)
     )
     return Answer(
@@ -154,6 +160,14 @@ def answer_from_dict(data: dict[str, Any]) -> Answer:
         crosscheck=_optional(CrossCheck, data.get("crosscheck"), f"{where} crosscheck"),
         measures=_optional(Measures, data.get("measures"), f"{where} measures"),
     )
+
+
+def _ids(value: Any, what: str) -> tuple[str, ...]:
+    """A list of item ids as a tuple; anything else (a string, a number, ids that are not
+    strings) is a :class:`TaskFormatError` naming it."""
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise TaskFormatError(f"{what} must be a list of item ids (strings), got {str(value)[:40]!r}")
+    return tuple(value)
 
 
 def _optional(cls: type[Record], data: Any, where: str) -> Record | None:

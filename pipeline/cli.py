@@ -120,6 +120,9 @@ def _check_additions(parsed: list[Any], folder: str, compose: Any, overrides: li
     base: Any = None
     plain = [o for o, p in zip(overrides, parsed, strict=True) if not (p.is_add() or p.is_force_add())]
     for override, text in zip(parsed, overrides, strict=True):
+        if override.is_delete():
+            _check_deletion(override, text, folder)
+            continue
         if not (override.is_add() or override.is_force_add()):
             continue
         key = str(override.key_or_group)
@@ -143,6 +146,18 @@ def _check_additions(parsed: list[Any], folder: str, compose: Any, overrides: li
 
 
 _ABSENT = object()
+
+
+def _check_deletion(override: Any, text: str, folder: str) -> None:
+    """Refuse ``~key``: every setting of a command is read by it, so a deleted one fails only
+    inside the job (a traceback). A config group (``~hydra/...``) is left to Hydra."""
+    key = str(override.key_or_group)
+    if "/" in key or (CONF / folder / key).is_dir():
+        return
+    fail(
+        f"{terminal_text(text.split('=', 1)[0], 80)}: deleting a setting is not supported (the command "
+        f"reads every one); set it instead ({terminal_text(key, 80)}=VALUE); {HINT}"
+    )
 
 
 def _composed(compose: Callable[[], DictConfig]) -> DictConfig:

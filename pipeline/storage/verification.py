@@ -381,7 +381,52 @@ def task_shape(task: Task, task_rel: str) -> list[str]:
         return [*problems, str(error)]
     if task.instruction != rendered:
         problems.append("the instruction is not what the task's rules render to (edited?)")
+    used = {item for row in task.grid for item in row if item is not None}
+    used |= {item for slot in task.slots for item in slot.candidates}
+    unused = sorted(set(task.items) - used)
+    if unused:
+        problems.append(
+            f"{len(unused)} item(s) that no cell shows or offers, e.g. {ascii(unused[0][:40])} (a task "
+            "lists only the items of its grid and its candidates: text an agent reads and no rule needs)"
+        )
     return problems
+
+
+CERTIFICATE_CLAIMS = (
+    "ok",
+    "solver",
+    "truth_feasible",
+    "uniqueness",
+    "decoys_refuted",
+    "decoys_checked",
+    "filtered_checked",
+    "failures",
+)
+
+
+def certificate_claims(recorded: Any, proved: Any, crosscheck: Any = None) -> list[str]:
+    """What the answer's certificate record says that the re-proof does not give (each
+    verdict, status and count); its solver's name and version must be text that can be shown.
+    An answer without a certificate record claims nothing (the proofs are run here anyway)."""
+    if recorded is None:
+        return []
+    out = [
+        f"certificate.{key} records {str(getattr(recorded, key))[:60]} but the re-proof gives "
+        f"{str(getattr(proved, key))[:60]}"
+        for key in CERTIFICATE_CLAIMS
+        if getattr(recorded, key) != getattr(proved, key)
+    ]
+    texts = [("certificate.solver_version", recorded.solver_version)]
+    if crosscheck is not None:
+        texts += [
+            ("crosscheck.solver", crosscheck.solver),
+            ("crosscheck.solver_version", crosscheck.solver_version),
+        ]
+    for what, value in texts:
+        why = unsafe_text(value, 64) if isinstance(value, str) else "not text"
+        if why:
+            out.append(f"{what} {ascii(str(value)[:40])} cannot be shown safely: {why}")
+    return out
 
 
 def prove_one(args: tuple[str, str, str, SolverSettings, str | None]) -> tuple[str, str, list[str]]:
@@ -432,6 +477,7 @@ def prove_data(
     sealed = seal(task, answer, solver, milp=milp)
     reasons += list(sealed.certificate.failures)
     if sealed.certificate.ok:
+        reasons += certificate_claims(answer.certificate, sealed.certificate, answer.crosscheck)
         reasons += measure_claims(task, answer, solver)
     if milp and sealed.crosscheck is None:  # certificate failed: cross-check it on its own
         sealed = Sealed(sealed.certificate, None, crosscheck_answer(task, answer, solver, milp))

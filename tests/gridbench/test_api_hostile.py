@@ -112,6 +112,34 @@ def test_score_names_a_malformed_task_in_one_line(change, tiny):
     assert "\n" not in str(refused.value)
 
 
+WRONG_TYPES = [
+    ("slot", "row", 0.5, "slot row must be an integer"),
+    ("slot", "col", "1", "slot col must be an integer"),
+    ("slot", "candidates", "abc", "slot candidates must be a list of item ids"),
+    ("slot", "candidates", [1, 2], "slot candidates must be a list of item ids"),
+    ("task", "decoy_budget", "3", "decoy_budget must be an integer"),
+    ("task", "candidates_per_slot", 6.0, "candidates_per_slot must be an integer"),
+    ("task", "hidden_slots", True, "hidden_slots must be an integer"),
+    ("role", "row", 1.5, "role row must be an integer"),
+    ("role", "decoys", "C1", "role decoys must be a list of item ids"),
+]
+
+
+@pytest.mark.parametrize(
+    ("where", "key", "value", "named"), WRONG_TYPES, ids=[f"{w[0]}.{w[1]}={w[2]!r}" for w in WRONG_TYPES]
+)
+def test_a_field_of_the_wrong_type_is_named_never_truncated_or_misread(where, key, value, named, tiny):
+    """A float row is not read as its integer part (0.5 became row 0, then "not empty in grid"),
+    a string of ids is not read as its letters: the message names the field and its type."""
+    record = gridbench.load_release(tiny)[0]
+    task, answer = json.loads(json.dumps(record.task)), json.loads(json.dumps(record.answer))
+    target = {"slot": task["slots"][0], "task": task, "role": answer["roles"][0]}[where]
+    target[key] = value
+    with pytest.raises(UserError) as refused:
+        gridbench.score(task, answer["truth"], answer)
+    assert named in str(refused.value) and "\n" not in str(refused.value)
+
+
 def test_a_deep_or_strange_grid_scores_zero(tiny):
     record = gridbench.load_release(tiny)[0]
     deep: list = []
@@ -337,3 +365,70 @@ def test_a_gymnasium_step_with_a_huge_or_deep_action_is_an_invalid_step(tiny):
     for action in ("x" * 5_000_000, "[" * 200_000, {"name": "set_slot", "arguments": _deep_dict(100_000)}):
         text, reward, terminated, truncated, info = env.step(action)
         assert json.loads(text)["status"] == "error" and reward == 0.0
+
+
+@pytest.mark.parametrize(("key", "size"), [("row", "rows"), ("col", "cols")])
+def test_a_slot_just_past_the_grid_is_named_outside_it(key, size, tiny):
+    """The boundary exactly: a hidden cell at row == rows (or col == cols) is outside the grid,
+    said so in one line (not an IndexError from the grid lookup)."""
+    record = gridbench.load_release(tiny)[0]
+    task = json.loads(json.dumps(record.task))
+    task["slots"][0][key] = task[size]
+    with pytest.raises(UserError, match=r"slot \(\d+,\d+\) is outside the grid"):
+        gridbench.score(task, record.answer["truth"])
+
+
+@pytest.mark.parametrize("offset", [-1, 1])
+def test_a_hidden_slots_count_off_by_one_either_way_is_refused(offset, tiny):
+    record = gridbench.load_release(tiny)[0]
+    task = json.loads(json.dumps(record.task))
+    task["hidden_slots"] = len(task["slots"]) + offset
+    with pytest.raises(
+        UserError, match=rf"hidden_slots={len(task['slots']) + offset} but {len(task['slots'])} slots"
+    ):
+        gridbench.score(task, record.answer["truth"])
+
+
+def test_the_right_answer_in_a_grid_too_large_scores_zero(tiny):
+    """Every hidden cell right, but one row or one column too many: a grid that is not rows x
+    cols scores 0 (as one too small does)."""
+    record = gridbench.load_release(tiny)[0]
+    truth = [list(row) for row in record.answer["truth"]]
+    assert gridbench.score(record.task, truth, record.answer)["success"] is True
+    for grid in ([*truth, list(truth[0])], [[*row, row[0]] for row in truth]):
+        scored = gridbench.score(record.task, grid, record.answer)
+        assert (scored["success"], scored["fraction_correct"]) == (False, 0.0)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_an_integer_past_the_limit_either_side_is_refused(sign, tiny):
+    """Every integer of a task is within +-2**40 (safe for the solvers): a bound or an item's
+    value just past it, positive or negative, is named out of range; the limit itself is not."""
+    from core.task import INT_LIMIT, checked_int
+
+    assert checked_int(sign * INT_LIMIT, "x") == sign * INT_LIMIT
+    record = gridbench.load_release(tiny)[0]
+    for where in ("bound", "item"):
+        task = json.loads(json.dumps(record.task))
+        if where == "bound":
+            task["global_constraints"][0]["bound"] = sign * (INT_LIMIT + 1)
+        else:
+            item = task["items"][0]
+            key = next(k for k, v in item.items() if isinstance(v, int))
+            item[key] = sign * (INT_LIMIT + 1)
+        with pytest.raises(UserError, match=r"is out of range \(\|value\| <= 2\*\*40\)"):
+            gridbench.score(task, record.answer["truth"], record.answer)
+
+
+@pytest.mark.parametrize("op", ["in", "not_in"])
+@pytest.mark.parametrize(
+    "values", [["x", 1], [None, "x"], "x", [["x"]]], ids=["int", "none", "str", "nested"]
+)
+def test_a_slot_rule_listing_anything_but_strings_is_refused(op, values):
+    """``in`` / ``not_in`` compare an attribute with a list of words: one value of another type
+    (even among strings) is refused, naming the rule, never read as a different comparison."""
+    from core.task import SlotRule, TaskFormatError
+
+    with pytest.raises(TaskFormatError, match=rf"slot constraint '{op}' needs a list of strings"):
+        SlotRule.from_dict({"attribute": "category", "op": op, "value": values})
+    assert SlotRule.from_dict({"attribute": "category", "op": op, "value": ["x", "y"]}).value == ("x", "y")

@@ -100,6 +100,18 @@ def test_an_added_key_outside_the_extension_points_is_refused(folder, name, over
     assert f"{key} is not a setting of this command" in line and "+experiment=paper" in line
 
 
+@pytest.mark.parametrize(
+    ("name", "override"),
+    [("verify", "~verify"), ("verify", "~solver"), ("verify", "~release"), ("report", "~runs_root")],
+)
+def test_deleting_a_setting_is_one_line_before_the_job(name, override, capsys):
+    """``~verify`` composed (the app's top-level config allows it) and then failed inside the
+    job with a traceback: every setting is read, so a deletion is refused up front."""
+    line = precheck_line("apps", name, [override], capsys)
+    key = override[1:]
+    assert f"{override}: deleting a setting is not supported" in line and f"({key}=VALUE)" in line
+
+
 def test_the_documented_additions_pass(tmp_path):
     passes("apps", "evaluate", ["+experiment=paper"])
     passes("apps", "evaluate", ["+agent.kwargs.depth=2"])

@@ -75,8 +75,45 @@ TWO_SUM = Task(  # two cells whose windows pin a pair: propagation keeps all, pr
 )
 
 
+NO_COMPLETION = Task(  # the sum pairs a0 with b1 or a1 with b0; each pair repeats a colour
+    "no-completion",
+    "toy",
+    1,
+    2,
+    0,
+    ((None, None),),
+    {
+        "a0": {"id": "a0", "name": "a", "cost": 0, "color": "red"},
+        "a1": {"id": "a1", "name": "a", "cost": 1, "color": "blue"},
+        "b0": {"id": "b0", "name": "b", "cost": 0, "color": "blue"},
+        "b1": {"id": "b1", "name": "b", "cost": 1, "color": "red"},
+    },
+    (Slot(0, 0, ("a0", "a1"), ()), Slot(0, 1, ("b0", "b1"), ())),
+    (
+        GlobalRule("cost_max", "sum_max", "cost", 1, "grid"),
+        GlobalRule("cost_min", "sum_min", "cost", 1, "grid"),
+        GlobalRule("one_each", "repeat_max", "color", 1, "grid"),
+    ),
+)
+
+
+def test_probing_finds_no_completion_where_there_is_none_and_never_decides_it():
+    """Propagation keeps every option of NO_COMPLETION; probing refutes a0, and what that
+    leaves (a1, hence b0, a repeated colour) has no completion either: the probing stage empties
+    a cell. It must never hand over one option per cell (a "decided" grid that is no completion)."""
+    assert completions(NO_COMPLETION) == []
+    slot_checked, one_round, fixpoint, probed = rung_domains(NO_COMPLETION)
+    assert fixpoint == slot_checked  # nothing for propagation alone
+    assert any(not ids for ids in probed.values())
+    assert not all(len(ids) == 1 for ids in probed.values())
+    depth = reasoning_depth(NO_COMPLETION)
+    # options beyond one per cell after each rung: an emptied cell has none (never a negative count)
+    assert (depth.name, depth.open_after) == ("search", [2, 2, 2, 0])
+
+
 @given(small_tasks())
 @example(TWO_SUM)
+@example(NO_COMPLETION)
 def test_every_rung_is_sound_and_deciding_agrees_with_enumeration(task):
     found = completions(task)
     stages = rung_domains(task)
@@ -97,6 +134,7 @@ def test_every_rung_is_sound_and_deciding_agrees_with_enumeration(task):
 
 @given(small_tasks())
 @example(TWO_SUM)
+@example(NO_COMPLETION)
 def test_probing_is_singleton_consistency_by_brute_force(task):
     slot_checked, _, fixpoint, probed = rung_domains(task)
     expected = brute_probing(task, {cell: set(ids) for cell, ids in slot_checked.items()})

@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.generation import GenerationSettings, TaskKey
 from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
-from pipeline.generation.bounds import place, radius, value
+from pipeline.generation.bounds import place, radius, separation, value
 from pipeline.generation.build import draw_draft
 from pipeline.generation.repair import (
     RepairFailed,
@@ -68,6 +68,31 @@ def test_one_tightening_narrows_one_radius_just_past_the_counterexample(margin):
     truth, seen = value(draft, bound), value(draft, bound, _grid(draft, other.solution))
     gap = abs(seen - truth) if bound.window else (seen - truth if bound.upper else truth - seen)
     assert gap > 0 and after[index] == max(0, gap - margin) < gap
+
+
+@pytest.mark.parametrize("seed", [0, 3, 5])
+@pytest.mark.parametrize("margin", [1, 2])
+def test_a_bound_already_narrowed_past_the_counterexample_is_never_the_one_picked(seed, margin):
+    """A window whose radius already keeps the counterexample out (with the margin) cannot
+    exclude it further: narrowing it "again" changes nothing and repair would find the same
+    counterexample round after round. Tightening narrows another bound, strictly."""
+    draft = _draft(seed)
+    _loosened(draft)
+    other = _virtual_model(draft).other_completion()
+    assert other.status == FEASIBLE
+    grid = _grid(draft, other.solution)
+    widths = {i: separation(draft, bound, grid, margin) for i, bound in enumerate(draft.bounds)}
+    windows = [i for i, width in widths.items() if width is not None and draft.bounds[i].window]
+    if len(windows) < 2:
+        pytest.skip("needs two windows that can exclude the counterexample")
+    settled = windows[0]
+    draft.bounds[settled].radius = widths[settled]
+    place(draft)
+    assert radius(draft, draft.bounds[settled]) == widths[settled]
+    before = [radius(draft, bound) for bound in draft.bounds]
+    index = tighten(draft, other.solution, margin)
+    assert index is not None and index != settled
+    assert radius(draft, draft.bounds[index]) < before[index]
 
 
 def test_a_window_is_narrowed_before_any_one_sided_bound():
@@ -180,3 +205,31 @@ def test_a_repair_solve_that_times_out_is_never_taken_for_uniqueness():
     with pytest.raises(SolverTimeout, match="uniqueness solve returned UNKNOWN"):
         make_unique(_draft(), "t", GenerationSettings(), SolverSettings(time_limit_s=1e-9), stats)
     assert stats.rounds == 0
+
+
+def test_a_margin_solve_that_times_out_is_never_taken_for_room(monkeypatch):
+    """Uniqueness is proved; the margin question (the least loosening of one bound that lets a
+    second completion through) times out: repair stops with a time-out and never accepts the
+    draft as having the room it was asked for."""
+    from solvers.results import UNKNOWN, SolveResult, SolverTimeout
+
+    monkeypatch.setattr(CpSatModel, "least_loosening_to_ambiguity", lambda self: SolveResult(UNKNOWN, 1.0))
+    stats = RepairStats()
+    with pytest.raises(SolverTimeout, match="margin"):
+        make_unique(_draft(), "t", GenerationSettings(min_margin=2), SOLVER, stats)
+
+
+@pytest.mark.parametrize(("margin", "narrowed"), [(1, False), (2, False), (3, True)])
+def test_room_of_exactly_the_margin_is_enough(margin, narrowed):
+    """min_margin m asks for m - 1 units of room: a task whose least loosening to ambiguity is
+    exactly 2 units has the room margin 2 asks for (no counterexample, nothing narrowed), and
+    not the room margin 3 asks for (the second completion that 2 units let through)."""
+    from pipeline.generation.repair import _margin_counterexample
+    from tests.examples import LOWER_LOOSENING
+
+    model = CpSatModel(LOWER_LOOSENING, SOLVER, {(0, 0): "a0", (0, 1): "b0"})
+    assert model.least_loosening_to_ambiguity().objective == 2
+    found = _margin_counterexample(model, margin)
+    assert (found is not None) == narrowed
+    if narrowed:
+        assert found != {(0, 0): "a0", (0, 1): "b0"}
