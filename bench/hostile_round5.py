@@ -38,7 +38,7 @@ results = []
 
 
 def gb(*args, cwd=WORK, timeout=300):
-    code = 'import sys; sys.argv[0]="gridbench"; from pipeline.main import run; run()'
+    code = 'import sys; sys.argv[0]="gridbench"; from pipeline.commands.main import run; run()'
     return subprocess.run(
         [PY, "-c", code, *args], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout
     )
@@ -339,7 +339,7 @@ API = f"""
 import sys, json
 from pathlib import Path
 import gridbench
-from core.errors import UserError
+from gridbench_core.errors import UserError
 rel = gridbench.load_release("{REL}")
 rec = rel[0]
 task = json.loads(json.dumps(rec.task))
@@ -417,7 +417,7 @@ if want("api"):
 GYM = """
 import sys
 import gymnasium
-from core.errors import UserError
+from gridbench_core.errors import UserError
 from gridbench.adapters.gym_env import GridEnv
 def run(f):
     try:
@@ -525,7 +525,7 @@ if want("mcp"):
         },
     ]
     text = "\n".join(json.dumps(m) for m in msgs) + "\n{not json\n"
-    code = 'import sys; sys.argv[0]="gridbench"; from pipeline.main import run; run()'
+    code = 'import sys; sys.argv[0]="gridbench"; from pipeline.commands.main import run; run()'
     import time as _t
 
     pr = subprocess.Popen(

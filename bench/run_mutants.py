@@ -83,8 +83,8 @@ SELECTIONS: dict[str, tuple[list[str], bool]] = {
     "pipeline/generation/repair.py": (GENERATION_TESTS, False),
     "pipeline/storage/verification.py": (VERIFY_TESTS, True),
     "pipeline/storage/claimed.py": (VERIFY_TESTS, True),
-    "core/task.py": (TASK_TESTS, False),
-    "core/task_io.py": (TASK_TESTS, False),
+    "gridbench_core/task.py": (TASK_TESTS, False),
+    "gridbench_core/task_io.py": (TASK_TESTS, False),
     "gridbench/env/scoring.py": (SCORING_TESTS, False),
     "gridbench/scoring.py": (SCORING_TESTS, False),
 }

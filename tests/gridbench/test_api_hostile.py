@@ -404,7 +404,7 @@ def test_the_right_answer_in_a_grid_too_large_scores_zero(tiny):
 def test_an_integer_past_the_limit_either_side_is_refused(sign, tiny):
     """Every integer of a task is within +-2**40 (safe for the solvers): a bound or an item's
     value just past it, positive or negative, is named out of range; the limit itself is not."""
-    from core.task import INT_LIMIT, checked_int
+    from gridbench_core.task import INT_LIMIT, checked_int
 
     assert checked_int(sign * INT_LIMIT, "x") == sign * INT_LIMIT
     record = gridbench.load_release(tiny)[0]
@@ -427,7 +427,7 @@ def test_an_integer_past_the_limit_either_side_is_refused(sign, tiny):
 def test_a_slot_rule_listing_anything_but_strings_is_refused(op, values):
     """``in`` / ``not_in`` compare an attribute with a list of words: one value of another type
     (even among strings) is refused, naming the rule, never read as a different comparison."""
-    from core.task import SlotRule, TaskFormatError
+    from gridbench_core.task import SlotRule, TaskFormatError
 
     with pytest.raises(TaskFormatError, match=rf"slot constraint '{op}' needs a list of strings"):
         SlotRule.from_dict({"attribute": "category", "op": op, "value": values})
