@@ -178,11 +178,4 @@ class BudgetAwareAgent:
 
     def _exclude(self, model: CpSatModel, tried: list[dict[Cell, str]]) -> list[Any]:
         """Literals that forbid each completion already refuted by a global check."""
-        literals: list[Any] = []
-        for solution in tried:
-            differs = model.model.new_bool_var(f"differs_{len(literals)}")
-            model.model.add_bool_or([model.choice[c][i].Not() for c, i in solution.items()]).only_enforce_if(
-                differs
-            )
-            literals.append(differs)
-        return literals
+        return [model.excluding(solution) for solution in tried]

@@ -116,10 +116,13 @@ def hb_table(frame: pl.DataFrame, value: str, fmt: str) -> str:
     formatted with ``fmt``."""
     budgets = sorted(set(frame["decoy_budget"].to_list()))
     lines = ["| H \\ B | " + " | ".join(str(b) for b in budgets) + " |", "|---|" + "---|" * len(budgets)]
+    # one pass over the frame (its rows kept in order in each part), not a filter per cell
+    parts = frame.partition_by(["hidden_slots", "decoy_budget"], as_dict=True, maintain_order=True)
+    empty = frame.clear()
     for hidden in sorted(set(frame["hidden_slots"].to_list())):
         cells = []
         for budget in budgets:
-            part = frame.filter((pl.col("hidden_slots") == hidden) & (pl.col("decoy_budget") == budget))
+            part = parts.get((hidden, budget), empty)
             if value == "count":
                 cells.append(str(part.height))
             else:

@@ -15,6 +15,7 @@ Every failure is one line naming the file or the task and the reason; nothing ra
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections import Counter, defaultdict
@@ -50,7 +51,9 @@ from pipeline.storage.tables import (
     task_type,
 )
 from solvers.milp import crosscheck_answer
-from solvers.results import SolverSettings
+from solvers.results import UNKNOWN, SolverSettings
+
+RETRY_FACTOR = 4  # a MILP cross-check that timed out is asked again with this many times the limit
 
 
 @dataclass(frozen=True)
@@ -482,6 +485,18 @@ def prove_data(
     if milp and sealed.crosscheck is None:  # certificate failed: cross-check it on its own
         sealed = Sealed(sealed.certificate, None, crosscheck_answer(task, answer, solver, milp))
     check = sealed.crosscheck
+    if check is not None and not check.ok and UNKNOWN in check.statuses.values():
+        # a MILP solve that ran out of time proves nothing either way: ask once more with
+        # RETRY_FACTOR times the limit (a loaded machine), and name a second time-out as such
+        longer = dataclasses.replace(solver, time_limit_s=solver.time_limit_s * RETRY_FACTOR)
+        check = crosscheck_answer(task, answer, longer, str(milp))
+        if not check.ok and UNKNOWN in check.statuses.values():
+            reasons.append(
+                f"{check.solver} could not decide within {longer.time_limit_s:g} s ({check.statuses}): "
+                "a time-out, not a proof either way; verify again with a longer limit "
+                f"(solver.time_limit_s={longer.time_limit_s * RETRY_FACTOR:g})"
+            )
+            return task.task_id, task.domain, reasons
     if check is not None and not check.ok:
         second = f", second solution {check.counterexample}" if check.counterexample else ""
         reasons.append(f"{check.solver} disagrees: {check.statuses}{second}")

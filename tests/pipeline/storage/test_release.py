@@ -321,3 +321,42 @@ def test_release_json_layout_round_trips(record):
     data = dumps(record)
     assert json.loads(data) == record
     assert data == dumps(json.loads(data)) and data.endswith(b"\n")
+
+
+def _milp_timing_out(monkeypatch, first: int) -> list[float]:
+    """Every MILP solve of the first ``first`` (or all, -1) answers UNKNOWN; the time limits
+    of the solves asked are returned (a list filled as verify runs)."""
+    from solvers import milp
+    from solvers.results import UNKNOWN, SolveResult
+
+    limits: list[float] = []
+    ask = milp.MilpModel._ask
+
+    def timed_out(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        limits.append(self.settings.time_limit_s)
+        if first < 0 or len(limits) <= first:
+            return SolveResult(UNKNOWN, 1.0)
+        return ask(self, *args, **kwargs)
+
+    monkeypatch.setattr(milp.MilpModel, "_ask", timed_out)
+    return limits
+
+
+def test_a_milp_time_out_is_asked_again_with_a_longer_limit_and_a_proof_then_passes(small, monkeypatch):
+    """The single "most decoys" solve, then the three separate ones, time out (a loaded
+    machine); verify asks again with RETRY_FACTOR times the limit, and that proof passes."""
+    from pipeline.storage.verification import RETRY_FACTOR
+
+    limits = _milp_timing_out(monkeypatch, first=4)
+    report = verify_release(small, VerifySettings(SolverSettings(time_limit_s=7.0), "highs", 1))
+    assert report.ok, dict(report.failures)
+    assert limits[:4] == [7.0] * 4 and limits[4] == 7.0 * RETRY_FACTOR
+
+
+def test_a_milp_that_times_out_again_is_a_named_time_out_never_a_pass(small, monkeypatch):
+    _milp_timing_out(monkeypatch, first=-1)
+    report = verify_release(small, VerifySettings(SolverSettings(time_limit_s=7.0), "highs", 1))
+    assert not report.ok and len(report.failures) == len(report.tasks)
+    for reasons in report.failures.values():
+        assert any("highs could not decide within 28 s" in r and "a time-out" in r for r in reasons), reasons
+        assert not any("disagrees" in r for r in reasons)

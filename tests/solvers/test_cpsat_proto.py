@@ -1,0 +1,155 @@
+"""``solvers.cpsat`` writes CP-SAT's proto itself (without ``cp_model``, which loads pandas):
+for every kind of task -- random small ones, the hand-built edge cases, generated tasks of
+every domain and a caged 10x10, item ids that need escaping, no rule, a cell without an
+option -- its proto is the one ``cp_model.CpModel`` builds (tests/solvers/cp_model_reference.py),
+before and after the later additions (an "at least one of" switch, the one-relaxed switch, an
+excluded completion, a moved bound), and the answers of a solve are those of ``cp_model``'s
+``CpSolver`` on the reference model."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import pytest
+from hypothesis import example, given, settings
+from ortools.sat.python import cp_model
+
+from gridbench_core.task import Task
+from solvers.cpsat import CpSatModel
+from solvers.results import SolverSettings
+from tests.brute import completions
+from tests.examples import BOUNDARY, CASED, LOOSENING_CAP, LOWER_LOOSENING, NO_OPTION, ROW_REPEAT
+from tests.solvers.cp_model_reference import ReferenceModel
+from tests.strategies import small_tasks
+from tests.tiny import ANSWER, TASK
+
+Cell = tuple[int, int]
+
+
+def _renamed(task: Task, rename) -> Task:  # type: ignore[no-untyped-def]
+    """``task`` with every item id passed through ``rename``."""
+    items = {rename(i): {**item, "id": rename(i)} for i, item in task.items.items()}
+    grid = tuple(tuple(None if i is None else rename(i) for i in row) for row in task.grid)
+    slots = tuple(dataclasses.replace(s, candidates=tuple(map(rename, s.candidates))) for s in task.slots)
+    return dataclasses.replace(task, items=items, grid=grid, slots=slots)
+
+
+def _truth(task: Task) -> dict[Cell, str] | None:
+    found = completions(task)
+    return found[0] if found else None
+
+
+def _same_models(task: Task, truth: dict[Cell, str] | None) -> None:
+    ours, reference = CpSatModel(task, truth=truth), ReferenceModel(task, truth)
+    assert str(ours.proto) == str(reference.model.proto)
+    # the later additions, in the same order on both
+    options = [((s.row, s.col), c) for s in task.slots for c in s.candidates]
+    literals = [lit for cell, item in options if (lit := reference.choice[cell].get(item)) is not None]
+    if literals:
+        ours.some_feasible(options)
+        reference.some_of(literals)
+    if truth is not None and all(truth[c] in reference.choice[c] for c in reference.choice):
+        ours.excluding(truth)
+        reference.excluding(truth)
+    ours.least_loosening_to_ambiguity()
+    reference.one_relaxed()
+    for rule in task.global_constraints[:2]:
+        ours.set_bound(rule.name, rule.bound + 1)
+        reference.set_bound(rule.name, rule.bound + 1)
+    ours.proto.assumptions.clear()
+    assert str(ours.proto) == str(reference.model.proto)
+    # the same proto answers the same: our solve against cp_model's CpSolver on the reference
+    for rule in task.global_constraints[:2]:
+        ours.set_bound(rule.name, rule.bound)
+        reference.set_bound(rule.name, rule.bound)
+    settings_ = SolverSettings()
+    questions = [([], None)]
+    if truth is not None:
+        questions.append(([ours.forbid_truth], None))
+    for assumptions, relaxed in questions:
+        result = ours.solve(assumptions)
+        fixed = [reference.relax[name].Not() for name in reference.relax if name != relaxed]
+        reference.model.clear_assumptions()
+        reference.model.add_assumptions([reference.forbid_truth] * bool(assumptions) + fixed)
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = settings_.workers
+        solver.parameters.random_seed = settings_.seed
+        solver.parameters.cp_model_presolve = settings_.presolve
+        solver.parameters.linearization_level = settings_.linearization
+        status = solver.solve(reference.model)
+        assert result.status == {
+            cp_model.OPTIMAL: "FEASIBLE",
+            cp_model.FEASIBLE: "FEASIBLE",
+            cp_model.INFEASIBLE: "INFEASIBLE",
+        }[status]
+        if result.solution is not None:
+            expected = {
+                cell: next(i for i, lit in options.items() if solver.boolean_value(lit))
+                for cell, options in reference.choice.items()
+            }
+            assert result.solution == expected
+            assert result.objective == round(solver.objective_value)
+
+
+@example(task=ROW_REPEAT)
+@example(task=LOOSENING_CAP)
+@example(task=BOUNDARY)
+@example(task=LOWER_LOOSENING)
+@example(task=CASED)
+@example(task=NO_OPTION)
+@settings(max_examples=40)
+@given(task=small_tasks())
+def test_the_proto_is_the_one_cp_model_builds(task):
+    _same_models(task, _truth(task))
+
+
+@pytest.mark.parametrize(
+    "rename",
+    [
+        lambda i: f'q"{i}\\',  # a quote and a backslash
+        lambda i: f"é{i}\n\t\x00",  # non-ASCII, control characters and a NUL
+        lambda i: f"{i} }} variables {{ domain: [0, 0] }}",  # text-format syntax inside a name
+    ],
+)
+def test_item_ids_that_need_escaping_give_the_same_proto(rename):
+    task = _renamed(TASK, rename)
+    _same_models(task, {cell: rename(item) for cell, item in ANSWER.truth_choice().items()})
+
+
+def test_a_task_without_rules_gives_the_same_proto():
+    _same_models(dataclasses.replace(TASK, global_constraints=()), ANSWER.truth_choice())
+
+
+@functools.cache
+def _generated() -> list[tuple[Task, dict[Cell, str]]]:
+    from gridbench_core.task_io import answer_from_dict, task_from_dict
+    from pipeline.generation.dataset import create_dataset
+    from pipeline.generation.keys import GenerationSettings
+
+    from domains import PAPER_DOMAINS
+
+    out = []
+    jobs = [(domain, "5x7", range(12, 22), range(15, 26)) for domain in PAPER_DOMAINS]
+    jobs.append(("course", "10x10", range(40, 61), range(60, 61)))
+    for domain, grid, hidden, budgets in jobs:
+        dataset = create_dataset(
+            domains=[domain],
+            size=1,
+            seed=11,
+            grid=grid,
+            hidden_slots=hidden,
+            decoy_budgets=budgets,
+            settings=GenerationSettings(crosscheck=False),
+        )
+        item = dataset[0]
+        out.append((task_from_dict(item.task), answer_from_dict(item.answer).truth_choice()))
+    return out
+
+
+def test_generated_tasks_of_every_domain_and_a_caged_grid_give_the_same_proto():
+    tasks = _generated()
+    assert len({task.domain for task, _ in tasks}) == 6
+    assert any(rule.scope == "cells" for task, _ in tasks for rule in task.global_constraints)
+    for task, truth in tasks:
+        _same_models(task, truth)
