@@ -179,7 +179,7 @@ def main() -> None:
         args.train_size, args.stage_tasks = 1000, 60
     checkouts = {"after": ROOT}
     if args.before is not None:
-        if not (args.before / "pipeline" / "release.py").is_file():
+        if not (args.before / "pipeline" / "commands" / "release.py").is_file():
             raise SystemExit(f"--before {args.before}: not a gridbench checkout")
         checkouts = {"before": args.before.resolve(), "after": ROOT}
     print(f"== speed: {', '.join(f'{k}={v}' for k, v in checkouts.items())}; {os.cpu_count()} cores")

@@ -104,7 +104,9 @@ class _Proto:
     def parse(self, objective: Sequence[Literal]) -> Any:
         """The parsed proto, with the objective ``minimize(sum(objective))``."""
         text = "".join(self.variables) + "".join(self.constraints)
-        text += f"objective{{vars:[{_ints(objective)}] coeffs:[{_ints([1] * len(objective))}] scaling_factor:1}}"
+        text += (
+            f"objective{{vars:[{_ints(objective)}] coeffs:[{_ints([1] * len(objective))}] scaling_factor:1}}"
+        )
         self.proto = _helper().CpModelProto()
         self.proto.parse_text_format(text)
         return self.proto
@@ -259,7 +261,8 @@ class CpSatModel:
         if status in (cmh.CpSolverStatus.OPTIMAL, cmh.CpSolverStatus.FEASIBLE):
             values = response.solution
             solution = {
-                cell: next(i for i, lit in options.items() if values[lit]) for cell, options in self.choice.items()
+                cell: next(i for i, lit in options.items() if values[lit])
+                for cell, options in self.choice.items()
             }
             objective = int(round(response.objective_value)) if status == cmh.CpSolverStatus.OPTIMAL else None
             if relaxed is not None and objective is None:

@@ -103,7 +103,9 @@ class ReferenceModel:
 
     def excluding(self, solution: Mapping[Cell, str]) -> Any:
         differs = self.model.new_bool_var(f"differs_{len(self.model.proto.variables)}")
-        self.model.add_bool_or([self.choice[c][i].Not() for c, i in solution.items()]).only_enforce_if(differs)
+        self.model.add_bool_or([self.choice[c][i].Not() for c, i in solution.items()]).only_enforce_if(
+            differs
+        )
         return differs
 
     def one_relaxed(self) -> Any:

@@ -78,11 +78,14 @@ def _same_models(task: Task, truth: dict[Cell, str] | None) -> None:
         solver.parameters.cp_model_presolve = settings_.presolve
         solver.parameters.linearization_level = settings_.linearization
         status = solver.solve(reference.model)
-        assert result.status == {
-            cp_model.OPTIMAL: "FEASIBLE",
-            cp_model.FEASIBLE: "FEASIBLE",
-            cp_model.INFEASIBLE: "INFEASIBLE",
-        }[status]
+        assert (
+            result.status
+            == {
+                cp_model.OPTIMAL: "FEASIBLE",
+                cp_model.FEASIBLE: "FEASIBLE",
+                cp_model.INFEASIBLE: "INFEASIBLE",
+            }[status]
+        )
         if result.solution is not None:
             expected = {
                 cell: next(i for i, lit in options.items() if solver.boolean_value(lit))
@@ -123,11 +126,10 @@ def test_a_task_without_rules_gives_the_same_proto():
 
 @functools.cache
 def _generated() -> list[tuple[Task, dict[Cell, str]]]:
+    from domains import PAPER_DOMAINS
     from gridbench_core.task_io import answer_from_dict, task_from_dict
     from pipeline.generation.dataset import create_dataset
     from pipeline.generation.keys import GenerationSettings
-
-    from domains import PAPER_DOMAINS
 
     out = []
     jobs = [(domain, "5x7", range(12, 22), range(15, 26)) for domain in PAPER_DOMAINS]
