@@ -78,8 +78,45 @@ ItemSampler = Callable[["Domain", random.Random], dict[str, Value]]
 
 
 def uniform_sampler(domain: Domain, rng: random.Random) -> dict[str, Value]:
-    """Draw every attribute independently from its natural range."""
-    return {attribute.name: attribute.sample(rng) for attribute in domain.attributes}
+    """Draw every attribute independently from its natural range: what each attribute's
+    ``sample`` draws, from the same stream (``randint(low, high)`` is ``low +
+    _randbelow(high - low + 1)`` and ``choice(values)`` is ``values[_randbelow(len(values))]``
+    in CPython's ``random``; tests/pipeline/generation/test_sampling_stream.py holds it to that),
+    without their call layers: the generator's hottest draw."""
+    below = rng._randbelow  # type: ignore[attr-defined]
+    return {
+        name: low + below(width) if values is None else values[below(width)]
+        for name, low, width, values in _plan_of(domain.attributes)
+    }
+
+
+_PLANS: dict[int, tuple[tuple[Attribute, ...], tuple[tuple[str, int, int, tuple[str, ...] | None], ...]]] = {}
+
+
+def _plan_of(attributes: tuple[Attribute, ...]) -> tuple[tuple[str, int, int, tuple[str, ...] | None], ...]:
+    """:func:`_draw_plan` of these very attributes (remembered by identity, and kept alive)."""
+    known = _PLANS.get(id(attributes))
+    if known is None or known[0] is not attributes:
+        known = _PLANS[id(attributes)] = (attributes, _draw_plan(attributes))
+    return known[1]
+
+
+def _draw_plan(
+    attributes: tuple[Attribute, ...],
+) -> tuple[tuple[str, int, int, tuple[str, ...] | None], ...]:
+    """Per attribute: its name, the lowest value, how many values, and the values of a
+    categorical one (None for a numeric one)."""
+    plan: list[tuple[str, int, int, tuple[str, ...] | None]] = []
+    for attribute in attributes:
+        if isinstance(attribute, NumericAttribute):
+            if attribute.high < attribute.low:  # what randint would refuse
+                raise ValueError(f"empty range for randrange({attribute.low}, {attribute.high + 1})")
+            plan.append((attribute.name, attribute.low, attribute.high - attribute.low + 1, None))
+        else:
+            if not attribute.values:
+                raise IndexError("Cannot choose from an empty sequence")
+            plan.append((attribute.name, 0, len(attribute.values), attribute.values))
+    return tuple(plan)
 
 
 @dataclass(frozen=True)

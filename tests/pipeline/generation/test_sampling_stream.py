@@ -1,0 +1,67 @@
+"""The uniform item sampler draws exactly what each attribute's own ``sample`` draws, from the
+same stream (it calls ``random``'s ``_randbelow`` directly, as ``randint`` and ``choice`` do):
+same values, same state after, for every domain and for hand-made attributes at the edges."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from domains import CategoricalAttribute, NumericAttribute, domain_names, get_domain
+from domains.base import uniform_sampler
+
+
+def _by_sample(attributes, rng: random.Random) -> dict:  # type: ignore[no-untyped-def]
+    return {attribute.name: attribute.sample(rng) for attribute in attributes}
+
+
+@pytest.mark.parametrize("name", domain_names())
+def test_every_domain_draws_what_its_attributes_draw(name):
+    domain = get_domain(name)
+    for seed in range(50):
+        ours, theirs = random.Random(seed), random.Random(seed)
+        for _ in range(20):
+            assert uniform_sampler(domain, ours) == _by_sample(domain.attributes, theirs)
+        assert ours.getstate() == theirs.getstate()
+
+
+class _Domain:
+    def __init__(self, attributes: tuple) -> None:  # type: ignore[type-arg]
+        self.attributes = attributes
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.integers(-(2**70), 2**70), st.integers(0, 2**70)).map(
+                lambda pair: NumericAttribute("n", pair[0], pair[0] + pair[1])
+            ),
+            st.lists(st.text(max_size=3), min_size=1, max_size=300).map(
+                lambda values: CategoricalAttribute("c", tuple(values))
+            ),
+        ),
+        min_size=1,
+        max_size=6,
+    ).map(
+        lambda attributes: tuple(
+            a.__class__(f"a{k}", *list(vars(a).values())[1:]) for k, a in enumerate(attributes)
+        )
+    ),
+    st.integers(0, 2**64),
+)
+def test_edge_ranges_draw_the_same_values_and_leave_the_same_state(attributes, seed):
+    """Single-value ranges, ranges past 2**64, one-value and long categorical lists."""
+    domain = _Domain(attributes)
+    ours, theirs = random.Random(seed), random.Random(seed)
+    for _ in range(5):
+        assert uniform_sampler(domain, ours) == _by_sample(attributes, theirs)  # type: ignore[arg-type]
+    assert ours.getstate() == theirs.getstate()
+
+
+def test_an_empty_range_is_refused_as_randint_refuses_it():
+    domain = _Domain((NumericAttribute("n", 5, 4),))
+    with pytest.raises(ValueError, match="empty range"):
+        uniform_sampler(domain, random.Random(0))  # type: ignore[arg-type]
