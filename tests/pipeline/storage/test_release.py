@@ -360,3 +360,32 @@ def test_a_milp_that_times_out_again_is_a_named_time_out_never_a_pass(small, mon
     for reasons in report.failures.values():
         assert any("highs could not decide within 28 s" in r and "a time-out" in r for r in reasons), reasons
         assert not any("disagrees" in r for r in reasons)
+
+
+@pytest.mark.parametrize("always", [False, True])
+def test_a_measure_whose_solve_times_out_is_proved_again_and_never_passes_on_a_time_out(
+    small, monkeypatch, always
+):
+    """verify re-derives each task's distance to ambiguity with a CP-SAT solve: one that
+    times out once (a loaded machine) is proved again with RETRY_FACTOR times the limits;
+    one that times out every time stays a named failure."""
+    from solvers import cpsat
+    from solvers.results import UNKNOWN, SolveResult
+
+    real = cpsat.CpSatModel.least_loosening_to_ambiguity
+    limits: list[float] = []
+
+    def timed_out(self):  # type: ignore[no-untyped-def]
+        limits.append(self.settings.time_limit_s)
+        if always or len(limits) == 1:
+            return SolveResult(UNKNOWN, 1.0)
+        return real(self)
+
+    monkeypatch.setattr(cpsat.CpSatModel, "least_loosening_to_ambiguity", timed_out)
+    report = verify_release(small, VerifySettings(SolverSettings(time_limit_s=7.0), None, 1))
+    assert 7.0 in limits and 28.0 in limits
+    if always:
+        assert not report.ok and len(report.failures) == len(report.tasks)
+        assert all(any("UNKNOWN" in r for r in reasons) for reasons in report.failures.values())
+    else:
+        assert report.ok, dict(report.failures)
