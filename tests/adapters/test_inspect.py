@@ -5,18 +5,51 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from inspect_ai import eval as inspect_eval
-from inspect_ai.log import read_eval_log
-from inspect_ai.model import get_model
-from inspect_ai.util._json import json_schema_dump
 
 import gridbench
 from gridbench.adapters.core import Session
-from gridbench.adapters.inspect_task import gridbench as gridbench_task
-from gridbench.adapters.inspect_task import tool_defs
 from gridbench.env import openai_schemas
 from gridbench_core.errors import UserError
 from tests.adapters.helpers import inspect_policy, solving_moves
+
+# Inspect AI takes seconds to import: these import it on first call, in the worker that runs
+# this module's tests, not in every worker that collects it
+
+
+def inspect_eval(*args, **kwargs):
+    from inspect_ai import eval as run
+
+    return run(*args, **kwargs)
+
+
+def read_eval_log(*args, **kwargs):
+    from inspect_ai.log import read_eval_log as read
+
+    return read(*args, **kwargs)
+
+
+def get_model(*args, **kwargs):
+    from inspect_ai.model import get_model as get
+
+    return get(*args, **kwargs)
+
+
+def json_schema_dump(*args, **kwargs):
+    from inspect_ai.util._json import json_schema_dump as dump
+
+    return dump(*args, **kwargs)
+
+
+def gridbench_task(*args, **kwargs):
+    from gridbench.adapters.inspect_task import gridbench
+
+    return gridbench(*args, **kwargs)
+
+
+def tool_defs(*args, **kwargs):
+    from gridbench.adapters.inspect_task import tool_defs as defs
+
+    return defs(*args, **kwargs)
 
 
 @pytest.fixture(scope="session")

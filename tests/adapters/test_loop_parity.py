@@ -11,8 +11,6 @@ from typing import Any
 
 import polars as pl
 import pytest
-from inspect_ai import eval as inspect_eval
-from inspect_ai.log import read_eval_log
 
 import gridbench
 from gridbench.agents.llm.loopback import LoopbackServer, Script, ScriptedPolicy
@@ -99,6 +97,9 @@ def via_inspect(release: Path, ids: list[str], out: Path, monkeypatch) -> dict[s
     url = server.start()
     monkeypatch.setenv("LOOPBACK_BASE_URL", url)
     monkeypatch.setenv("LOOPBACK_API_KEY", KEY)
+    from inspect_ai import eval as inspect_eval  # seconds to import: only where it runs
+    from inspect_ai.log import read_eval_log
+
     try:
         (log,) = inspect_eval(
             "gridbench/gridbench",

@@ -151,8 +151,11 @@ def test_an_idle_session_expires_and_no_longer_counts(release):
     try:
         first = _open(url)
         assert first.status_code == 200 and _open(url).status_code == 429
-        time.sleep(3.0)  # idle past its second
-        assert _open(url).status_code == 200
+        idle_since = time.monotonic()
+        time.sleep(1.0)  # its second of idleness; then asked again until it has ended, within 3 s
+        while (opened := _open(url).status_code) == 429 and time.monotonic() < idle_since + 3.0:
+            time.sleep(0.2)
+        assert opened == 200
         headers = {
             **HEADERS,
             "Mcp-Session-Id": first.headers["mcp-session-id"],

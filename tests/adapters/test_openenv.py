@@ -6,6 +6,7 @@ results and score, concurrent sessions kept apart, and the adaptive source as th
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import socket
@@ -17,23 +18,27 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("openenv.core")
+import gridbench
+from gridbench.adapters.feed import Feed
+from gridbench.adaptive import AdaptiveSource, ladder
+from gridbench.env import EnvSettings
+from gridbench_core.errors import UserError
+from tests import ROOT
+from tests.adapters.helpers import scripted_moves, solving_moves
+from tests.adapters.test_parity import MAX_STEPS, RATE, direct
 
-import gridbench  # noqa: E402
-from gridbench.adapters.feed import Feed  # noqa: E402
-from gridbench.adapters.openenv_env import (  # noqa: E402
-    GridAction,
-    GridbenchClient,
-    GridbenchEnvironment,
-    main,
-    make_app,
-)
-from gridbench.adaptive import AdaptiveSource, ladder  # noqa: E402
-from gridbench.env import EnvSettings  # noqa: E402
-from gridbench_core.errors import UserError  # noqa: E402
-from tests import ROOT  # noqa: E402
-from tests.adapters.helpers import scripted_moves, solving_moves  # noqa: E402
-from tests.adapters.test_parity import MAX_STEPS, RATE, direct  # noqa: E402
+# OpenEnv (and the web stack it brings) takes seconds to import: it is imported by the tests
+# that use it, in the worker that runs them, not by every worker that collects this module
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("openenv") is None, reason="no openenv")
+
+
+def oe():
+    """The module gridbench.adapters.openenv_env (GridAction, GridbenchClient,
+    GridbenchEnvironment, main, make_app), imported on first use."""
+    import gridbench.adapters.openenv_env as module
+
+    return module
+
 
 TOY_LADDER = ladder("4x4", hidden_slots=[2, 3], decoy_budgets=[0, 2])
 
@@ -46,11 +51,11 @@ def release(small_release) -> Path:
 def test_the_environment_plays_an_episode_as_the_episode_does(release):
     record = gridbench.load_release(release).filter(domains=["course"], hidden_slots=[4])[0]
     feed = Feed.of(release=str(release))
-    env = GridbenchEnvironment(feed, EnvSettings(failure_rate=RATE, max_steps=MAX_STEPS))
+    env = oe().GridbenchEnvironment(feed, EnvSettings(failure_rate=RATE, max_steps=MAX_STEPS))
     first = env.reset(task_id=record.task_id, episode_seed=0)
     assert first.task_id == record.task_id and f"Task {record.task_id} (" in first.text and first.tools
     moves = scripted_moves(record)
-    results = [env.step(GridAction(name=n, arguments=a)) for n, a in moves]
+    results = [env.step(oe().GridAction(name=n, arguments=a)) for n, a in moves]
     expected, graded = direct(record, moves)
     assert [r.result for r in results] == expected
     assert [json.loads(r.text) for r in results] == expected
@@ -58,35 +63,35 @@ def test_the_environment_plays_an_episode_as_the_episode_does(release):
     last = results[-1]
     assert last.reward == float(graded["success"]) and last.score["wrong_cells"] == graded["wrong_cells"]
     assert env.state.finished and env.state.step_count == len(moves)
-    after = env.step(GridAction(name="get_current_grid_state"))
+    after = env.step(oe().GridAction(name="get_current_grid_state"))
     assert after.done and after.result["status"] == "error" and "reset()" in after.result["message"]
 
 
 def test_an_adaptive_source_gets_the_reward_of_each_ended_episode_and_none_of_an_abandoned_one():
     source = AdaptiveSource(["toy"], seed=0, ladder=TOY_LADDER, window=1)
-    env = GridbenchEnvironment(Feed.of(tasks=source))
+    env = oe().GridbenchEnvironment(Feed.of(tasks=source))
     with pytest.raises(UserError, match="an adaptive source picks the task"):
         env.reset(task_id="toy-000000000000")
     env.reset()
     assert env.state.level == 0
     for name, arguments in solving_moves(env.item):
-        observation = env.step(GridAction(name=name, arguments=arguments))
+        observation = env.step(oe().GridAction(name=name, arguments=arguments))
     assert observation.done and observation.reward == 1.0
     assert source.level == 1 and source.stats()["reported"] == 1
     env.reset()
-    env.step(GridAction(name="get_current_grid_state"))
+    env.step(oe().GridAction(name="get_current_grid_state"))
     env.close()  # closed before its end: abandoned, moves nothing
     assert source.level == 1 and source.stats()["reported"] == 1 and not source.pending
 
 
 def test_bad_options_are_one_line(release, capsys):
-    assert main([f"release={release}", "port=x"]) == 2
-    assert main(["relaese=x"]) == 2
-    assert main(["adaptive=/nonexistent.yaml"]) == 2
+    assert oe().main([f"release={release}", "port=x"]) == 2
+    assert oe().main(["relaese=x"]) == 2
+    assert oe().main(["adaptive=/nonexistent.yaml"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert [line.split(":")[0] for line in err] == ["error"] * 3 and "Traceback" not in "".join(err)
     with pytest.raises(UserError, match="max_sessions"):
-        make_app(release=str(release), max_sessions=0)
+        oe().make_app(release=str(release), max_sessions=0)
 
 
 # Over a real server, with OpenEnv's clients --------------------------------------------------
@@ -133,8 +138,8 @@ def test_openenv_clients_over_a_served_release_keep_concurrent_sessions_apart(re
                 results = []
                 for name, arguments in moves:
                     action = {"name": name, "arguments": arguments}
-                    if client_class is GridbenchClient:
-                        action = GridAction(**action)
+                    if client_class is oe().GridbenchClient:
+                        action = oe().GridAction(**action)
                     step = await env.step(action)
                     obs = step.observation
                     results.append(obs["result"] if isinstance(obs, dict) else obs.result)
@@ -145,7 +150,9 @@ def test_openenv_clients_over_a_served_release_keep_concurrent_sessions_apart(re
                 return results, {**score, "reward": step.reward, "done": step.done}, state
 
         async def both():
-            return await asyncio.gather(play(records[0], GenericEnvClient), play(records[1], GridbenchClient))
+            return await asyncio.gather(
+                play(records[0], GenericEnvClient), play(records[1], oe().GridbenchClient)
+            )
 
         played = asyncio.run(both())
     finally:
@@ -167,7 +174,7 @@ def test_an_openenv_server_on_an_adaptive_source_climbs_as_episodes_are_solved()
     source = AdaptiveSource(["toy", "course"], seed=0, ladder=TOY_LADDER, window=2, workers=1, prefetch=2)
     port = _free_port()
     server = uvicorn.Server(
-        uvicorn.Config(make_app(tasks=source), host="127.0.0.1", port=port, log_level="critical")
+        uvicorn.Config(oe().make_app(tasks=source), host="127.0.0.1", port=port, log_level="critical")
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
