@@ -6,6 +6,7 @@ GB := $(VENV)/bin/gridbench
 STAMP := $(VENV)/.installed
 ARGS ?=
 BEFORE ?=
+REFERENCE ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help install test test-slow browser verifiers-env train-deps lint mutate bench release train verify import audit eval show report view hub clean
@@ -20,6 +21,9 @@ $(STAMP): pyproject.toml
 	@# the build leaves gridbench.egg-info here; from this folder it would shadow the installed
 	@# metadata (its entry points and editable marker, which Inspect AI reads): remove it
 	rm -rf gridbench.egg-info
+	@# the project's own bytecode, written once: with PYTHONDONTWRITEBYTECODE set (as on this
+	@# machine) every process would otherwise compile every module it imports from source
+	$(PY) -m compileall -q gridbench_core domains solvers pipeline gridbench tests bench > /dev/null
 	touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install the pinned dependencies
@@ -64,7 +68,7 @@ lint: $(STAMP) ## ruff and mypy on the packages (strict on gridbench_core and gr
 mutate: $(STAMP) ## Mutation testing (mutmut) of the proving, verifying and scoring code, two groups side by side: make mutate ARGS="verify env"
 	$(PY) tests/mutation/mutate.py $(ARGS)
 
-bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed); BEFORE=PATH: speed against that checkout
+bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed); BEFORE=PATH: speed against that checkout; REFERENCE=PATH: against uservan/AgentCE_Bench
 	$(PY) bench/bench_generate.py $(ARGS)
 	$(PY) bench/bench_env.py
 	$(PY) bench/bench_runner.py
@@ -78,6 +82,7 @@ bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_seeds.py $(ARGS)
 	$(PY) bench/bench_train.py $(ARGS)
 	$(PY) bench/bench_adaptive.py
+	@if [ -n "$(REFERENCE)" ]; then $(PY) bench/bench_reference.py --reference $(REFERENCE) --runs 3; fi
 	$(PY) bench/bench_speed.py $(if $(BEFORE),--before $(BEFORE)) $(ARGS)
 
 release: $(STAMP) ## Build the default release (5x7, six domains, 324 tasks); ARGS="..." = Hydra overrides
