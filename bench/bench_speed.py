@@ -39,6 +39,7 @@ DETERMINISTIC = ["tasks", "answers", "data", "metadata.parquet", "schemas", "REA
 
 STAGES = r"""
 import sys, time, json
+import numpy, pyarrow  # loaded before any stage is timed: an import is no stage's cost
 from collections import defaultdict
 from pathlib import Path
 from hydra import compose, initialize_config_dir
