@@ -81,22 +81,19 @@ class _Proto:
         self.proto: Any = None
 
     def new_var(self, low: int, high: int, name: str) -> Literal:
-        text = f"variables{{name:{_quoted(name)} domain:[{low},{high}]}}"
-        index = len(self.variables)
-        self.variables.append(text)
-        if self.proto is not None:
-            self.proto.merge_text_format(text)
-        return index
+        return self._append(self.variables, f"variables{{name:{_quoted(name)} domain:[{low},{high}]}}")
 
     def add(self, body: str, enforced_by: Sequence[Literal] = ()) -> int:
         """Add the constraint ``body`` (its oneof field), enforced by ``enforced_by``; its index."""
         enforcement = f"enforcement_literal:[{_ints(enforced_by)}] " if enforced_by else ""
-        text = f"constraints{{{enforcement}{body}}}"
-        index = len(self.constraints)
-        self.constraints.append(text)
+        return self._append(self.constraints, f"constraints{{{enforcement}{body}}}")
+
+    def _append(self, field: list[str], text: str) -> int:
+        """Add ``text`` to ``field`` (and to the proto once parsed); the new entry's index."""
+        field.append(text)
         if self.proto is not None:
             self.proto.merge_text_format(text)
-        return index
+        return len(field) - 1
 
     def linear(self, literals: Sequence[Literal], coefficients: Sequence[int], low: int, high: int) -> str:
         return f"linear{{vars:[{_ints(literals)}] coeffs:[{_ints(coefficients)}] domain:[{low},{high}]}}"
