@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -16,40 +17,21 @@ from tests.adapters.helpers import inspect_policy, solving_moves
 # this module's tests, not in every worker that collects it
 
 
-def inspect_eval(*args, **kwargs):
-    from inspect_ai import eval as run
+def _on_first_call(module: str, name: str):  # type: ignore[no-untyped-def]
+    """``module.name``, imported when the returned function is first called."""
 
-    return run(*args, **kwargs)
+    def call(*args, **kwargs):  # type: ignore[no-untyped-def]
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
 
-
-def read_eval_log(*args, **kwargs):
-    from inspect_ai.log import read_eval_log as read
-
-    return read(*args, **kwargs)
+    return call
 
 
-def get_model(*args, **kwargs):
-    from inspect_ai.model import get_model as get
-
-    return get(*args, **kwargs)
-
-
-def json_schema_dump(*args, **kwargs):
-    from inspect_ai.util._json import json_schema_dump as dump
-
-    return dump(*args, **kwargs)
-
-
-def gridbench_task(*args, **kwargs):
-    from gridbench.adapters.inspect_task import gridbench
-
-    return gridbench(*args, **kwargs)
-
-
-def tool_defs(*args, **kwargs):
-    from gridbench.adapters.inspect_task import tool_defs as defs
-
-    return defs(*args, **kwargs)
+inspect_eval = _on_first_call("inspect_ai", "eval")
+read_eval_log = _on_first_call("inspect_ai.log", "read_eval_log")
+get_model = _on_first_call("inspect_ai.model", "get_model")
+json_schema_dump = _on_first_call("inspect_ai.util._json", "json_schema_dump")
+gridbench_task = _on_first_call("gridbench.adapters.inspect_task", "gridbench")
+tool_defs = _on_first_call("gridbench.adapters.inspect_task", "tool_defs")
 
 
 @pytest.fixture(scope="session")
