@@ -196,6 +196,9 @@ def _solve_highs(
         ("threads", 1),
         ("random_seed", settings.seed),
         ("time_limit", float(settings.time_limit_s)),
+        # a primal heuristic only (never part of a proof) whose set-up costs about 11 ms a
+        # solve, more than most of these small models take to solve whole
+        ("mip_heuristic_run_feasibility_jump", False),
     ):
         if highs.setOptionValue(option, value) != highspy.HighsStatus.kOk:  # a misspelt option
             raise RuntimeError(f"HiGHS refused the option {option}={value!r}")

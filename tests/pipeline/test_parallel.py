@@ -30,3 +30,27 @@ def test_results_come_back_in_order_or_all_unordered():
 def test_a_killed_worker_is_an_error_not_a_hang(ordered):
     with pytest.raises(ExecutorError, match="a worker process died"):
         list(parallel_imap(dies_on_three, list(range(12)), 2, "", ordered=ordered, show=False))
+
+
+def where_am_i(name: str) -> tuple[str, str | None, bool]:
+    import sys
+
+    return os.getcwd(), os.environ.get(name), "/gridbench-test-path" in sys.path
+
+
+def test_each_pool_sees_the_parent_as_it_is_when_the_pool_starts(tmp_path, monkeypatch):
+    """Workers are forked from one long-lived fork server, yet each pool's workers run in the
+    parent's current folder, with its environment and sys.path of that moment (a test that
+    changes them, or a command run from another folder, is not served by stale workers)."""
+    list(parallel_imap(square, [1, 2, 3], 2, "", show=False))  # the server exists already
+    for n in range(2):
+        folder = tmp_path / f"f{n}"
+        folder.mkdir()
+        monkeypatch.chdir(folder)
+        monkeypatch.setenv("GRIDBENCH_POOL_PROBE", f"v{n}")
+        monkeypatch.syspath_prepend("/gridbench-test-path")
+        seen = list(parallel_imap(where_am_i, ["GRIDBENCH_POOL_PROBE"] * 4, 2, "", show=False))
+        assert set(seen) == {(str(folder), f"v{n}", True)}
+    monkeypatch.delenv("GRIDBENCH_POOL_PROBE")
+    seen = list(parallel_imap(where_am_i, ["GRIDBENCH_POOL_PROBE"] * 4, 2, "", show=False))
+    assert {value for _, value, _ in seen} == {None}
