@@ -371,7 +371,7 @@ def _stop_fork_server() -> None:
     children's (``time``)."""
     from multiprocessing import forkserver
 
-    server = getattr(forkserver, "_forkserver", None)
+    server: Any = getattr(forkserver, "_forkserver", None)
     pid, alive = getattr(server, "_forkserver_pid", None), getattr(server, "_forkserver_alive_fd", None)
     if not pid or alive is None:
         return
