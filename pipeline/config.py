@@ -18,7 +18,7 @@ from gridbench_core.llm_settings import LLMSettings, field_names, yaml_defaults
 from pipeline.generation.keys import GenerationSettings, TaskKey, candidates_for
 from pipeline.generation.validate import MAX_SIDE, decoy_cell_count, validate_key
 from pipeline.parallel import check_workers
-from solvers.results import SolverSettings
+from solvers.results import SolverSettings, deterministic_settings
 
 if TYPE_CHECKING:
     from pipeline.storage.verification import VerifySettings
@@ -332,8 +332,10 @@ def generation_settings(cfg: DictConfig) -> GenerationSettings:
 
 
 def solver_settings(cfg: DictConfig) -> SolverSettings:
-    """The :class:`SolverSettings` of ``cfg.solver``."""
-    return SolverSettings(time_limit_s=float(cfg.solver.time_limit_s), workers=int(cfg.solver.workers))
+    """The :class:`SolverSettings` of ``cfg.solver``: ``time_limit_s`` units of CP-SAT's
+    deterministic time, as generation uses them, so that verify proves on a loaded machine what
+    it proves on a quiet one (:func:`solvers.results.deterministic_settings`)."""
+    return deterministic_settings(float(cfg.solver.time_limit_s), int(cfg.solver.workers))
 
 
 def verify_settings(cfg: DictConfig) -> VerifySettings:

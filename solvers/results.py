@@ -30,6 +30,23 @@ class SolverSettings:
     deterministic_limit: float | None = None
 
 
+# Solves stop after ``limit`` units of CP-SAT's deterministic time (the same on every machine:
+# a draft that times out is re-drawn everywhere, and verify proves what generation proved, so
+# neither depends on the machine's speed or load); the wall clock stops them only on a machine
+# this many times slower (or this loaded: at 3x, the 15x15 and 20x20 presets failed draws on a
+# 2-core machine at a load of 6, and verify failed a measure's solve the build had made)
+WALL_BACKSTOP = 10.0
+
+
+def deterministic_settings(limit: float, workers: int = 1) -> SolverSettings:
+    """Settings whose CP-SAT solves stop at ``limit`` units of deterministic time, with a wall
+    clock backstop of :data:`WALL_BACKSTOP` times that (the MILP back-ends, which have no
+    deterministic time, get the backstop as their limit)."""
+    return SolverSettings(
+        time_limit_s=WALL_BACKSTOP * limit, workers=workers, seed=0, deterministic_limit=limit
+    )
+
+
 @dataclass(frozen=True)
 class SolveResult:
     """Outcome of one solve: FEASIBLE (a solution exists), INFEASIBLE (proved), UNKNOWN."""

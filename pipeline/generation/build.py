@@ -29,14 +29,7 @@ from pipeline.generation.seal import seal
 from pipeline.generation.validate import decoy_cell_count, search_bits, validate_key
 from solvers.checker import enumerate_completions, locally_valid_candidates
 from solvers.cpsat import SOLVER_NAME, SOLVER_VERSION
-from solvers.results import SolverSettings, SolverTimeout
-
-# Generation solves stop after time_limit_s units of CP-SAT's deterministic time (the same on
-# every machine: a draft that times out is re-drawn everywhere, so output does not depend on the
-# machine's speed); the wall clock stops them only on a machine this many times slower (or this
-# loaded: at 3x, the 15x15 and 20x20 presets failed draws on a 2-core machine at a load of 6, so
-# that what was built depended on the load; the deterministic limit is what stops a solve)
-WALL_BACKSTOP = 10.0
+from solvers.results import SolverSettings, SolverTimeout, deterministic_settings
 
 
 def draw_draft(key: TaskKey, settings: GenerationSettings, attempt: int) -> Draft:
@@ -60,12 +53,8 @@ def generate_task(key: TaskKey, settings: GenerationSettings | None = None) -> C
     """Generate and certify the task of ``key``; raises :class:`GenerationError`."""
     settings = settings or GenerationSettings()
     validate_key(key, settings)
-    solver = SolverSettings(
-        time_limit_s=WALL_BACKSTOP * settings.time_limit_s,
-        workers=settings.solver_workers,
-        seed=0,
-        deterministic_limit=settings.time_limit_s,
-    )
+    # stopped by CP-SAT's deterministic time, the same on every machine (solvers.results)
+    solver = deterministic_settings(settings.time_limit_s, settings.solver_workers)
     stats, reason, start = RepairStats(), "", time.perf_counter()
     events: list[dict[str, Any]] = []
     for attempt in range(settings.attempts):

@@ -28,6 +28,7 @@ from pipeline.generation.draft import Draft
 from pipeline.generation.keys import GenerationError, GenerationSettings, TaskKey
 from pipeline.generation.validate import search_bits
 from solvers.checker import enumerate_completions, rule_measure
+from solvers.results import WALL_BACKSTOP
 from tests.brute import distance
 
 FORCED = GenerationSettings(cage_bits=0.0)
@@ -268,7 +269,7 @@ def test_generation_time_outs_count_deterministic_work_not_the_wall_clock(monkey
         generate_task(
             TaskKey("course", 5, 7, 21, 25, 27, 0, 0), GenerationSettings(time_limit_s=2.5, max_attempts=1)
         )
-    assert seen[0].deterministic_limit == 2.5 and seen[0].time_limit_s == build.WALL_BACKSTOP * 2.5
+    assert seen[0].deterministic_limit == 2.5 and seen[0].time_limit_s == WALL_BACKSTOP * 2.5
 
 
 def test_a_cage_gets_one_more_window_on_another_attribute_until_none_is_left():

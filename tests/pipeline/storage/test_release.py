@@ -389,3 +389,16 @@ def test_a_measure_whose_solve_times_out_is_proved_again_and_never_passes_on_a_t
         assert all(any("UNKNOWN" in r for r in reasons) for reasons in report.failures.values())
     else:
         assert report.ok, dict(report.failures)
+
+
+def test_verify_stops_its_solves_by_deterministic_time_as_generation_does():
+    """verify's solves are stopped by CP-SAT's deterministic time (the same on every machine),
+    the wall clock only at WALL_BACKSTOP times that: on a loaded machine verify proves what
+    the build proved (a 15x15 measure's solve once failed verify under a load of 5, by wall
+    clock, after the build had made it)."""
+    from pipeline.config import verify_settings
+    from solvers.results import WALL_BACKSTOP
+
+    cfg = compose_config(["release=/nowhere", "solver.time_limit_s=3.5"], "verify", "apps")
+    solver = verify_settings(cfg).solver
+    assert solver.deterministic_limit == 3.5 and solver.time_limit_s == WALL_BACKSTOP * 3.5
