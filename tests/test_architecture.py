@@ -53,6 +53,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("solvers", "domains"),
     (
         "pipeline",
+        "pipeline.forkserver_guard",
         "pipeline.parallel",
         "pipeline.generation",
         "pipeline.integrity",
@@ -396,7 +397,8 @@ def test_the_checker_catches_an_upward_import(tmp_path):
         "(pipeline.generation): upward, " + floor(2, 3),
         "pipeline/generation/build.py:1: pipeline.generation.build (pipeline.generation) imports "
         "pipeline.storage.read (pipeline.storage): pipeline.generation may import only "
-        "['domains', 'gridbench_core', 'pipeline', 'pipeline.parallel', 'solvers'] (a)",
+        "['domains', 'gridbench_core', 'pipeline', 'pipeline.forkserver_guard', 'pipeline.parallel', "
+        "'solvers'] (a)",
         "pipeline/storage/read.py:2: pipeline.storage.read (pipeline.storage) imports gridbench.env "
         "(gridbench): upward, " + floor(3, 4),
         "gridbench/env.py:1: gridbench.env (gridbench) imports pipeline.commands.verify (commands): nothing "
