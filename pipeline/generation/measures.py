@@ -140,31 +140,46 @@ class CanonicalSearch:
         return self.nodes, found, False
 
     def _iterate(self) -> bool:
-        """:meth:`_search` without recursion, counting the same nodes in the same order (about
-        twice as fast: the search is the largest cost of measuring a large task)."""
-        cells, options, adds_of = self.cells, self.options, self.adds
-        state, bound, grid = self.state, self.bound, self.grid
-        count, limit, broken = len(cells), self.node_limit, self.broken_from_start
+        """:meth:`_search` without recursion, counting the same nodes in the same order (the
+        search is the largest cost of measuring a large task). The lower-bound counters are
+        kept as the search goes, so a leaf is checked in one pass over them; the grid is not
+        written (the counters are all a node reads)."""
+        options, adds_of, lower_adds = self.options, self.adds, self.lower_adds
+        state, bound = self.state, self.bound
+        count, limit, broken = len(self.cells), self.node_limit, self.broken_from_start
         if count == 0:
             return self._lower_bounds_hold()
+        widths = [len(o) for o in options]
+        totals, lower_bound = list(self.lower_base), self.lower_bound
         tried = [0] * count  # options tried so far at each depth
         depth, nodes = 0, self.nodes
         while True:
             if depth == count:
-                if self._lower_hold_at(tried):
+                for t, b in zip(totals, lower_bound):  # noqa: B905 (same length by construction)
+                    if t < b:
+                        break
+                else:
                     self.nodes = nodes
                     return True
                 depth -= 1
-                self._undo(depth, tried[depth] - 1)
+                k = tried[depth] - 1
+                for i, a in adds_of[depth][k]:
+                    state[i] -= a
+                for i, a in lower_adds[depth][k]:
+                    totals[i] -= a
                 continue
             k = tried[depth]
-            if k == len(options[depth]):
+            if k == widths[depth]:
                 tried[depth] = 0
                 if depth == 0:
                     self.nodes = nodes
                     return False
                 depth -= 1
-                self._undo(depth, tried[depth] - 1)
+                k = tried[depth] - 1
+                for i, a in adds_of[depth][k]:
+                    state[i] -= a
+                for i, a in lower_adds[depth][k]:
+                    totals[i] -= a
                 continue
             tried[depth] = k + 1
             nodes += 1
@@ -180,28 +195,12 @@ class CanonicalSearch:
             else:
                 for i, a in adds:
                     state[i] += a
-                row, col = cells[depth]
-                grid[row][col] = options[depth][k]
+                for i, a in lower_adds[depth][k]:
+                    totals[i] += a
                 depth += 1
-
-    def _undo(self, depth: int, k: int) -> None:
-        state = self.state
-        for i, a in self.adds[depth][k]:
-            state[i] -= a
-        row, col = self.cells[depth]
-        self.grid[row][col] = None
 
     def _lower_bounds_hold(self) -> bool:
         return all(rule_status(rule, self.grid, self.task.items) != VIOLATED for rule in self.lower)
-
-    def _lower_hold_at(self, tried: list[int]) -> bool:
-        """:meth:`_lower_bounds_hold` on the complete grid where depth d holds option
-        ``tried[d] - 1``, from the lower counters (the same verdict, without reading the grid)."""
-        totals = list(self.lower_base)
-        for adds, k in zip(self.lower_adds, tried, strict=True):
-            for i, a in adds[k - 1]:
-                totals[i] += a
-        return all(t >= b for t, b in zip(totals, self.lower_bound, strict=True))
 
     def _search(self, depth: int) -> bool:
         """The recursive definition of the search (the reference :meth:`_iterate` is tested

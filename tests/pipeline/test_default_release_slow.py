@@ -16,7 +16,7 @@ from pipeline.storage.depth import wilson
 from pipeline.storage.read import release_pairs
 from pipeline.storage.verification import VerifySettings, verify_release
 from solvers.ladder import FIXPOINT
-from solvers.results import SolverSettings
+from solvers.results import deterministic_settings
 from tests.helpers_release import compose_config
 
 
@@ -43,7 +43,7 @@ def test_paper_preset_builds_and_verifies(tmp_path, grid, tasks, milp):
     manifest = json.loads((release / "manifest.json").read_text())
     assert manifest["counts"]["tasks"] == tasks == manifest["counts"]["certified"]
     assert manifest["counts"]["crosscheck_ok"] == tasks
-    report = verify_release(release, VerifySettings(SolverSettings(), milp, 2))
+    report = verify_release(release, VerifySettings(deterministic_settings(10.0), milp, 2))
     assert report.ok and len(report.tasks) == tasks
     audited = audit(release_pairs(release), splits=2, seed=0, companion=companion_pairs(release, 1, 2))
     assert audited["failures"] == [], audited["failures"]

@@ -13,7 +13,10 @@ from pipeline.generation.keys import GenerationSettings, TaskKey
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_iterative_and_recursive_searches_agree(domain, seed):
     candidates = 6 if domain == "toy" else 25
-    for rows, cols, hidden, budget in ((4, 4, 3, 2), (5, 5, 8, 5), (5, 7, 14, 12)):
+    shapes = [(4, 4, 3, 2), (5, 5, 8, 5), (5, 7, 14, 12)]
+    if domain != "toy":
+        shapes.append((10, 10, 30, 20))  # the train set's largest part: lower-bound rows, cages
+    for rows, cols, hidden, budget in shapes:
         made = generate_task(
             TaskKey(domain, rows, cols, hidden, budget, max(candidates, budget + 2), seed, 0),
             GenerationSettings(),
