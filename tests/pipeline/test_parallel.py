@@ -54,3 +54,48 @@ def test_each_pool_sees_the_parent_as_it_is_when_the_pool_starts(tmp_path, monke
     monkeypatch.delenv("GRIDBENCH_POOL_PROBE")
     seen = list(parallel_imap(where_am_i, ["GRIDBENCH_POOL_PROBE"] * 4, 2, "", show=False))
     assert {value for _, value, _ in seen} == {None}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_workers_and_their_fork_server_die_with_a_killed_parent(tmp_path):
+    """A command killed outright (SIGKILL, the OOM killer) leaves no worker and no fork server
+    behind, even with every worker busy in a long job."""
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "from pipeline.parallel import parallel_imap\n"
+        "def busy(n):\n"
+        f"    open(os.path.join({str(tmp_path)!r}, f'pid-{{os.getpid()}}'), 'w').close()\n"
+        "    time.sleep(60)\n"
+        "if __name__ == '__main__':\n"
+        "    list(parallel_imap(busy, [1, 2, 3, 4], 2, '', show=False))\n"
+    )
+    parent = subprocess.Popen([sys.executable, str(script)], cwd=os.getcwd())
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("pid-*"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workers = [int(p.name[4:]) for p in tmp_path.glob("pid-*")]
+    assert len(workers) == 2
+    servers = {int(open(f"/proc/{pid}/stat").read().split(") ", 1)[1].split()[1]) for pid in workers}
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10
+    left = workers + sorted(servers)
+    while any(_alive(pid) for pid in left) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    survivors = [pid for pid in left if _alive(pid)]
+    for pid in survivors:  # a failing run leaves nothing behind either
+        os.kill(pid, signal.SIGKILL)
+    assert not survivors
