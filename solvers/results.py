@@ -36,6 +36,9 @@ class SolverSettings:
 # this many times slower (or this loaded: at 3x, the 15x15 and 20x20 presets failed draws on a
 # 2-core machine at a load of 6, and verify failed a measure's solve the build had made)
 WALL_BACKSTOP = 10.0
+# a solve that times out is asked again, once, with this many times every limit (generation:
+# the same draft; verify: the same task), never taken as a proof either way
+RETRY_FACTOR = 4
 
 
 def deterministic_settings(limit: float, workers: int = 1) -> SolverSettings:

@@ -29,7 +29,7 @@ from pipeline.generation.seal import seal
 from pipeline.generation.validate import decoy_cell_count, search_bits, validate_key
 from solvers.checker import enumerate_completions, locally_valid_candidates
 from solvers.cpsat import SOLVER_NAME, SOLVER_VERSION
-from solvers.results import SolverSettings, SolverTimeout, deterministic_settings
+from solvers.results import RETRY_FACTOR, SolverSettings, SolverTimeout, deterministic_settings
 
 
 def draw_draft(key: TaskKey, settings: GenerationSettings, attempt: int) -> Draft:
@@ -53,34 +53,65 @@ def generate_task(key: TaskKey, settings: GenerationSettings | None = None) -> C
     """Generate and certify the task of ``key``; raises :class:`GenerationError`."""
     settings = settings or GenerationSettings()
     validate_key(key, settings)
-    # stopped by CP-SAT's deterministic time, the same on every machine (solvers.results)
-    solver = deterministic_settings(settings.time_limit_s, settings.solver_workers)
+    # stopped by CP-SAT's deterministic time, the same on every machine (solvers.results); a
+    # draft whose solves time out is tried once more with RETRY_FACTOR times the limit (still
+    # the same on every machine) before it is given up: on the largest presets a hard draft
+    # needs more than the limit to be proved unique (20x20 meal H150 B600, seed 1: all 8
+    # drafts timed out at 10 units; the first one certifies at 40), and a task that needed
+    # it is one verify proves on its own retry (pipeline.storage.verification)
+    limits = (
+        deterministic_settings(settings.time_limit_s, settings.solver_workers),
+        deterministic_settings(settings.time_limit_s * RETRY_FACTOR, settings.solver_workers),
+    )
     stats, reason, start = RepairStats(), "", time.perf_counter()
     events: list[dict[str, Any]] = []
     for attempt in range(settings.attempts):
-        draft = draw_draft(key, settings, attempt)
-        stats.counterexamples = []  # completions of this draft only
-        try:
-            if not settle_bounds(draft, key.task_id, settings, solver, stats):
-                reason = (
-                    f"min_resistant_share={settings.min_resistant_share} or "
-                    f"min_depth={settings.min_depth!r} not met, even with every bound loosened"
-                )
+        for solver in limits:
+            try:
+                made = _attempt(key, settings, solver, stats, attempt, start)
+            except SolverTimeout as error:  # a time-out is never a proof: longer, then re-draw
+                reason = f"{type(error).__name__}: {error}"
                 continue
-            made = _finish(draft, key, settings, solver, stats, attempt, start)
-        except (RepairFailed, SolverTimeout) as error:  # a time-out is never a proof: re-draw
-            reason = f"{type(error).__name__}: {error}"
+            break
+        else:
             continue
         if isinstance(made, CertifiedTask):
             return CertifiedTask(made.key, made.task, made.answer, made.timings, tuple(events))
-        events.append(made)  # the two solvers disagreed on this draft: re-draw
-        reason = made["reason"]
+        if isinstance(made, dict):
+            events.append(made)  # the two solvers disagreed on this draft: re-draw
+            reason = made["reason"]
+        else:
+            reason = made
     raise GenerationError(
         f"task {key.task_id} ({key.domain} {key.rows}x{key.cols} H={key.hidden_slots} "
         f"B={key.decoy_budget}): no certified task after {settings.attempts} draws "
         f"(last reason: {reason}); lower decoy_budget, min_resistant_share or min_depth, or raise "
         "max_attempts / resistance_attempts (solver.time_limit_s for time-outs)"
     )
+
+
+def _attempt(
+    key: TaskKey,
+    settings: GenerationSettings,
+    solver: SolverSettings,
+    stats: RepairStats,
+    attempt: int,
+    start: float,
+) -> CertifiedTask | dict[str, Any] | str:
+    """Draw draft ``attempt`` and make it a task: the task, a disagreement event (the MILP
+    contradicted CP-SAT), or why the draft was given up. A time-out raises
+    :class:`SolverTimeout`."""
+    draft = draw_draft(key, settings, attempt)
+    stats.counterexamples = []  # completions of this draft only
+    try:
+        if not settle_bounds(draft, key.task_id, settings, solver, stats):
+            return (
+                f"min_resistant_share={settings.min_resistant_share} or "
+                f"min_depth={settings.min_depth!r} not met, even with every bound loosened"
+            )
+        return _finish(draft, key, settings, solver, stats, attempt, start)
+    except RepairFailed as error:
+        return f"{type(error).__name__}: {error}"
 
 
 def settle_bounds(

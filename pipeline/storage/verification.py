@@ -51,9 +51,7 @@ from pipeline.storage.tables import (
     task_type,
 )
 from solvers.milp import crosscheck_answer
-from solvers.results import UNKNOWN, SolverSettings
-
-RETRY_FACTOR = 4  # a task whose proof timed out is proved again with this many times the limits
+from solvers.results import RETRY_FACTOR, UNKNOWN, SolverSettings
 
 
 @dataclass(frozen=True)

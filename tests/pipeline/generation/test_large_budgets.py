@@ -272,6 +272,43 @@ def test_generation_time_outs_count_deterministic_work_not_the_wall_clock(monkey
     assert seen[0].deterministic_limit == 2.5 and seen[0].time_limit_s == WALL_BACKSTOP * 2.5
 
 
+def test_a_draft_that_times_out_is_tried_once_more_with_a_longer_limit_then_re_drawn(monkeypatch):
+    """A draft whose solve times out at the limit is the same draft tried again with
+    RETRY_FACTOR times the limit (deterministic time both: the same on every machine); when
+    that times out too the next draft is drawn; the task is the one the longer limit proves,
+    and a draft that does not time out is never tried twice."""
+    from pipeline.generation import build
+    from solvers.results import RETRY_FACTOR, SolverTimeout
+
+    key = TaskKey("course", 5, 5, 8, 5, 7, 0, 0)
+    plain = generate_task(key, GenerationSettings(time_limit_s=3.0))
+    real, calls = build.settle_bounds, []
+
+    def slow_at(limits):
+        def settle(draft, task_id, settings, solver, stats):
+            calls.append(solver.deterministic_limit)
+            if solver.deterministic_limit in limits:
+                raise SolverTimeout("uniqueness solve returned UNKNOWN (time limit)")
+            return real(draft, task_id, settings, solver, stats)
+
+        return settle
+
+    monkeypatch.setattr(build, "settle_bounds", slow_at({3.0}))
+    made = generate_task(key, GenerationSettings(time_limit_s=3.0))
+    assert calls == [3.0, 3.0 * RETRY_FACTOR]
+    assert made.answer.certificate.attempt == 0
+    assert made.task == plain.task  # the same draft: the limit decides nothing else here
+    calls.clear()
+    monkeypatch.setattr(build, "settle_bounds", slow_at({3.0, 3.0 * RETRY_FACTOR}))
+    with pytest.raises(GenerationError, match="after 2 draws .*UNKNOWN"):
+        generate_task(key, GenerationSettings(time_limit_s=3.0, max_attempts=2))
+    assert calls == [3.0, 3.0 * RETRY_FACTOR] * 2
+    calls.clear()
+    monkeypatch.setattr(build, "settle_bounds", slow_at(set()))
+    generate_task(key, GenerationSettings(time_limit_s=3.0))
+    assert calls == [3.0]
+
+
 def test_a_cage_gets_one_more_window_on_another_attribute_until_none_is_left():
     """Repair's last move on a caged draft (:func:`widen_cages`): each call adds one window per
     cage on a numeric attribute none of its windows uses (wide ones first), the truth inside
