@@ -154,14 +154,17 @@ class CanonicalSearch:
         tried = [0] * count  # options tried so far at each depth
         depth, nodes = 0, self.nodes
         while True:
-            if depth == count:
-                for t, b in zip(totals, lower_bound):  # noqa: B905 (same length by construction)
-                    if t < b:
-                        break
+            if depth == count or tried[depth] == widths[depth]:  # a leaf, or a depth exhausted
+                if depth == count:
+                    if all(t >= b for t, b in zip(totals, lower_bound)):  # noqa: B905 (same length)
+                        self.nodes = nodes
+                        return True
                 else:
-                    self.nodes = nodes
-                    return True
-                depth -= 1
+                    tried[depth] = 0
+                    if depth == 0:
+                        self.nodes = nodes
+                        return False
+                depth -= 1  # back up: undo the option this depth holds
                 k = tried[depth] - 1
                 for i, a in adds_of[depth][k]:
                     state[i] -= a
@@ -169,18 +172,6 @@ class CanonicalSearch:
                     totals[i] -= a
                 continue
             k = tried[depth]
-            if k == widths[depth]:
-                tried[depth] = 0
-                if depth == 0:
-                    self.nodes = nodes
-                    return False
-                depth -= 1
-                k = tried[depth] - 1
-                for i, a in adds_of[depth][k]:
-                    state[i] -= a
-                for i, a in lower_adds[depth][k]:
-                    totals[i] -= a
-                continue
             tried[depth] = k + 1
             nodes += 1
             if nodes > limit:
