@@ -330,3 +330,21 @@ def test_legitimate_tables_written_in_one_row_row_groups_are_read(tiny, tmp_path
         pq.write_table(table, copy / relative, row_group_size=1)
         assert pq.ParquetFile(copy / relative).metadata.num_row_groups == table.num_rows > 1
         assert read_arrow_table(read_bytes(copy, relative), relative).equals(table)
+
+
+def test_reading_every_table_of_a_release_imports_no_pandas(tiny):
+    """The bounds are counted in Arrow: an array's ``to_numpy`` (with nulls) imports pandas,
+    about 0.7 s of every command that reads a release."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from pathlib import Path; from pipeline.storage.parquet import read_arrow_table;"
+        "from gridbench.release import load_release;"
+        f"root = Path({str(tiny)!r}); tables = sorted(root.rglob('*.parquet'));"
+        "[read_arrow_table(p.read_bytes(), str(p)) for p in tables]; load_release(root);"
+        "print(len(tables), 'pandas' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    count, imported = out.stdout.split()
+    assert int(count) >= 3 and imported == "False"
