@@ -138,3 +138,23 @@ LONGEST_FIRST = (
 def pytest_collection_modifyitems(config, items):
     rank = {module: n for n, module in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable
+
+
+# A command's fork server imports the module of its first pool's jobs (pipeline.parallel); a
+# test session starts pools of every kind from one process, so each later kind's workers
+# would import their module again (verify's, the harness's: about half a second a worker, 17 s
+# of the suite). The session's server imports them all once; the jobs and workers are the
+# same.
+SESSION_PRELOAD = (
+    "pipeline.storage.verification",
+    "gridbench.agents.harness",
+    "pipeline.commands.import_agentce",
+    "pipeline.commands.train",
+)
+
+
+def pytest_configure(config):
+    import pipeline.parallel
+
+    extra = tuple(module for module in SESSION_PRELOAD if module not in pipeline.parallel.PRELOAD)
+    pipeline.parallel.PRELOAD = (*pipeline.parallel.PRELOAD, *extra)
