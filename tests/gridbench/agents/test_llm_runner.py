@@ -317,3 +317,20 @@ def test_the_model_named_on_the_command_line_reaches_the_results_unchanged(
     assert frame["agent"].unique().to_list() == ["llm-Org-Scripted-Model_1.5-Q4-v2"]
     (run_json,) = (tmp_path / release.name).glob("*/run.json")
     assert json.loads(run_json.read_text())["identity"]["config"]["model"] == model
+
+
+def test_every_client_shares_one_tls_context_that_verifies_hosts():
+    """A run opens a client per few episodes in flight; each used to read the CA bundle into
+    a context of its own (about 30 ms of CPU). One context, as strict as the default."""
+    import ssl
+
+    from gridbench.agents.llm.runner import make_client
+    from gridbench_core.llm_settings import LLMSettings
+
+    settings = LLMSettings.from_yaml_defaults(model="m", base_url="http://127.0.0.1:9/v1")
+    clients = [make_client(settings, 4) for _ in range(3)]
+    # the pool under the capped transport under the openai client (private attributes: read only)
+    contexts = [client._client._transport.inner._pool._ssl_context for client in clients]
+    assert all(context is contexts[0] for context in contexts)
+    assert contexts[0].verify_mode == ssl.CERT_REQUIRED and contexts[0].check_hostname
+    assert contexts[0].minimum_version >= ssl.create_default_context().minimum_version
