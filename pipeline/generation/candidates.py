@@ -11,7 +11,7 @@ Filtered candidates break at least one slot rule of their cell.
 from __future__ import annotations
 
 from pipeline.generation.draft import Cell, Draft
-from pipeline.generation.sample import sample_passing
+from pipeline.generation.sample import passing_sampler
 
 
 def allocate_decoys(draft: Draft, budget: int, cell_count: int, per_cell: int) -> dict[Cell, int]:
@@ -36,7 +36,8 @@ def draw_exchangeable(draft: Draft, cell: Cell, decoys: int) -> None:
     the same distribution by stage 1), then make a uniformly chosen one of them the truth."""
     rules = draft.slot_rules[cell]
     pool = [draft.truth[cell[0]][cell[1]]]
-    pool += [draft.new_item(sample_passing(draft.domain, rules, draft.rng)) for _ in range(decoys)]
+    draw, rng = passing_sampler(draft.domain, rules), draft.rng
+    pool += [draft.new_item(draw(rng)) for _ in range(decoys)]
     truth = pool.pop(draft.rng.randrange(len(pool)))
     draft.truth[cell[0]][cell[1]] = truth
     draft.decoys[cell] = pool
@@ -46,10 +47,11 @@ def draw_filtered(draft: Draft, cell: Cell, count: int) -> None:
     """Add ``count`` items that break at least one slot rule of ``cell``."""
     rng, rules = draft.rng, draft.slot_rules[cell]
     filtered = draft.filtered.setdefault(cell, [])
+    draw = passing_sampler(draft.domain, rules)
     for _ in range(count):
         rule = rng.choice(rules)
         attribute = draft.domain.numeric(rule.attribute)
-        record = sample_passing(draft.domain, rules, rng)
+        record = draw(rng)
         threshold = int(rule.value)  # type: ignore[arg-type]
         if rule.op == "<=":
             record[rule.attribute] = rng.randint(threshold + 1, attribute.high)

@@ -8,6 +8,7 @@ truth is not distinguishable from a decoy by how comfortably it passes its slot 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from domains import Domain, NumericAttribute
 from gridbench_core.task import SlotRule
@@ -37,13 +38,23 @@ def allowed_range(domain: Domain, name: str, rules: list[SlotRule]) -> tuple[int
 def sample_passing(domain: Domain, rules: list[SlotRule], rng: random.Random) -> Record:
     """An item from the natural ranges that passes ``rules`` (violating attributes re-drawn
     uniformly inside the allowed range, which is the exact conditional for uniform draws)."""
-    record = domain.sample_item(rng)
-    for rule in rules:
-        low, high = allowed_range(domain, rule.attribute, rules)
-        value = record[rule.attribute]
-        if not (isinstance(value, int) and low <= value <= high):
-            record[rule.attribute] = rng.randint(low, high)
-    return record
+    return passing_sampler(domain, rules)(rng)
+
+
+def passing_sampler(domain: Domain, rules: list[SlotRule]) -> Callable[[random.Random], Record]:
+    """:func:`sample_passing` for one cell's ``rules``, with their allowed ranges worked out
+    once: the same draws from the same stream, for a cell that draws many items."""
+    ranges = [(rule.attribute, *allowed_range(domain, rule.attribute, rules)) for rule in rules]
+
+    def draw(rng: random.Random) -> Record:
+        record = domain.sample_item(rng)
+        for name, low, high in ranges:
+            value = record[name]
+            if not (isinstance(value, int) and low <= value <= high):
+                record[name] = rng.randint(low, high)
+        return record
+
+    return draw
 
 
 def draw_slot_rules(domain: Domain, max_rules: int, rng: random.Random) -> list[SlotRule]:
