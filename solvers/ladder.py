@@ -49,6 +49,12 @@ class _Propagator:
         for index, row in enumerate(rows):
             for cell in row.coefficients:
                 self.rows_of.setdefault(cell, []).append(index)
+        # per row, the widest spread of one cell's coefficients: a row whose slack is at least
+        # that can remove no option (most revisions of a generated task), so it is not scanned
+        self.spread = [
+            max((max(c.values()) - min(c.values()) for c in row.coefficients.values() if c), default=0)
+            for row in rows
+        ]
 
     def fixpoint(self, domains: dict[Cell, set[str]], start: list[int] | None = None) -> bool:
         """Prune ``domains`` in place to the fixpoint; False when a domain empties."""
@@ -57,7 +63,7 @@ class _Propagator:
         while queue:
             index = queue.pop()
             queued.discard(index)
-            changed = self._revise(self.rows[index], domains)
+            changed = self._revise(self.rows[index], domains, self.spread[index])
             if changed is None:
                 return False
             for cell in changed:
@@ -68,9 +74,11 @@ class _Propagator:
         return True
 
     @staticmethod
-    def _revise(row: LinearRow, domains: dict[Cell, set[str]]) -> list[Cell] | None:
+    def _revise(row: LinearRow, domains: dict[Cell, set[str]], spread: int) -> list[Cell] | None:
         """Remove the options ``row`` rules out; the cells that changed, None on a wipe-out.
-        (The hottest loop of the ladder: one branch per direction, no per-option test of it.)"""
+        ``spread`` is the row's widest spread of one cell's coefficients: no option is further
+        than that from its cell's most favourable one. (The hottest loop of the ladder: one
+        branch per direction, no per-option test of it.)"""
         upper, bound = row.upper, row.bound
         best: dict[Cell, int] = {}
         total = row.constant
@@ -85,6 +93,8 @@ class _Propagator:
             slack = bound - total if upper else total - bound
         else:
             return None  # even the most favourable options break the row
+        if slack >= spread:
+            return []  # every option is within the slack of its cell's most favourable one
         changed = []
         for cell, coefficients in row.coefficients.items():
             domain = domains[cell]
