@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from gridbench_core.records import Depth
 from gridbench_core.task import Task
 from solvers.checker import locally_valid_candidates, remembered, rule_excess, rule_measure
-from solvers.propagation import LinearRow, linear_rows, propagate
+from solvers.propagation import LinearRow, linear_rows, propagate, spreads
 
 Cell = tuple[int, int]
 RUNGS = ("slot", "one_round", "fixpoint", "probing", "search")
@@ -51,10 +51,7 @@ class _Propagator:
                 self.rows_of.setdefault(cell, []).append(index)
         # per row, the widest spread of one cell's coefficients: a row whose slack is at least
         # that can remove no option (most revisions of a generated task), so it is not scanned
-        self.spread = [
-            max((max(c.values()) - min(c.values()) for c in row.coefficients.values() if c), default=0)
-            for row in rows
-        ]
+        self.spread = spreads(rows)
 
     def fixpoint(self, domains: dict[Cell, set[str]], start: list[int] | None = None) -> bool:
         """Prune ``domains`` in place to the fixpoint; False when a domain empties."""

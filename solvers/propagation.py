@@ -78,13 +78,25 @@ def _linear_rows(task: Task, options: Mapping[Cell, list[str]]) -> tuple[LinearR
     return tuple(rows)
 
 
-def _round(rows: list[LinearRow], domains: dict[Cell, set[str]]) -> set[tuple[Cell, str]]:
-    """The options one round eliminates, judged on the domains at the start of the round."""
+def spreads(rows: list[LinearRow]) -> list[int]:
+    """Per row, the widest spread of one cell's coefficients: no option is further than that
+    from its cell's most favourable one, so a row with at least that much slack removes none."""
+    return [
+        max((max(c.values()) - min(c.values()) for c in row.coefficients.values() if c), default=0)
+        for row in rows
+    ]
+
+
+def _round(rows: list[LinearRow], domains: dict[Cell, set[str]], spread: list[int]) -> set[tuple[Cell, str]]:
+    """The options one round eliminates, judged on the domains at the start of the round
+    (``spread``: :func:`spreads` of ``rows``; a row with that much slack is not scanned)."""
     removed: set[tuple[Cell, str]] = set()
-    for row in rows:
+    for row, widest in zip(rows, spread, strict=True):
         pick = min if row.upper else max
         best = {cell: pick(coef[i] for i in domains[cell]) for cell, coef in row.coefficients.items()}
         total = row.constant + sum(best.values())
+        if (row.bound - total if row.upper else total - row.bound) >= widest:
+            continue
         for cell, coef in row.coefficients.items():
             rest = total - best[cell]
             for option in domains[cell]:
@@ -119,11 +131,12 @@ def propagate(task: Task, options: Mapping[Cell, list[str]] | None = None) -> Pr
 
 def _propagate(task: Task, options: Mapping[Cell, list[str]]) -> Propagation:
     rows = linear_rows(task, options)
+    spread = spreads(rows)
     domains = {cell: set(ids) for cell, ids in options.items()}
     first: dict[Cell, frozenset[str]] | None = None
     rounds = 0
     while True:
-        removed = _round(rows, domains) if all(domains.values()) else set()
+        removed = _round(rows, domains, spread) if all(domains.values()) else set()
         for cell, option in removed:
             domains[cell].discard(option)
         if removed:
