@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests import parse_source
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("gridbench_core", "solvers", "domains", "pipeline", "gridbench")
 
@@ -161,7 +163,7 @@ def _dynamic_name(call: ast.Call) -> str | None:
 def imports_of(path: Path, module: str, modules: dict[str, Path]) -> list[Import]:
     """Every import of one of ``modules`` by the file ``path`` (the module ``module``),
     wherever it stands in the file."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = parse_source(path.read_text(), filename=str(path))
     is_package = path.name == "__init__.py"
     found: list[Import] = []
 
@@ -309,7 +311,7 @@ def test_every_module_is_in_a_room(tmp_path):
 
 
 def _defines_main(path: Path) -> bool:
-    tree = ast.parse(path.read_text())
+    tree = parse_source(path.read_text())
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == "main":
             return True

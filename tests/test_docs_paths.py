@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-from tests import ROOT
+from tests import ROOT, parse_source
 
 PACKAGES = ("gridbench_core", "solvers", "domains", "pipeline", "gridbench")
 SOURCES = (*PACKAGES, "tests", "bench")
@@ -65,7 +65,7 @@ DOTTED = re.compile(
 def _python_prose(path: Path) -> Iterator[tuple[int, str]]:
     """The docstrings and comments of a Python file, with their first line."""
     source = path.read_text()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse_source(source)):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             body = node.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
@@ -111,7 +111,7 @@ def path_exists(reference: str, root: Path, named_in: Path) -> bool:
 @cache
 def _top_level_names(path: Path) -> frozenset[str]:
     names: set[str] = set()
-    for node in ast.parse(path.read_text()).body:
+    for node in parse_source(path.read_text()).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Assign | ast.AnnAssign):

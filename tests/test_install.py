@@ -15,7 +15,7 @@ import yaml
 
 from gridbench_core import paths
 from pipeline.commands.main import COMMANDS, main
-from tests import ROOT
+from tests import ROOT, parse_source
 
 PACKAGES = ("gridbench_core", "solvers", "domains", "pipeline", "gridbench")
 
@@ -91,7 +91,7 @@ def test_default_paths_are_defined_in_core_paths_only():
         for file in sorted((ROOT / package).rglob("*.py")):
             if file == ROOT / "gridbench_core" / "paths.py":
                 continue
-            tree = ast.parse(file.read_text())
+            tree = parse_source(file.read_text())
             skip = _docstrings(tree)
             for node in ast.walk(tree):
                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:

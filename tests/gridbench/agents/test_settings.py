@@ -14,7 +14,7 @@ import yaml
 from gridbench.agents.registry import agent_spec
 from gridbench_core.errors import UserError
 from gridbench_core.llm_settings import LLM_YAML, LLMSettings, field_names, yaml_defaults
-from tests import ROOT
+from tests import ROOT, parse_source
 
 LLM_ONLY = {"api_key_env", "base_url", "max_reply_bytes", "max_reminders", "tool_choice", "episode_timeout"}
 
@@ -47,7 +47,7 @@ def test_the_command_schema_is_made_from_the_class_and_the_yaml():
 def _classes_with_llm_defaults(path: Path) -> list[str]:
     """Classes in ``path`` that give three or more LLM-only settings a value of their own."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parse_source(path.read_text())):
         if isinstance(node, ast.ClassDef):
             named = {
                 item.target.id
@@ -126,7 +126,7 @@ def test_llm_episode_ids_are_those_of_earlier_versions():
 def test_the_settings_module_stands_below_pipeline_and_the_http_client():
     """The schema of every command imports it: on the ground floor (no pipeline, no gridbench),
     no openai, no hydra."""
-    tree = ast.parse((ROOT / "gridbench_core" / "llm_settings.py").read_text())
+    tree = parse_source((ROOT / "gridbench_core" / "llm_settings.py").read_text())
     imported = {
         (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
         for node in ast.walk(tree)

@@ -13,6 +13,7 @@ import pytest
 from gridbench_core.task import SlotRoles
 from pipeline.storage.verification import VerifySettings, consistency, prove_data, task_shape, verify_release
 from solvers.results import SolverSettings
+from tests import parse_source
 from tests.helpers_release import copy_release
 from tests.tiny import ANSWER, TASK, TRUTH
 
@@ -335,7 +336,7 @@ def test_one_verifier_api_below_the_entry_point():
     assert list(inspect.signature(verify_release).parameters) == ["path", "settings"]
     assert not hasattr(shards, "verify_sharded")
     for module in (shards, verification):
-        tree = ast.parse(inspect.getsource(module))
+        tree = parse_source(inspect.getsource(module))
         imported = {
             alias.name.split(".")[0]
             for node in ast.walk(tree)
