@@ -13,8 +13,9 @@ def parse_source(source: str, filename: str = "<unknown>") -> ast.Module:
     Python code while the tree is built (an earlier test's abandoned asyncio task logging its
     exception, freed by a collection the parse's allocations trigger) breaks the AST
     constructor's recursion count: ``SystemError: AST constructor recursion depth mismatch``
-    (python/cpython#106905), a failure of whichever test parses next."""
-    gc.collect()  # such garbage is finalized here, outside the parse
+    (python/cpython#106905), a failure of whichever test parses next. The garbage waits for
+    the next collection after the parse (collecting here would cost a full collection of a
+    worker's heap per file parsed)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
