@@ -47,12 +47,19 @@ def search_space(answer: Answer) -> int:
     return math.prod(1 + len(role.decoys) for role in answer.roles)
 
 
-def shallow_decoys(task: Task, answer: Answer) -> int:
-    """Decoys that one partial check of visible cells plus the decoy already refutes."""
+def shallow_decoys(task: Task, answer: Answer, search: CanonicalSearch | None = None) -> int:
+    """Decoys that one partial check of visible cells plus the decoy already refutes (read
+    from the counters of ``search``, a :class:`CanonicalSearch` of ``task`` not yet run, when
+    given: the same check, without a grid per decoy)."""
     upper = [rule for rule in task.global_constraints if rule.is_upper_bound]
+    where = {} if search is None else {cell: depth for depth, cell in enumerate(search.cells)}
     count = 0
     for role in answer.roles:
+        depth = where.get((role.row, role.col))
         for decoy in role.decoys:
+            if depth is not None and decoy in search.options[depth]:  # type: ignore[union-attr]
+                count += search.refuted_alone(depth, search.options[depth].index(decoy))  # type: ignore[union-attr]
+                continue
             grid = [list(row) for row in task.grid]
             grid[role.row][role.col] = decoy
             if any(rule_status(rule, grid, task.items) == VIOLATED for rule in upper):
@@ -130,6 +137,12 @@ class CanonicalSearch:
             self.state.append(0)
             self.bound.append(bound)
         return counters[key]
+
+    def refuted_alone(self, depth: int, k: int) -> bool:
+        """Whether option ``k`` of the cell at ``depth``, placed beside the visible cells alone,
+        breaks an upper bound (the partial global check), before :meth:`run` moves the counters."""
+        state, bound = self.state, self.bound
+        return self.broken_from_start or any(state[i] + a > bound[i] for i, a in self.adds[depth][k])
 
     def run(self) -> tuple[int, bool, bool]:
         """(nodes, found a completion, hit the node limit)."""
@@ -314,14 +327,16 @@ def measure(
 ) -> Measures:
     """All measures of a certified task (``model``: the task's CP-SAT model; ``witnesses``:
     completions other than the truth that may settle the distance to ambiguity)."""
-    nodes, found, capped = CanonicalSearch(task, node_limit).run()
+    search = CanonicalSearch(task, node_limit)
+    shallow = shallow_decoys(task, answer, search)  # from the counters, before the search moves them
+    nodes, found, capped = search.run()
     if not found and not capped:
         raise RuntimeError(f"task {task.task_id}: canonical search found no completion")
     space = search_space(answer)
     return Measures(
         search_space=space,
         log10_search_space=round(math.log10(space), 6),
-        shallow_decoys=shallow_decoys(task, answer),
+        shallow_decoys=shallow,
         dfs_nodes=nodes,
         dfs_capped=capped,
         distance_to_ambiguity=distance_to_ambiguity(task, answer, settings, model, witnesses),

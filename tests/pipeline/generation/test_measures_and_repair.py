@@ -6,6 +6,7 @@ import math
 from collections import Counter
 
 from hypothesis import given
+from hypothesis import strategies as st
 
 from pipeline.generation import GenerationSettings, TaskKey, generate_task
 from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
@@ -14,7 +15,7 @@ from pipeline.generation.build import draw_draft
 from pipeline.generation.draft import Draft
 from pipeline.generation.measures import CanonicalSearch, search_space, shallow_decoys
 from pipeline.generation.repair import RepairStats, make_unique
-from solvers.checker import VIOLATED, check_global, is_valid_completion, locally_valid_candidates
+from solvers.checker import VIOLATED, check_global, is_valid_completion, locally_valid_candidates, rule_status
 from solvers.cpsat import CpSatModel
 from solvers.results import FEASIBLE, INFEASIBLE, SolverSettings
 from tests.brute import completions
@@ -48,6 +49,46 @@ def test_canonical_search_matches_naive_reference(task):
     assert not capped
     assert (nodes, found) == naive_dfs_nodes(task)
     assert found == bool(completions(task))
+
+
+def naive_shallow_decoys(task, answer) -> int:
+    """Decoys that break an upper bound placed beside the visible cells alone, the obvious way."""
+    count = 0
+    for role in answer.roles:
+        for decoy in role.decoys:
+            grid = [list(row) for row in task.grid]
+            grid[role.row][role.col] = decoy
+            count += any(
+                rule.is_upper_bound and rule_status(rule, grid, task.items) == VIOLATED
+                for rule in task.global_constraints
+            )
+    return count
+
+
+@given(small_tasks(), st.data())
+def test_shallow_decoys_read_from_the_search_counters_match_the_grid_check(task, data):
+    """Any candidates as decoys, locally valid or not (a role file may name either), and
+    visible cells that may already break a bound: the counters and the grid agree."""
+    import dataclasses
+
+    from gridbench_core.task import Answer, SlotRoles
+
+    upper = [n for n, rule in enumerate(task.global_constraints) if rule.is_upper_bound]
+    if upper and data.draw(st.booleans()):  # a bound the visible cells may already break
+        n = data.draw(st.sampled_from(upper))
+        rules = list(task.global_constraints)
+        rules[n] = dataclasses.replace(rules[n], bound=data.draw(st.integers(-1, rules[n].bound)))
+        task = dataclasses.replace(task, global_constraints=tuple(rules))
+    roles = []
+    for slot in task.slots:
+        decoys = data.draw(
+            st.lists(st.sampled_from(slot.candidates), unique=True, max_size=len(slot.candidates))
+        )
+        roles.append(SlotRoles(slot.row, slot.col, slot.candidates[0], tuple(decoys), ()))
+    answer = Answer(task.task_id, tuple(tuple(str(c) for c in row) for row in task.grid), tuple(roles))
+    expected = naive_shallow_decoys(task, answer)
+    assert shallow_decoys(task, answer) == expected
+    assert shallow_decoys(task, answer, CanonicalSearch(task, 10)) == expected
 
 
 def test_measures_of_generated_tasks():
