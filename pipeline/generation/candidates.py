@@ -10,6 +10,7 @@ Filtered candidates break at least one slot rule of their cell.
 
 from __future__ import annotations
 
+from gridbench_core.task import SlotRule
 from pipeline.generation.draft import Cell, Draft
 from pipeline.generation.sample import passing_sampler
 
@@ -48,13 +49,21 @@ def draw_filtered(draft: Draft, cell: Cell, count: int) -> None:
     rng, rules = draft.rng, draft.slot_rules[cell]
     filtered = draft.filtered.setdefault(cell, [])
     draw = passing_sampler(draft.domain, rules)
+    # per rule: the range of values that break it (``choice`` and ``randint`` draw through
+    # ``_randbelow``, as below, so the stream is theirs; an empty range keeps randint's refusal)
+    breaking = [(rule.attribute, *_breaking_range(draft, rule)) for rule in rules]
+    if not breaking:
+        raise IndexError("Cannot choose from an empty sequence")
+    below = rng._randbelow  # type: ignore[attr-defined]
     for _ in range(count):
-        rule = rng.choice(rules)
-        attribute = draft.domain.numeric(rule.attribute)
+        name, low, high = breaking[below(len(breaking))]
         record = draw(rng)
-        threshold = int(rule.value)  # type: ignore[arg-type]
-        if rule.op == "<=":
-            record[rule.attribute] = rng.randint(threshold + 1, attribute.high)
-        else:
-            record[rule.attribute] = rng.randint(attribute.low, threshold - 1)
+        record[name] = low + below(high - low + 1) if low <= high else rng.randint(low, high)
         filtered.append(draft.new_item(record))
+
+
+def _breaking_range(draft: Draft, rule: SlotRule) -> tuple[int, int]:
+    """The values of ``rule``'s attribute, in its natural range, that break ``rule``."""
+    attribute = draft.domain.numeric(rule.attribute)
+    threshold = int(rule.value)  # type: ignore[arg-type]
+    return (threshold + 1, attribute.high) if rule.op == "<=" else (attribute.low, threshold - 1)

@@ -51,7 +51,8 @@ def passing_sampler(domain: Domain, rules: list[SlotRule]) -> Callable[[random.R
         for name, low, high in ranges:
             value = record[name]
             if not (isinstance(value, int) and low <= value <= high):
-                record[name] = rng.randint(low, high)
+                # randint's draw without its call layers (an empty range: randint's refusal)
+                record[name] = low + rng._randbelow(high - low + 1) if low <= high else rng.randint(low, high)  # type: ignore[attr-defined]
         return record
 
     return draw

@@ -65,3 +65,47 @@ def test_an_empty_range_is_refused_as_randint_refuses_it():
     domain = _Domain((NumericAttribute("n", 5, 4),))
     with pytest.raises(ValueError, match="empty range"):
         uniform_sampler(domain, random.Random(0))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", domain_names())
+def test_names_draw_what_choice_and_randint_draw(name):
+    domain = get_domain(name)
+    for seed in range(50):
+        ours, theirs = random.Random(seed), random.Random(seed)
+        for _ in range(20):
+            assert (
+                domain.sample_name(ours) == f"{theirs.choice(domain.name_words)} {theirs.randint(100, 999)}"
+            )
+        assert ours.getstate() == theirs.getstate()
+
+
+@given(st.integers(0, 2**64), st.lists(st.integers(-5, 120), max_size=4))
+def test_a_cell_s_passing_draw_is_randint_s_draw(seed, bounds):
+    """Every slot rule of a domain, with thresholds inside, at and past the natural range;
+    the values re-drawn inside the allowed range are randint's, and so is the state after."""
+    from gridbench_core.task import SlotRule
+    from pipeline.generation.sample import allowed_range, passing_sampler
+
+    domain = get_domain("course")
+    rules = [SlotRule(t.attribute, t.op, value) for t, value in zip(domain.slot_rules, bounds, strict=False)]
+    ranges = [(rule.attribute, *allowed_range(domain, rule.attribute, rules)) for rule in rules]
+
+    def reference(rng: random.Random) -> dict:
+        record = domain.sample_item(rng)
+        for name, low, high in ranges:
+            if not (isinstance(record[name], int) and low <= record[name] <= high):
+                record[name] = rng.randint(low, high)
+        return record
+
+    ours, theirs = random.Random(seed), random.Random(seed)
+    draw = passing_sampler(domain, rules)
+    for _ in range(5):
+        try:
+            expected = reference(theirs)
+        except ValueError as error:
+            with pytest.raises(ValueError, match="empty range"):
+                draw(ours)
+            assert "empty range" in str(error)
+            return
+        assert draw(ours) == expected
+    assert ours.getstate() == theirs.getstate()
