@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -297,7 +297,7 @@ def parallel_imap(
     unit: str = "task",
     ordered: bool = True,
     show: bool = True,
-) -> Iterator[Any]:
+) -> Generator[Any, None, None]:
     """Yield ``function(job)`` for every job (in order unless ``ordered`` is False), on the
     executor of the enclosing :func:`use_executor` (this machine's pool by default)."""
     progress = Progress(len(jobs), label, unit) if show else None

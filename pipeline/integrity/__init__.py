@@ -10,7 +10,7 @@ from pipeline.integrity.classifiers import (
     classifier_score,
     transfer_score,
 )
-from pipeline.integrity.findings import audit, audit_markdown, rule_free_failures
+from pipeline.integrity.findings import Reading, audit, audit_markdown, reading, rule_free_failures
 from pipeline.integrity.policies import POLICIES, DecoyCell, decoy_cells, policy_scores
 
 __all__ = [
@@ -21,11 +21,13 @@ __all__ = [
     "RULE_READING_POLICIES",
     "TOLERANCE",
     "DecoyCell",
+    "Reading",
     "audit",
     "audit_markdown",
     "classifier_score",
     "decoy_cells",
     "policy_scores",
+    "reading",
     "rule_free_failures",
     "transfer_score",
 ]

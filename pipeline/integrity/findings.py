@@ -4,7 +4,10 @@ reader above chance + :data:`TOLERANCE` (its interval clear of that line) fails 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from statistics import mean
 from typing import Any
 
@@ -53,6 +56,45 @@ def rule_free_failures(report: dict[str, Any]) -> list[str]:
     ]
 
 
+@dataclass
+class Reading:
+    """The per-task reading of an audit (:func:`reading`): the settings it was started with
+    and its results, in the order of its pairs."""
+
+    pairs: list[tuple[Task, Answer]]
+    seed: int
+    bound_rungs: tuple[int, ...]
+    results: Iterator[tuple[list[DecoyCell], list[Event]]]
+
+
+@contextlib.contextmanager
+def reading(
+    pairs: Iterable[tuple[Task, Answer]],
+    seed: int = 0,
+    bound_rungs: tuple[int, ...] = (SLOT,),
+    workers: int = 1,
+) -> Iterator[Reading]:
+    """Start reading every task of ``pairs`` (its decoy cells and its part of the bounds
+    audit): with ``workers`` > 1 every job is handed to the pool now, so the block can write
+    other files while the workers read; :func:`audit` given this ``Reading`` collects the
+    results in order (the same report as reading inside it). Leaving the block stops workers
+    still reading (an error, Ctrl-C)."""
+    pairs = list(pairs)
+    jobs = [
+        (task, answer, control, draw_seed, bound_rungs)
+        for (task, answer), (control, draw_seed) in zip(pairs, draws(pairs, seed), strict=True)
+    ]
+    if workers <= 1 or len(jobs) <= 1:
+        yield Reading(pairs, seed, bound_rungs, map(_read_task, jobs))
+        return
+    read = parallel_imap(_read_task, jobs, workers, "audit", show=False)
+    try:
+        first = next(read)  # hands every job to the pool (and waits for the first result)
+        yield Reading(pairs, seed, bound_rungs, itertools.chain([first], read))
+    finally:
+        read.close()
+
+
 def audit(
     pairs: Iterable[tuple[Task, Answer]],
     splits: int = 20,
@@ -61,6 +103,7 @@ def audit(
     companion: Iterable[tuple[Task, Answer]] | None = None,
     bound_rungs: tuple[int, ...] = (SLOT,),
     workers: int = 1,
+    started: Reading | None = None,
 ) -> dict[str, Any]:
     """Policies (overall and by H) and, when ``splits`` > 0, every classifier on every
     feature set, over the decoy cells of ``pairs``; with a ``companion`` build (another seed),
@@ -70,23 +113,23 @@ def audit(
     ``step(name)``, when given, is told each stage as it starts (a progress display). Each
     task is read on its own (its decoy cells, its part of the bounds audit: in ``workers``
     processes when more than one), after the audit's draws are made in order, so the report
-    does not depend on ``workers``."""
+    does not depend on ``workers``; ``started``: that reading, begun earlier with
+    :func:`reading` (for the same pairs, seed and rungs) while the caller did other work."""
     step = step or (lambda name: None)
     pairs = list(pairs)
     step("reading the decoy cells")
+    with contextlib.ExitStack() as stack:
+        if started is None:
+            started = stack.enter_context(reading(pairs, seed, bound_rungs, workers))
+        elif (started.seed, started.bound_rungs) != (seed, bound_rungs) or [
+            (t.task_id, a.task_id) for t, a in started.pairs
+        ] != [(t.task_id, a.task_id) for t, a in pairs]:
+            raise ValueError("audit(started=...): the reading was started for other pairs or settings")
+        results = list(started.results)
     cells: list[DecoyCell] = []
     hidden: dict[str, int] = {}
-    jobs = [
-        (task, answer, control, draw_seed, bound_rungs)
-        for (task, answer), (control, draw_seed) in zip(pairs, draws(pairs, seed), strict=True)
-    ]
     events = []
-    read = (
-        map(_read_task, jobs)
-        if workers <= 1
-        else parallel_imap(_read_task, jobs, workers, "audit", show=False)
-    )
-    for (task, _), (task_cells, task_events_) in zip(pairs, read, strict=True):
+    for (task, _), (task_cells, task_events_) in zip(pairs, results, strict=True):
         cells += task_cells
         events.append(task_events_)
         hidden[task.task_id] = task.hidden_slots

@@ -12,7 +12,7 @@ import polars as pl
 
 from gridbench_core.paths import SCHEMA_DIR
 from pipeline.generation.records import CertifiedTask
-from pipeline.integrity import audit, audit_markdown
+from pipeline.integrity import audit, audit_markdown, reading
 from pipeline.storage.atomic import _write, atomic_folder
 from pipeline.storage.card import GENERATED_LICENCE, DataLicence, dataset_card
 from pipeline.storage.layout import DETERMINISTIC, RELEASE_FORMAT, dumps, software_versions
@@ -40,7 +40,9 @@ def write_release(
         key=lambda m: (m.task.domain, m.task.hidden_slots, m.task.decoy_budget, m.key.index, m.task.task_id),
     )
     events = [{"task_id": made.task.task_id, **event} for made in ordered for event in made.events]
-    with atomic_folder(target, overwrite) as folder:
+    pairs = [(m.task, m.answer) for m in ordered]
+    # the audit's workers read the tasks while this process writes the files and the tables
+    with atomic_folder(target, overwrite) as folder, reading(pairs, workers=workers) as started:
         files: dict[str, str] = {}
         rows, timings = [], []
         task_dicts: dict[str, list[dict[str, Any]]] = {}
@@ -72,7 +74,7 @@ def write_release(
         files["LICENSE"] = _write(folder / "LICENSE", licence.text.encode())
         for relative, data in sorted((extra_files or {}).items()):
             files[relative] = _write(folder / relative, data)
-        report = audit([(m.task, m.answer) for m in ordered], audit_splits, workers=workers)
+        report = audit(pairs, audit_splits, workers=workers, started=started)
         salted = bool((config.get("release") or {}).get("salted")) if isinstance(config, dict) else False
         card = dataset_card(name, version, frame, audit_markdown(report), salted, licence)
         files["README.md"] = _write(folder / "README.md", card.encode())

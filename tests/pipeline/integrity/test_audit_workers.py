@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from pipeline.integrity import audit
+import pytest
+
+from pipeline.integrity import audit, reading
 from pipeline.integrity.tells import bounds_audit
+from pipeline.parallel import _Shared, shared_pool
 from solvers.checker import locally_valid_candidates, task_memo
 from solvers.ladder import PROBING, SLOT, reasoning_depth, rung_domains
 from solvers.propagation import decoy_resistance, linear_rows, propagate
@@ -22,6 +25,35 @@ def test_the_audit_is_the_same_for_one_worker_and_two():
     assert one == two
     assert one["bounds"] == bounds_audit(pairs, seed=0, rungs=(SLOT,))
     assert one["tasks"] == 12 and one["bounds"]["tasks"] == 12
+
+
+def test_a_reading_started_before_other_work_gives_the_same_report():
+    """write_release starts the audit's reading, writes the files while the workers read, then
+    collects it: the same report as an audit that reads on its own."""
+    pairs = _build(8)
+    expected = audit(pairs, splits=0, workers=1)
+    for workers in (1, 2):
+        with shared_pool(workers), reading(pairs, workers=workers) as started:
+            assert audit(pairs, splits=0, started=started) == expected
+    with reading(pairs, workers=2) as started:
+        with pytest.raises(ValueError, match="other pairs or settings"):
+            audit(pairs[1:], splits=0, started=started)
+    with reading(pairs, seed=3, workers=1) as started:
+        with pytest.raises(ValueError, match="other pairs or settings"):
+            audit(pairs, splits=0, started=started)
+
+
+def test_an_error_while_the_reading_runs_stops_its_workers():
+    pairs = _build(6)
+    with shared_pool(2):
+        with pytest.raises(OSError, match="disk full"), reading(pairs, workers=2) as started:
+            pool = _Shared.pool
+            assert pool is not None  # the jobs are in the workers now
+            raise OSError("disk full")
+        assert _Shared.pool is None  # the block's workers were stopped with the error
+        assert all(not p.is_alive() for p in (getattr(pool, "_processes", None) or {}).values())
+        with reading(pairs, workers=2) as started:  # a new reading gets new workers
+            assert audit(pairs, splits=0, started=started) == audit(pairs, splits=0, workers=1)
 
 
 def test_every_rung_of_the_bounds_audit_is_the_same_read_apart():
