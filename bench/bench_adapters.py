@@ -56,7 +56,7 @@ def main() -> None:
     args = parser.parse_args()
     if not (RELEASE / "manifest.json").exists():
         subprocess.run(
-            [sys.executable, "-m", "pipeline.commands.release"], cwd=ROOT, check=True, capture_output=True
+            [sys.executable, "-m", "gridbench.commands.release"], cwd=ROOT, check=True, capture_output=True
         )
     import gridbench
     from gridbench.env import EnvSettings, Episode

@@ -65,7 +65,7 @@ print(len(release), opened, everything, before / 1024, peak / 1024)
 def load() -> None:
     if not (RELEASE / "manifest.json").exists():
         subprocess.run(
-            [sys.executable, "-m", "pipeline.commands.release"], cwd=ROOT, check=True, capture_output=True
+            [sys.executable, "-m", "gridbench.commands.release"], cwd=ROOT, check=True, capture_output=True
         )
     out = subprocess.run(
         [sys.executable, "-c", LOAD.format(root=str(ROOT), release=str(RELEASE))],

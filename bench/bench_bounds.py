@@ -32,7 +32,7 @@ from solvers.ladder import FIXPOINT  # noqa: E402
 
 
 def build(preset: str, seed: int, root: Path) -> Path:
-    from pipeline.commands.release import build as build_release
+    from gridbench.commands.release import build as build_release
     from tests.helpers_release import compose_config
 
     name = f"bench-{preset}"

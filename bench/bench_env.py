@@ -93,14 +93,16 @@ def evaluation_memory() -> None:
     release = ROOT / "outputs" / "releases" / "gridbench-v2.0.0"
     python = sys.executable
     if not (release / "manifest.json").exists():
-        subprocess.run([python, "-m", "pipeline.commands.release"], cwd=ROOT, check=True, capture_output=True)
+        subprocess.run(
+            [python, "-m", "gridbench.commands.release"], cwd=ROOT, check=True, capture_output=True
+        )
     runs = ROOT / "outputs" / "bench" / "runs"
     start = time.perf_counter()
     subprocess.run(
         [
             python,
             "-m",
-            "pipeline.commands.evaluate",
+            "gridbench.commands.evaluate",
             "agent=search",
             f"output_root={runs}",
             "resume=false",

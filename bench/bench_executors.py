@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 def build(root: Path, domains: list[str], workers: int) -> int:
     from hydra import compose, initialize_config_dir
 
-    from pipeline.commands.release import build as build_release
+    from gridbench.commands.release import build as build_release
     from pipeline.config import register_configs
 
     register_configs()

@@ -46,10 +46,10 @@ def main() -> None:
     if script.exists():
         cases["gridbench --help"] = [str(script), "--help"]
         cases["gridbench release --help"] = [str(script), "release", "--help"]
-    cases["python -m pipeline.commands.release --help"] = [
+    cases["python -m gridbench.commands.release --help"] = [
         python,
         "-m",
-        "pipeline.commands.release",
+        "gridbench.commands.release",
         "--help",
     ]
     print(f"{'what':45s} {'median s':>9s}   ({args.repeat} fresh processes each)")

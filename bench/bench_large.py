@@ -79,7 +79,7 @@ def release_command(domains: list[str] | None) -> None:
         command = [
             sys.executable,
             "-m",
-            "pipeline.commands.release",
+            "gridbench.commands.release",
             "grid=20x20",
             "grid.hidden_slots=[300]",
             "grid.decoy_budgets=[600]",

@@ -34,7 +34,7 @@ def _serve(release: str, queue: mp.Queue) -> None:
 
 
 def _release(folder: Path, tasks: int) -> Path:
-    from pipeline.commands.release import build
+    from gridbench.commands.release import build
     from tests.helpers_release import compose_config
 
     per_cell = max(1, -(-tasks // 8))

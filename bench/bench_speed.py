@@ -191,7 +191,7 @@ def main() -> None:
             cwd = work / f"release-{name}"
             subprocess.run(["rm", "-rf", str(cwd)], check=True)
             cwd.mkdir()
-            return measured(checkout, ["-m", "pipeline.commands.main", "release"], cwd)
+            return measured(checkout, ["-m", "gridbench.commands.main", "release"], cwd)
 
         results = paired(checkouts, args.runs, release)
         print("-- the default release (324 tasks, 5x7, HiGHS cross-check), whole process")
@@ -219,7 +219,7 @@ def main() -> None:
         print("-- start-up")
 
         def startup(name: str, checkout: Path) -> dict[str, float]:
-            cfg = measured(checkout, ["-m", "pipeline.commands.main", "release", "--cfg", "job"], work)
+            cfg = measured(checkout, ["-m", "gridbench.commands.main", "release", "--cfg", "job"], work)
             pool = run(checkout, ["-c", POOL], work)
             return {"cfg_wall": cfg["wall"], "cfg_cpu": cfg["cpu"], "pool": float(str(pool["out"]).strip())}
 
@@ -241,7 +241,7 @@ def main() -> None:
                     checkout,
                     [
                         "-m",
-                        "pipeline.commands.main",
+                        "gridbench.commands.main",
                         "train",
                         f"size={args.train_size}",
                         f"output_root={out}",

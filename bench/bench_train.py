@@ -50,7 +50,7 @@ def main() -> None:
             [
                 sys.executable,
                 "-m",
-                "pipeline.commands.train",
+                "gridbench.commands.train",
                 f"size={args.size}",
                 f"name={name}",
                 f"workers={args.workers}",
@@ -69,7 +69,7 @@ def main() -> None:
             [
                 sys.executable,
                 "-m",
-                "pipeline.commands.verify",
+                "gridbench.commands.verify",
                 f"release={release}",
                 f"verify.workers={args.workers}",
                 f"hydra.run.dir={folder}/hv",

@@ -38,7 +38,7 @@ results = []
 
 
 def gb(*args, cwd=WORK, timeout=300):
-    code = 'import sys; sys.argv[0]="gridbench"; from pipeline.commands.main import run; run()'
+    code = 'import sys; sys.argv[0]="gridbench"; from gridbench.commands.main import run; run()'
     return subprocess.run(
         [PY, "-c", code, *args], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout
     )
@@ -525,7 +525,7 @@ if want("mcp"):
         },
     ]
     text = "\n".join(json.dumps(m) for m in msgs) + "\n{not json\n"
-    code = 'import sys; sys.argv[0]="gridbench"; from pipeline.commands.main import run; run()'
+    code = 'import sys; sys.argv[0]="gridbench"; from gridbench.commands.main import run; run()'
     import time as _t
 
     pr = subprocess.Popen(

@@ -70,7 +70,7 @@ def small_release(tmp_path_factory) -> Path:
 def build_sharded(root: Path, name: str = "sharded") -> Path:
     """A sharded training set of eight tasks in two shards (a 4x4 and a 5x5 part; course and
     toy) built as ``make train`` builds one: small enough to copy and damage per test."""
-    from pipeline.commands.train import build
+    from gridbench.commands.train import build
     from tests.helpers_release import compose_config
 
     parts = (
@@ -148,8 +148,8 @@ def pytest_collection_modifyitems(config, items):
 SESSION_PRELOAD = (
     "pipeline.storage.verification",
     "gridbench.agents.harness",
-    "pipeline.commands.import_agentce",
-    "pipeline.commands.train",
+    "gridbench.commands.import_agentce",
+    "gridbench.commands.train",
 )
 
 

@@ -49,7 +49,7 @@ def small_release_overrides(root: Path, name: str = "small", workers: int = 1) -
 
 
 def build_small(root: Path, name: str = "small", workers: int = 1) -> Path:
-    from pipeline.commands.release import build
+    from gridbench.commands.release import build
 
     cfg = compose_config(small_release_overrides(root, name, workers))
     assert build(cfg) == 0

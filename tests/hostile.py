@@ -43,7 +43,7 @@ def tiny_overrides(root: Path, name: str = "tiny") -> list[str]:
 
 def build_tiny(root: Path, name: str = "tiny") -> Path:
     """Four tasks (toy and course, H = 2, B = 0 and 3): enough for every claim a release makes."""
-    from pipeline.commands.release import build
+    from gridbench.commands.release import build
 
     assert build(compose_config(tiny_overrides(root, name))) == 0
     return root / f"{name}-v2.0.0"

@@ -24,10 +24,10 @@ from tests import parse_source
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("gridbench_core", "solvers", "domains", "pipeline", "gridbench")
 
-# The roof: the Hydra apps and ``python -m`` commands of pipeline/commands/ (a module-level
-# ``main``); ``pipeline.commands.main`` is the ``gridbench`` console script that dispatches to them.
+# The roof: the Hydra apps and ``python -m`` commands of gridbench/commands/ (a module-level
+# ``main``); ``gridbench.commands.main`` is the ``gridbench`` console script that dispatches to them.
 COMMANDS = frozenset(
-    f"pipeline.commands.{name}"
+    f"gridbench.commands.{name}"
     for name in (
         "audit",
         "evaluate",
@@ -43,7 +43,7 @@ COMMANDS = frozenset(
         "main",
     )
 )
-DISPATCHER = "pipeline.commands.main"
+DISPATCHER = "gridbench.commands.main"
 
 # Each module lives in a room (a package, a room of pipeline/, or the commands); the rooms
 # stand on five floors, lowest first. A room imports itself and the rooms below it: on
@@ -188,7 +188,7 @@ def imports_of(path: Path, module: str, modules: dict[str, Path]) -> list[Import
 
 def room_of(module: str) -> str:
     """The room of ``module`` (a key of ``LAYERS``)."""
-    if module in COMMANDS or module == "pipeline.commands" or module.startswith("pipeline.commands."):
+    if module in COMMANDS or module == "gridbench.commands" or module.startswith("gridbench.commands."):
         return "commands"
     parts = module.split(".")
     if parts[0] == "pipeline" and len(parts) > 1:
@@ -323,21 +323,21 @@ def _defines_main(path: Path) -> bool:
 
 
 def test_the_commands_are_the_modules_with_a_main():
-    """The commands live in a room of their own, pipeline/commands/: its modules with a
-    module-level ``main`` are exactly the list above, and no other module of pipeline/ has one
-    (a Hydra app left among the libraries would sit a floor too low)."""
+    """The commands live in a room of their own, gridbench/commands/: its modules with a
+    module-level ``main`` are exactly the list above, and no module of pipeline/ has one (a
+    Hydra app left among the libraries would sit a floor too low, its imports of gridbench/
+    running up; the servers of gridbench/ that have a ``main`` are the public face's own)."""
     found = {
-        f"pipeline.commands.{path.stem}"
-        for path in (ROOT / "pipeline" / "commands").glob("*.py")
+        f"gridbench.commands.{path.stem}"
+        for path in (ROOT / "gridbench" / "commands").glob("*.py")
         if path.stem != "__init__" and _defines_main(path)
     }
     assert found == set(COMMANDS)
     elsewhere = [
-        path.relative_to(ROOT).as_posix()
-        for path in (ROOT / "pipeline").rglob("*.py")
-        if "commands" not in path.relative_to(ROOT / "pipeline").parts and _defines_main(path)
+        path.relative_to(ROOT).as_posix() for path in (ROOT / "pipeline").rglob("*.py") if _defines_main(path)
     ]
     assert elsewhere == []
+    assert not (ROOT / "pipeline" / "commands").exists()  # the commands left the libraries' floor
 
 
 # -- the checker on planted trees -------------------------------------------------------------
@@ -362,10 +362,10 @@ def test_a_clean_planted_tree_passes(tmp_path):
             "solvers/ladder.py": "from gridbench_core.task import json\n",
             "pipeline/generation/__init__.py": "from . import build\n",
             "pipeline/generation/build.py": "from solvers import ladder\n",
-            "pipeline/commands/release.py": "from pipeline.generation.build import x\n",
+            "gridbench/commands/release.py": "from pipeline.generation.build import x\n",
             "gridbench/api.py": "from pipeline.generation import build\n",
-            "pipeline/commands/main.py": (
-                "import importlib\nRELEASE = importlib.import_module('pipeline.commands.release')\n"
+            "gridbench/commands/main.py": (
+                "import importlib\nRELEASE = importlib.import_module('gridbench.commands.release')\n"
             ),
         },
     )
@@ -383,8 +383,8 @@ def test_the_checker_catches_an_upward_import(tmp_path):
             "pipeline/generation/build.py": "from ..storage.read import x\n",
             "pipeline/storage/read.py": "from gridbench_core.lazy import lazy_module\n"
             "E = lazy_module('gridbench.env')\n",
-            "gridbench/env.py": "x = __import__('pipeline.commands.verify')\n",
-            "pipeline/commands/verify.py": "def main():\n    pass\n",
+            "gridbench/env.py": "x = __import__('gridbench.commands.verify')\n",
+            "gridbench/commands/verify.py": "def main():\n    pass\n",
             "pipeline/config.py": "x = 1\n",
             "gridbench/kit.py": "from pipeline.config import x\n",
         },
@@ -403,7 +403,7 @@ def test_the_checker_catches_an_upward_import(tmp_path):
         "'solvers'] (a)",
         "pipeline/storage/read.py:2: pipeline.storage.read (pipeline.storage) imports gridbench.env "
         "(gridbench): upward, " + floor(3, 4),
-        "gridbench/env.py:1: gridbench.env (gridbench) imports pipeline.commands.verify (commands): nothing "
+        "gridbench/env.py:1: gridbench.env (gridbench) imports gridbench.commands.verify (commands): nothing "
         "imports a command but the `gridbench` script (b)",
         "gridbench/kit.py:1: gridbench.kit (gridbench) imports pipeline.config (pipeline.config): "
         f"gridbench may import only {sorted(ALLOWED['gridbench'])} (a)",

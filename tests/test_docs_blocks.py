@@ -195,7 +195,7 @@ def compose_overrides(module: str, overrides: list[str]) -> None:
 
 def check_gridbench(args: list[str]) -> None:
     """``gridbench <command> args``: a command of the console script, and its arguments hold."""
-    from pipeline.commands.main import COMMANDS
+    from gridbench.commands.main import COMMANDS
 
     assert args and args[0] in COMMANDS, f"gridbench {args[:1]}: no such command"
     command, rest = COMMANDS[args[0]], args[1:]
@@ -206,7 +206,7 @@ def check_gridbench(args: list[str]) -> None:
 
         parse_args(rest)
     elif args[0] == "show":
-        from pipeline.commands.show import main as show
+        from gridbench.commands.show import main as show
 
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
@@ -220,7 +220,7 @@ def check_gridbench(args: list[str]) -> None:
 def check_python(words: list[str]) -> None:
     assert words[1] == "-m", f"{shlex.join(words)}: run a module with -m"
     module, rest = words[2], words[3:]
-    from pipeline.commands.main import COMMANDS
+    from gridbench.commands.main import COMMANDS
 
     by_module = {c.module: name for name, c in COMMANDS.items()} | {"gridbench.mcp": "mcp"}
     if module in by_module:
@@ -333,7 +333,7 @@ def test_data_blocks_parse():
 
 
 def small_release(root: Path, name: str) -> None:
-    from pipeline.commands.release import build
+    from gridbench.commands.release import build
 
     cfg = compose_config(
         [
@@ -430,7 +430,7 @@ def quick_start(tmp_path_factory) -> tuple[Path, dict[str, float]]:
     for args in the_two_minutes():
         start = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-m", "pipeline.commands.main", *args],
+            [sys.executable, "-m", "gridbench.commands.main", *args],
             cwd=folder,
             capture_output=True,
             text=True,
@@ -487,9 +487,9 @@ def argv_of(words: list[str]) -> list[str]:
     if program == "make":
         args = make_as_gridbench(words)
         assert args is not None, words
-        return [sys.executable, "-m", "pipeline.commands.main", *args]
+        return [sys.executable, "-m", "gridbench.commands.main", *args]
     if program == "gridbench":
-        return [sys.executable, "-m", "pipeline.commands.main", *words[1:]]
+        return [sys.executable, "-m", "gridbench.commands.main", *words[1:]]
     if program in ("python", "python3"):
         return [sys.executable, *words[1:]]
     if program == "inspect":
@@ -550,7 +550,7 @@ BROKEN = {
     "a missing target": "make evaluate",
     "a misspelt release key": "gridbench release release.domain=[course]",
     "a bad sweep": (
-        ".venv/bin/python -m pipeline.commands.generate -m domain=course,meal task.hiden_slots=1,5"
+        ".venv/bin/python -m gridbench.commands.generate -m domain=course,meal task.hiden_slots=1,5"
     ),
     "an unknown command": "gridbench evaluate agent=search",
     "a wrong mcp argument": "gridbench mcp release=R tsak=T",

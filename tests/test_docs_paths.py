@@ -1,5 +1,5 @@
 """What the prose names exists: every path (``pipeline/storage/read.py``, ``gridbench/env/``)
-and every dotted name of ours (``pipeline.storage.read.Release``, ``python -m pipeline.commands.verify``)
+and every dotted name of ours (``pipeline.storage.read.Release``, ``python -m gridbench.commands.verify``)
 in the Markdown files, the docstrings and comments of the Python files and the comments of
 conf/ points at a file, a folder, a module or a module's top-level name of this checkout.
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gridbench.commands.main import COMMANDS, main
 from gridbench_core import paths
-from pipeline.commands.main import COMMANDS, main
 from tests import ROOT, parse_source
 
 PACKAGES = ("gridbench_core", "solvers", "domains", "pipeline", "gridbench")
@@ -22,7 +22,7 @@ PACKAGES = ("gridbench_core", "solvers", "domains", "pipeline", "gridbench")
 
 def gridbench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     script = Path(sys.executable).parent / "gridbench"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "pipeline.commands.main"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "gridbench.commands.main"]
     return subprocess.run([*command, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 

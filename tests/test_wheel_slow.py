@@ -57,7 +57,7 @@ def test_the_wheel_installs_anywhere_and_its_command_builds_and_verifies(tmp_pat
         "gridbench_core/templates/system.txt",
         "gridbench_core/py.typed",
         "gridbench/py.typed",
-        "pipeline/commands/main.py",
+        "gridbench/commands/main.py",
         "pipeline/evaluation/assets/explorer.html",  # the results explorer's page, script and style
         "pipeline/evaluation/assets/explorer.js",
         "pipeline/evaluation/assets/explorer.css",

@@ -70,7 +70,7 @@ class RunStopped(UserError):
 
 @dataclass(frozen=True)
 class EvalRequest:
-    """Everything a run needs, converted from the configuration once (``pipeline.commands.evaluate``)."""
+    """Everything a run needs, converted from the configuration once (``gridbench.commands.evaluate``)."""
 
     release: Path
     spec: AgentSpec

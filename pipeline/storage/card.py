@@ -132,6 +132,18 @@ def hb_table(frame: pl.DataFrame, value: str, fmt: str) -> str:
     return "\n".join(lines)
 
 
+VERIFY_LINE = (
+    "Re-prove every task: `gridbench verify release=<this folder>` "
+    "(or `python -m gridbench.commands.verify`)."
+)
+# The same line in the cards of releases written before the commands moved from pipeline/ to
+# gridbench/commands/: verify takes such a card for the one its files give.
+EARLIER_VERIFY_LINES = (
+    "Re-prove every task: `gridbench verify release=<this folder>` "
+    "(or `python -m pipeline.commands.verify`).",
+)
+
+
 def dataset_card(
     name: str,
     version: str,
@@ -240,7 +252,7 @@ they can -- what only reasoning across regions and rules removes:
 ## Integrity audit
 
 {integrity}
-Re-prove every task: `gridbench verify release=<this folder>` (or `python -m pipeline.commands.verify`).
+{VERIFY_LINE}
 """
     )
 

@@ -415,7 +415,7 @@ def _card(
 ) -> None:
     from gridbench_core.task_io import answer_from_dict, task_from_dict
     from pipeline.integrity import audit, audit_markdown
-    from pipeline.storage.card import dataset_card
+    from pipeline.storage.card import EARLIER_VERIFY_LINES, VERIFY_LINE, dataset_card
 
     names = [f"{d}/{t}.json" for d, t in zip(meta["domain"], meta["task_id"], strict=True)]
     if not all(f"tasks/{n}" in sound and f"answers/{n}" in sound for n in names):
@@ -442,6 +442,9 @@ def _card(
         licence,
     )
     shipped = read_bytes(path, "README.md").decode("utf-8", "replace")
+    for earlier in EARLIER_VERIFY_LINES:  # a card written before the commands moved
+        if card.replace(VERIFY_LINE, earlier) == shipped:
+            card = shipped
     if splits:
         notes.append(f"README.md: its classifier audit (release.audit_splits={splits}) is not re-run")
         marker = "## Integrity audit"

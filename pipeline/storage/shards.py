@@ -1,4 +1,4 @@
-"""Large training sets in Parquet shards (``python -m pipeline.commands.train``).
+"""Large training sets in Parquet shards (``python -m gridbench.commands.train``).
 
 Layout of ``<output_root>/<name>-v<version>/``::
 

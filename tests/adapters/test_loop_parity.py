@@ -14,7 +14,7 @@ import pytest
 
 import gridbench
 from gridbench.agents.llm.loopback import LoopbackServer, Script, ScriptedPolicy
-from pipeline.commands.evaluate import evaluate
+from gridbench.commands.evaluate import evaluate
 from pipeline.evaluation.runs import read_transcript
 from tests.helpers_release import compose_config
 

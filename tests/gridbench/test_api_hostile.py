@@ -329,7 +329,7 @@ REPO_IDS = [
 
 @pytest.mark.parametrize("repo_id", REPO_IDS, ids=range(len(REPO_IDS)))
 def test_hub_refuses_a_repo_id_the_hub_would_refuse_even_in_a_dry_run(repo_id, tmp_path):
-    from pipeline.commands.hub import run_hub
+    from gridbench.commands.hub import run_hub
     from tests.helpers_release import compose_config
 
     cfg = compose_config([f"release={tmp_path}", f"repo_id='{repo_id}'", "dry_run=true"], "hub", "apps")

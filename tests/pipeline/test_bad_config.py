@@ -50,7 +50,7 @@ BAD_RELEASE = [
 
 @pytest.mark.parametrize(("overrides", "message"), BAD_RELEASE, ids=[o[0][0] for o in BAD_RELEASE])
 def test_a_bad_release_setting_is_refused_before_any_work(overrides, message, tmp_path, capsys):
-    from pipeline.commands.release import build
+    from gridbench.commands.release import build
 
     base = [
         o
@@ -69,7 +69,7 @@ def test_a_bad_release_setting_is_refused_before_any_work(overrides, message, tm
 
 
 def test_a_fractional_decoy_budget_is_not_truncated(tmp_path):
-    from pipeline.commands.generate import generate
+    from gridbench.commands.generate import generate
 
     cfg = compose_config(
         ["domain=toy", "task.decoy_budget=1.5", "task.hidden_slots=2", f"release.cache_root={tmp_path}/cells"]
@@ -99,7 +99,7 @@ def small(small_release) -> Path:
 
 @pytest.mark.parametrize(("overrides", "message"), BAD_EVAL, ids=[o[0][0] for o in BAD_EVAL])
 def test_a_bad_evaluation_setting_is_refused(overrides, message, small, tmp_path):
-    from pipeline.commands.evaluate import evaluate
+    from gridbench.commands.evaluate import evaluate
 
     cfg = compose_config([f"release={small}", f"output_root={tmp_path}/runs", *overrides], "evaluate", "apps")
     with pytest.raises(UserError, match=message.replace("[", r"\[").replace("]", r"\]")):
@@ -108,7 +108,7 @@ def test_a_bad_evaluation_setting_is_refused(overrides, message, small, tmp_path
 
 
 def test_overwrite_replaces_only_a_release(small, tmp_path):
-    from pipeline.commands.release import build
+    from gridbench.commands.release import build
 
     target = tmp_path / "out" / "precious-v2.0.0"
     target.mkdir(parents=True)
@@ -133,7 +133,7 @@ def _command(tmp_path: Path, name: str) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "pipeline.commands.release",
+        "gridbench.commands.release",
         *small_release_overrides(tmp_path, name),
         f"hydra.run.dir={tmp_path}/hydra-{time.time_ns()}",
     ]
@@ -161,7 +161,7 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
     command = [
         sys.executable,
         "-m",
-        "pipeline.commands.release",
+        "gridbench.commands.release",
         "release.name=interrupted",
         f"release.output_root={tmp_path}",
         f"release.cache_root={tmp_path}/cells",

@@ -181,7 +181,7 @@ def test_generate_multirun_with_an_unknown_domain_is_one_error_line(tmp_path):
         [
             sys.executable,
             "-m",
-            "pipeline.commands.generate",
+            "gridbench.commands.generate",
             "-m",
             "domain=nope",
             f"release.cache_root={tmp_path}/c",
@@ -200,7 +200,7 @@ def test_generate_multirun_with_an_unknown_domain_is_one_error_line(tmp_path):
 
 
 def _gridbench(*args: str, cwd: Path, stdout=subprocess.PIPE) -> subprocess.CompletedProcess[str]:
-    command = [str(GRIDBENCH)] if GRIDBENCH.exists() else [sys.executable, "-m", "pipeline.commands.main"]
+    command = [str(GRIDBENCH)] if GRIDBENCH.exists() else [sys.executable, "-m", "gridbench.commands.main"]
     return subprocess.run(
         [*command, *args], cwd=cwd, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=180
     )
@@ -247,7 +247,7 @@ def test_help_and_version_into_a_full_disk_are_one_line(args, tmp_path):
 
 
 def test_show_answers_help():
-    from pipeline.commands.show import main
+    from gridbench.commands.show import main
 
     assert main(["--help"]) == 0
 
@@ -275,7 +275,7 @@ def _fake_install(site: Path, data: bool) -> None:
 def _run_installed(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     code = (
         f"import sys; sys.argv = ['gridbench', *{list(args)!r}]; "
-        "from pipeline.commands.main import run; run()"
+        "from gridbench.commands.main import run; run()"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.run(

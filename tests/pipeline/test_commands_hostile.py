@@ -22,7 +22,7 @@ VERIFY = [
 
 @pytest.mark.parametrize(("overrides", "message"), VERIFY, ids=[o[0][0] for o in VERIFY])
 def test_verify_refuses_settings_before_reading(overrides, message, tiny_release):
-    from pipeline.commands.verify import verify
+    from gridbench.commands.verify import verify
 
     with pytest.raises(UserError, match=message):
         verify(compose_config([f"release={tiny_release}", *overrides], "verify", "apps"))
@@ -39,7 +39,7 @@ RELEASE = [
 
 @pytest.mark.parametrize(("overrides", "message"), RELEASE, ids=[o[0][0] for o in RELEASE])
 def test_release_refuses_settings_before_any_work(overrides, message, tmp_path, monkeypatch):
-    from pipeline.commands.release import build
+    from gridbench.commands.release import build
 
     monkeypatch.setenv("H19_NAME", "../../escape")
     base = [o for o in tiny_overrides(tmp_path / "out") if o.split("=")[0] != overrides[0].split("=")[0]]
@@ -49,7 +49,7 @@ def test_release_refuses_settings_before_any_work(overrides, message, tmp_path, 
 
 
 def test_import_refuses_workers_beyond_the_machine(tmp_path):
-    from pipeline.commands.import_agentce import run_import
+    from gridbench.commands.import_agentce import run_import
 
     cfg = compose_config(
         [f"release.output_root={tmp_path}/out", "release.workers=100000"], "import_agentce", "apps"
@@ -61,7 +61,7 @@ def test_import_refuses_workers_beyond_the_machine(tmp_path):
 
 @pytest.mark.parametrize("overrides", [["splits=1000000000"], ["splits=-1"], ["seed=-1"]])
 def test_audit_refuses_absurd_splits(overrides, tiny_release, tmp_path):
-    from pipeline.commands.audit import run_audit
+    from gridbench.commands.audit import run_audit
 
     cfg = compose_config([f"release={tiny_release}", f"output={tmp_path}/audit", *overrides], "audit", "apps")
     with pytest.raises(UserError, match=overrides[0].split("=")[0]):
@@ -70,7 +70,7 @@ def test_audit_refuses_absurd_splits(overrides, tiny_release, tmp_path):
 
 
 def _train(root: Path, *extra: str):
-    from pipeline.commands.train import build
+    from gridbench.commands.train import build
 
     cfg = compose_config(
         [

@@ -33,7 +33,7 @@ from tests.helpers_release import compose_config
     ],
 )
 def test_paper_preset_builds_and_verifies(tmp_path, grid, tasks, milp):
-    from pipeline.commands.release import build
+    from gridbench.commands.release import build
 
     cfg = compose_config(
         [f"grid={grid}", f"release.output_root={tmp_path}", f"release.cache_root={tmp_path}/c"]

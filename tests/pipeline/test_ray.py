@@ -38,7 +38,7 @@ def test_executor_errors_are_one_line(args, needle, tmp_path):
         [
             sys.executable,
             "-m",
-            "pipeline.commands.verify",
+            "gridbench.commands.verify",
             f"release={tmp_path}",
             *args,
             f"hydra.run.dir={tmp_path}/h",
@@ -85,7 +85,7 @@ def fails_once(job: Job) -> str:
 
 
 def _build(root: Path, name: str) -> Path:
-    from pipeline.commands.release import build
+    from gridbench.commands.release import build
 
     overrides = small_release_overrides(root, name, workers=2)
     # the same output and cell paths for both builds, so the manifests can be compared whole
@@ -108,7 +108,7 @@ def ray_release(on_ray, tmp_path_factory) -> Path:
 
 @pytest.mark.slow  # starting Ray costs ~14 s; `make test-slow` runs it
 def test_release_and_verify_on_ray_give_the_local_bytes(ray_release, tmp_path):
-    from pipeline.commands.verify import verify
+    from gridbench.commands.verify import verify
 
     with use_executor(Executor()):  # the local pool inside the Ray block
         local = _files(_build(tmp_path / "local", "same"))
@@ -126,7 +126,7 @@ def test_release_and_verify_on_ray_give_the_local_bytes(ray_release, tmp_path):
 
 @pytest.mark.slow
 def test_evaluate_on_ray_gives_the_local_rows(ray_release, tmp_path):
-    from pipeline.commands.evaluate import evaluate
+    from gridbench.commands.evaluate import evaluate
 
     def run(runs: Path) -> pl.DataFrame:
         cfg = compose_config(
@@ -175,7 +175,7 @@ ANCHORS = ROOT.parent / "shared" / "anchors" / "agentce_5x5"
 def test_import_on_ray_gives_the_local_bytes(on_ray, tmp_path):
     import shutil
 
-    from pipeline.commands.import_agentce import run_import
+    from gridbench.commands.import_agentce import run_import
 
     source = tmp_path / "source"
     source.mkdir()

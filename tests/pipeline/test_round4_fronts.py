@@ -33,7 +33,7 @@ def test_a_release_json_that_names_a_key_twice_is_refused(relative, tiny_release
 
 
 def test_verify_fails_a_manifest_with_a_key_twice(tiny_release, tmp_path, capsys):
-    from pipeline.commands.verify import verify
+    from gridbench.commands.verify import verify
 
     copy = copy_release(tiny_release, tmp_path / "copy")
     text = (copy / "manifest.json").read_text()
@@ -45,7 +45,7 @@ def test_verify_fails_a_manifest_with_a_key_twice(tiny_release, tmp_path, capsys
 
 @pytest.fixture(scope="module")
 def run(tiny_release, tmp_path_factory) -> Path:
-    from pipeline.commands.evaluate import evaluate
+    from gridbench.commands.evaluate import evaluate
 
     out = tmp_path_factory.mktemp("runs")
     cfg = compose_config([f"release={tiny_release}", f"output_root={out}", "workers=1"], "evaluate", "apps")
@@ -56,7 +56,7 @@ def run(tiny_release, tmp_path_factory) -> Path:
 def test_show_refuses_a_transcript_that_is_a_folder(run, tmp_path, capsys):
     import shutil
 
-    from pipeline.commands.show import main
+    from gridbench.commands.show import main
 
     copy = tmp_path / "run"
     shutil.copytree(run, copy)
@@ -78,7 +78,7 @@ def test_show_refuses_a_transcript_that_is_a_folder(run, tmp_path, capsys):
     ],
 )
 def test_show_names_a_bad_number_option(option, said, run, capsys):
-    from pipeline.commands.show import main
+    from gridbench.commands.show import main
 
     row = json.loads((run / "episodes.jsonl").read_text().splitlines()[0])
     assert main([f"run={run}", f"task={row['task_id']}", option]) == 2
@@ -89,8 +89,8 @@ def test_show_names_a_bad_number_option(option, said, run, capsys):
 def test_an_output_folder_that_is_a_file_is_one_line(run, tmp_path, capsys):
     """Every command's writes go through run_cli: a file where the output folder should be
     (or a folder where a file should be) is one line, not a traceback."""
+    from gridbench.commands.report import report
     from pipeline.cli import run_cli
-    from pipeline.commands.report import report
 
     blocker = tmp_path / "report"
     blocker.write_text("a file, not a folder")
@@ -103,7 +103,7 @@ def test_an_output_folder_that_is_a_file_is_one_line(run, tmp_path, capsys):
 
 
 def test_hub_names_an_empty_token_variable(tiny_release):
-    from pipeline.commands.hub import run_hub
+    from gridbench.commands.hub import run_hub
 
     cfg = compose_config([f"release={tiny_release}", "repo_id=me/grid", "token_env=''"], "hub", "apps")
     with pytest.raises(UserError, match="token_env='' names no environment variable"):

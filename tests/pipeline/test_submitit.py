@@ -31,7 +31,7 @@ def test_the_slurm_launcher_config_composes():
 def test_a_submitit_multirun_fills_the_cell_store_the_release_assembles(tmp_path: Path):
     cells = tmp_path / "cells"
     sweep = run_module(
-        "pipeline.commands.generate",
+        "gridbench.commands.generate",
         "-m",
         "hydra/launcher=submitit_local",
         *CELLS,
@@ -43,7 +43,7 @@ def test_a_submitit_multirun_fills_the_cell_store_the_release_assembles(tmp_path
     )
     assert sweep.returncode == 0, sweep.stderr[-2000:]
     release = run_module(
-        "pipeline.commands.release",
+        "gridbench.commands.release",
         *CELLS,
         "release.domains=[toy,course]",
         "grid.hidden_slots=[2,4]",

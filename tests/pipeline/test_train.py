@@ -20,7 +20,7 @@ PARTS = (
 
 
 def _build(root: Path, *extra: str) -> Path:
-    from pipeline.commands.train import build
+    from gridbench.commands.train import build
 
     cfg = compose_config(
         [
@@ -40,7 +40,7 @@ def _build(root: Path, *extra: str) -> Path:
 
 
 def _verify(release: Path) -> int:
-    from pipeline.commands.verify import verify
+    from gridbench.commands.verify import verify
 
     return verify(compose_config([f"release={release}", "verify.workers=2"], "verify", "apps"))
 

@@ -132,7 +132,7 @@ def test_verify_fails_a_task_whose_proofs_time_out():
 
 
 def test_an_imported_instance_whose_proofs_time_out_is_neither_unique_nor_certified():
-    from pipeline.commands.import_agentce import certify_instance
+    from gridbench.commands.import_agentce import certify_instance
     from pipeline.generation.keys import TaskKey
 
     key = TaskKey("toy", 1, 30, 30, 0, 2)

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 from gridbench.agents.llm.loopback import RECOVERABLE, LoopbackServer, Script, ScriptedPolicy
-from pipeline.commands.evaluate import evaluate
+from gridbench.commands.evaluate import evaluate
 from tests.helpers_release import compose_config
 
 KEY = "sk-loopback-counts"

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from gridbench.agents.llm.loopback import LoopbackServer, Script, ScriptedPolicy
-from pipeline.commands.evaluate import evaluate
+from gridbench.commands.evaluate import evaluate
 from tests.helpers_release import compose_config
 
 TWO_TASKS = ("hidden_slots=[4]", "decoy_budgets=[3]")  # one toy task, one course task
@@ -109,7 +109,7 @@ def test_bad_usage_and_deep_arguments_are_counted_and_the_task_still_solved(rele
         at={("*", 1): "bad_usage", ("*", 2): "deep_args", ("*", 3): "gzipped", ("*", 4): "surrogate"}
     )
     frame, failed = run(release, url, tmp_path, code=0)
-    from pipeline.commands.show import main as show_main
+    from gridbench.commands.show import main as show_main
 
     folder = next((tmp_path / release.name).iterdir())
     assert show_main([f"run={folder}", f"task={toy(release)}", "failure_rate=0.1"]) == 0  # readable back

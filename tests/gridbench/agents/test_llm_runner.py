@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from gridbench.agents.llm.loopback import RECOVERABLE, LoopbackServer, Script, ScriptedPolicy
-from pipeline.commands.evaluate import evaluate
+from gridbench.commands.evaluate import evaluate
 from pipeline.evaluation.runs import RunStore, read_transcript
 from tests import ROOT
 from tests.helpers_release import compose_config
@@ -139,7 +139,7 @@ def test_a_run_with_some_api_errors_exits_3_and_says_how_many(release, server, t
     assert frame.height == 14 and frame["success"].all()
     err = capsys.readouterr().err
     assert "error: 2 of 16 episodes ended in api_error" in err and "make show" in err
-    from pipeline.commands.show import main as show_main
+    from gridbench.commands.show import main as show_main
 
     folder = next((tmp_path / release.name).iterdir())
     assert show_main([f"run={folder}", f"task={first}", "failure_rate=0.1"]) == 0
@@ -233,7 +233,7 @@ def test_a_killed_run_resumes_without_losing_or_duplicating_episodes(release, se
     command = [
         sys.executable,
         "-m",
-        "pipeline.commands.evaluate",
+        "gridbench.commands.evaluate",
         f"release={release}",
         "agent=llm",
         "agent.model=scripted",

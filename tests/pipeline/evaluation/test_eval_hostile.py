@@ -48,7 +48,7 @@ ESCAPES = [
 
 @pytest.mark.parametrize("override", ESCAPES, ids=range(len(ESCAPES)))
 def test_a_run_name_that_leaves_the_output_root_is_refused(override, tiny, tmp_path, monkeypatch):
-    from pipeline.commands.evaluate import evaluate
+    from gridbench.commands.evaluate import evaluate
 
     monkeypatch.setenv("H19_RUN", str(tmp_path / "elsewhere"))
     monkeypatch.setenv("H19_DOTS", "../../../x")
@@ -60,7 +60,7 @@ def test_a_run_name_that_leaves_the_output_root_is_refused(override, tiny, tmp_p
 
 
 def test_a_run_folder_that_a_link_takes_outside_is_refused(tiny, tmp_path):
-    from pipeline.commands.evaluate import evaluate
+    from gridbench.commands.evaluate import evaluate
 
     (tmp_path / "runs").mkdir()
     (tmp_path / "outside").mkdir()
@@ -72,7 +72,7 @@ def test_a_run_folder_that_a_link_takes_outside_is_refused(tiny, tmp_path):
 
 def test_the_command_line_says_one_line_and_exits_2(tiny, tmp_path):
     done = run_module(
-        "pipeline.commands.evaluate",
+        "gridbench.commands.evaluate",
         f"release={tiny}",
         f"output_root={tmp_path}/runs",
         "run_name=../../../escape",
@@ -103,7 +103,7 @@ BAD_SETTINGS = [
 
 @pytest.mark.parametrize(("overrides", "message"), BAD_SETTINGS, ids=[" ".join(o[0]) for o in BAD_SETTINGS])
 def test_a_meaningless_setting_is_one_line(overrides, message, tiny, tmp_path):
-    from pipeline.commands.evaluate import evaluate
+    from gridbench.commands.evaluate import evaluate
 
     with pytest.raises(UserError) as refused:
         evaluate(_eval_cfg(tiny, tmp_path / "runs", *overrides))
@@ -112,14 +112,14 @@ def test_a_meaningless_setting_is_one_line(overrides, message, tiny, tmp_path):
 
 
 def _run(tiny: Path, root: Path):
-    from pipeline.commands.evaluate import evaluate
+    from gridbench.commands.evaluate import evaluate
 
     assert evaluate(_eval_cfg(tiny, root)) == 0
     return next((root / tiny.name).iterdir())
 
 
 def _show(run: Path, task: str, capsys) -> tuple[int, str]:
-    from pipeline.commands.show import main
+    from gridbench.commands.show import main
 
     code = main([f"run={run}", f"task={task}"])
     return code, capsys.readouterr().err
@@ -148,7 +148,7 @@ def test_show_skips_rows_it_cannot_read_and_escapes_what_it_prints(tiny, tmp_pat
     junk = [b"\xff\xfe not utf-8\n", b"[" * 100_000 + b"\n", b'{"episode_id": 7}\n', b"x" * 2_000_000 + b"\n"]
     with open(run / "episodes.jsonl", "ab") as handle:
         handle.writelines(junk)
-    code = __import__("pipeline.commands.show", fromlist=["main"]).main(
+    code = __import__("gridbench.commands.show", fromlist=["main"]).main(
         [f"run={run}", f"task={first['task_id']}"]
     )
     out, err = capsys.readouterr()
@@ -160,7 +160,7 @@ def test_show_skips_rows_it_cannot_read_and_escapes_what_it_prints(tiny, tmp_pat
 
 
 def test_show_refuses_unknown_options(capsys):
-    from pipeline.commands.show import main
+    from gridbench.commands.show import main
 
     assert main(["run=x", "task=y", "tirals=3"]) == 2
     assert "unknown options ['tirals']" in capsys.readouterr().err
@@ -171,8 +171,8 @@ def test_show_refuses_unknown_options(capsys):
 
 
 def test_a_full_disk_during_eval_is_one_line_and_the_run_resumes(tiny, tmp_path, capsys):
+    from gridbench.commands.evaluate import evaluate
     from pipeline.cli import run_cli
-    from pipeline.commands.evaluate import evaluate
 
     cfg = _eval_cfg(tiny, tmp_path / "runs")
     with file_size_limit(3000), pytest.raises(SystemExit) as stop:  # about two rows
@@ -195,8 +195,8 @@ def test_a_full_disk_during_eval_is_one_line_and_the_run_resumes(tiny, tmp_path,
 
 
 def test_a_full_disk_during_release_keeps_nothing(tiny, tmp_path, capsys):
+    from gridbench.commands.release import build
     from pipeline.cli import run_cli
-    from pipeline.commands.release import build
 
     root = tiny.parent  # its cells are stored: this build only writes the release
     overrides = [o for o in tiny_overrides(root) if not o.startswith("release.name=")]
@@ -224,7 +224,7 @@ def test_the_os_errors_a_user_can_fix_are_one_line():
 
 
 def test_a_manifest_config_of_the_wrong_shape_does_not_stop_a_run(tiny, tmp_path):
-    from pipeline.commands.evaluate import evaluate
+    from gridbench.commands.evaluate import evaluate
     from tests.helpers_release import copy_release
 
     copy = copy_release(tiny, tmp_path / "copy")
@@ -242,7 +242,7 @@ def test_an_eval_past_the_file_size_limit_is_one_line_from_the_command(tiny, tmp
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
         "resource.setrlimit(resource.RLIMIT_FSIZE, (1500, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))\n"
         f"sys.argv = ['gridbench', 'eval', 'release={tiny}', 'output_root={tmp_path}/runs', 'workers=1']\n"
-        "from pipeline.commands.main import run\n"
+        "from gridbench.commands.main import run\n"
         "run()\n"
     )
     done = subprocess.run(
@@ -294,7 +294,7 @@ def test_an_empty_transcript_says_so(tiny, tmp_path, capsys):
     (run / "transcripts" / f"{row['episode_id']}.json.gz").write_bytes(
         gzip.compress(json.dumps(record).encode())
     )
-    from pipeline.commands.show import main
+    from gridbench.commands.show import main
 
     assert main([f"run={run}", f"task={row['task_id']}"]) == 0
     assert "holds no message and no tool call" in capsys.readouterr().out

@@ -16,7 +16,7 @@ def release(small_release):
 
 
 def _evaluate(release, runs, agent, *extra):
-    from pipeline.commands.evaluate import evaluate
+    from gridbench.commands.evaluate import evaluate
 
     cfg = compose_config(
         [
@@ -52,7 +52,7 @@ def test_evaluate_is_resumable_and_report_is_written(release, tmp_path, capsys, 
     trace = read_transcript(next((out / "transcripts").glob("*.json.gz")))["transcript"]
     assert trace[-1]["tool"] == "done" and trace[-1]["result"]["status"] == "ok"
 
-    from pipeline.commands.report import report
+    from gridbench.commands.report import report
 
     cfg = compose_config(
         [f"runs_root={runs / release.name}", f"output={tmp_path / 'report'}"], "report", "apps"
@@ -141,7 +141,7 @@ def test_wilson_interval_matches_the_textbook_values():
     ],
 )
 def test_a_custom_agent_runs_without_editing_the_source(release, tmp_path, target, label):
-    from pipeline.commands.evaluate import evaluate
+    from gridbench.commands.evaluate import evaluate
 
     cfg = compose_config(
         [
@@ -160,7 +160,7 @@ def test_a_custom_agent_runs_without_editing_the_source(release, tmp_path, targe
 
 
 def test_results_are_current_after_ctrl_c(release, tmp_path, capsys):
-    from pipeline.commands.evaluate import evaluate
+    from gridbench.commands.evaluate import evaluate
     from tests.custom_agents import InterruptThird
 
     InterruptThird.played = 0
@@ -197,7 +197,7 @@ def test_a_run_folder_refuses_a_command_of_another_configuration(release, tmp_pa
 
 
 def test_unknown_agents_and_empty_filters_are_clear_errors(release, tmp_path):
-    from pipeline.commands.evaluate import evaluate
+    from gridbench.commands.evaluate import evaluate
 
     for overrides, message in (
         (["agent._target_=no.such.Agent"], "cannot be imported"),
@@ -215,8 +215,8 @@ def test_unknown_agents_and_empty_filters_are_clear_errors(release, tmp_path):
 def test_swapped_answers_and_a_corrupt_results_file_are_clear_errors(release, tmp_path):
     import shutil
 
+    from gridbench.commands.evaluate import evaluate
     from gridbench_core.errors import UserError
-    from pipeline.commands.evaluate import evaluate
     from pipeline.evaluation.summary import make_report
     from tests.helpers_release import copy_release
 
@@ -237,7 +237,7 @@ def test_swapped_answers_and_a_corrupt_results_file_are_clear_errors(release, tm
 
 
 def test_the_audit_says_what_it_is_doing(release, tmp_path, capsys):
-    from pipeline.commands.audit import run_audit
+    from gridbench.commands.audit import run_audit
 
     cfg = compose_config([f"release={release}", "splits=0", f"output={tmp_path}"], "audit", "apps")
     assert run_audit(cfg) == 0

@@ -25,7 +25,7 @@ HOSTILE = '</script><script>alert("x")</script><img src=x onerror=alert(1)>&\u20
 def runs(small_release, tmp_path_factory):
     """Runs of the small release: search, greedy_local twice (two runs of one model), an
     empty run, a partial one (an episode in api_error), and a hostile model name."""
-    from pipeline.commands.evaluate import evaluate
+    from gridbench.commands.evaluate import evaluate
 
     root = tmp_path_factory.mktemp("explorer") / "runs"
     for agent, extra in (
@@ -156,7 +156,7 @@ def test_a_failed_build_leaves_the_old_folder_and_no_temporary(runs, small_relea
 
 
 def test_bad_input_is_one_line(runs, small_release, tmp_path):
-    from pipeline.commands.view import view as command
+    from gridbench.commands.view import view as command
 
     def run(**options):
         overrides = [f"{k}={v}" for k, v in options.items()]

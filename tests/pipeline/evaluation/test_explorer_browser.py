@@ -36,7 +36,7 @@ ARGS = [
 
 @pytest.fixture(scope="module")
 def view(small_release, tmp_path_factory) -> Path:
-    from pipeline.commands.evaluate import evaluate
+    from gridbench.commands.evaluate import evaluate
 
     root = tmp_path_factory.mktemp("browser") / "runs"
     for agent in ("search", "greedy_local", "budget_aware"):

@@ -18,7 +18,7 @@ from pipeline.evaluation.summary import make_report
 @pytest.fixture(scope="module")
 def good(tiny_release, tmp_path_factory) -> pl.DataFrame:
     """The results table of a real run (search over the tiny release)."""
-    from pipeline.commands.evaluate import evaluate
+    from gridbench.commands.evaluate import evaluate
     from tests.helpers_release import compose_config
 
     out = tmp_path_factory.mktemp("runs")
@@ -130,7 +130,9 @@ def test_six_hundred_distinct_h_and_b_stay_within_memory(good, tmp_path):
     (tmp_path / "runs" / "search").mkdir(parents=True)
     wide.write_parquet(tmp_path / "runs" / "search" / "results.parquet")
     done = run_limited(
-        "pipeline.commands.report", [f"runs_root={tmp_path}/runs", f"output={tmp_path}/report"], limit_mb=3000
+        "gridbench.commands.report",
+        [f"runs_root={tmp_path}/runs", f"output={tmp_path}/report"],
+        limit_mb=3000,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert peak_mb(done.stderr) < 1500

@@ -58,11 +58,11 @@ def test_a_time_out_in_the_measures_is_a_solver_time_out(monkeypatch):
 
 
 def test_multirun_cells_are_stored_and_reused_by_the_release(tmp_path, capsys):
-    from pipeline.commands.release import build
+    from gridbench.commands.release import build
 
     cells = tmp_path / "cells"
     done = run_module(
-        "pipeline.commands.generate",
+        "gridbench.commands.generate",
         "-m",
         "domain=toy",
         "grid=5x5",

@@ -110,7 +110,7 @@ def test_verify_refuses_a_bombed_table_under_a_memory_limit(tiny, tmp_path):
     copy = _bombed(tiny, tmp_path / "copy", "data/tasks/toy.parquet")
     outside = snapshot(tmp_path)
     done = run_limited(
-        "pipeline.commands.verify", [f"release={copy}", "verify.workers=1", f"hydra.run.dir={tmp_path}/h"]
+        "gridbench.commands.verify", [f"release={copy}", "verify.workers=1", f"hydra.run.dir={tmp_path}/h"]
     )
     assert done.returncode == 1, done.stderr[-2000:]
     assert "dictionary expansion" in done.stderr and "Traceback" not in done.stderr
@@ -146,7 +146,7 @@ def test_show_refuses_a_gzip_bomb_under_a_memory_limit(tmp_path):
     row.update({name: plain.get(RESULT_SCHEMA[name], "x") for name in REQUIRED if name not in row})
     (run / "episodes.jsonl").write_text(json.dumps(row) + "\n")
     gzip_bomb(run / "transcripts" / f"{episode}.json.gz", megabytes=512)  # 512 MiB of text
-    done = run_limited("pipeline.commands.show", [f"run={run}", "task=toy-1"], limit_mb=1024)
+    done = run_limited("gridbench.commands.show", [f"run={run}", "task=toy-1"], limit_mb=1024)
     assert done.returncode == 2, done.stderr[-2000:]
     assert "decompresses to more than" in done.stderr and "Traceback" not in done.stderr
     assert peak_mb(done.stderr) < 1024
@@ -181,7 +181,7 @@ def _fake_sharded(root: Path, config: dict | None = None) -> Path:
 
 
 def _verify(release: Path, capsys) -> tuple[int, str]:
-    from pipeline.commands.verify import verify
+    from gridbench.commands.verify import verify
 
     cfg = compose_config([f"release={release}", "verify.workers=1"], "verify", "apps")
     with deadline(60):
@@ -268,7 +268,7 @@ def test_an_interpolation_in_a_recorded_config_is_never_resolved(tmp_path, capsy
 )
 def test_a_path_that_is_no_release_is_one_line(path, capsys, monkeypatch):
     import gridbench
-    from pipeline.commands.verify import main
+    from gridbench.commands.verify import main
 
     with pytest.raises(UserError) as refused:
         gridbench.load_release(path)

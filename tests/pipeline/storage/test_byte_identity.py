@@ -2,8 +2,9 @@
 release (tasks, answers, data tables, metadata, schemas, card, licence) have the SHA-256
 digests recorded in tests/data/small_release_digests.json, re-recorded for release 2.0.0 when
 issue 26 changed the draw (bounds without a tell, cages on a ring; the same digests with one
-worker and with two). A change that alters a release must update the file on purpose, and say
-why in its commit."""
+worker and with two); the card's last line re-recorded when the commands moved to
+gridbench/commands/ (the module it names). A change that alters a release must update the file
+on purpose, and say why in its commit."""
 
 from __future__ import annotations
 

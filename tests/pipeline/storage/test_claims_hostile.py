@@ -175,7 +175,7 @@ def test_an_escape_sequence_in_an_event_is_not_printed(tiny, tmp_path):
 
 
 def test_verify_fails_a_lying_manifest_with_one_line(tiny, tmp_path, capsys):
-    from pipeline.commands.verify import verify
+    from gridbench.commands.verify import verify
 
     copy = copy_release(tiny, tmp_path / "copy")
     _counts("decoys", 10_000)(copy)
@@ -255,3 +255,23 @@ def test_a_task_id_with_control_characters_or_absurd_length_is_refused_as_a_path
         failures, _ = _claim_failures(copy)
         assert len(failures) == 1 and "listed path" in failures[0] or "short relative" in failures[0]
         assert "\x1b" not in failures[0] and "\u202e" not in failures[0]
+
+
+def test_a_card_written_before_the_commands_moved_is_still_the_card_its_files_give(tiny, tmp_path):
+    """Releases made before the commands left pipeline/ name the commands' old module on their
+    card's last line: verify takes that line, and only that one, for today's."""
+    from pipeline.storage.card import EARLIER_VERIFY_LINES, VERIFY_LINE
+
+    for line, accepted in [
+        (EARLIER_VERIFY_LINES[0], True),
+        (VERIFY_LINE.replace("verify`", "verify --fast`"), False),
+        (EARLIER_VERIFY_LINES[0] + " Trust it.", False),
+    ]:
+        copy = copy_release(tiny, tmp_path / f"copy-{accepted}-{len(line)}")
+        card = (copy / "README.md").read_text()
+        assert card.count(VERIFY_LINE) == 1
+        (copy / "README.md").write_text(card.replace(VERIFY_LINE, line))
+        redigest(copy, tables=False)
+        failures, _ = _claim_failures(copy)
+        refused = any("README.md: not the card" in failure for failure in failures)
+        assert refused is not accepted, (line, failures)

@@ -22,7 +22,7 @@ def release(small_release) -> Path:
 
 
 def _run(release: Path, *overrides: str) -> int:
-    from pipeline.commands.hub import run_hub
+    from gridbench.commands.hub import run_hub
 
     cfg = compose_config([f"release={release}", *overrides], "hub", "apps")
     return run_hub(cfg)
@@ -76,7 +76,7 @@ def test_an_unreachable_hub_is_one_line_and_the_token_is_written_nowhere(release
         [
             sys.executable,
             "-m",
-            "pipeline.commands.hub",
+            "gridbench.commands.hub",
             f"release={release}",
             "repo_id=me/grid",
             f"hydra.run.dir={tmp_path}/hydra",
@@ -99,7 +99,7 @@ def test_an_unreachable_hub_is_one_line_and_the_token_is_written_nowhere(release
 def test_held_back_answers_leave_the_card_without_an_answers_configuration(release, capsys):
     import yaml
 
-    from pipeline.commands.hub import card_without_answers
+    from gridbench.commands.hub import card_without_answers
 
     card = card_without_answers((release / "README.md").read_text())
     header = yaml.safe_load(card.split("---\n")[1])

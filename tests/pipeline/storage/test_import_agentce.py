@@ -42,7 +42,7 @@ def test_unknown_rule_name_is_named():
 
 
 def _import_and_verify(tmp_path, source: Path, expected: int) -> None:
-    from pipeline.commands.import_agentce import run_import
+    from gridbench.commands.import_agentce import run_import
 
     cfg = compose_config(
         [
@@ -74,8 +74,8 @@ def _import_and_verify(tmp_path, source: Path, expected: int) -> None:
 def test_an_import_without_a_licence_stops(tmp_path):
     import shutil
 
+    from gridbench.commands.import_agentce import run_import
     from gridbench_core.errors import UserError
-    from pipeline.commands.import_agentce import run_import
 
     shutil.copy(FILES[0], tmp_path / FILES[0].name)
     cfg = compose_config(
@@ -120,8 +120,8 @@ HOSTILE_SOURCES = [
 
 @pytest.mark.parametrize(("content", "message"), HOSTILE_SOURCES, ids=[m for _, m in HOSTILE_SOURCES])
 def test_a_hostile_source_file_is_one_line_and_exit_2(content, message, tmp_path, capsys):
+    from gridbench.commands.import_agentce import run_import
     from pipeline.cli import run_cli
-    from pipeline.commands.import_agentce import run_import
 
     source = _source(tmp_path, content)
     cfg = compose_config(
@@ -137,8 +137,8 @@ def test_a_hostile_source_file_is_one_line_and_exit_2(content, message, tmp_path
 def test_a_source_that_is_a_fifo_or_a_link_is_not_read(tmp_path):
     import os
 
+    from gridbench.commands.import_agentce import run_import
     from gridbench_core.errors import UserError
-    from pipeline.commands.import_agentce import run_import
     from tests.hostile import deadline
 
     source = _source(tmp_path, None)

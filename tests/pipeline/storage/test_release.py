@@ -219,16 +219,16 @@ def _run(module: str, *overrides: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow  # subprocesses; the messages are checked in-process in test_bad_config
 def test_cli_errors_are_one_line_and_nonzero(tmp_path):
-    result = _run("pipeline.commands.verify", f"release={tmp_path}")
+    result = _run("gridbench.commands.verify", f"release={tmp_path}")
     assert result.returncode == 2
     assert result.stderr.strip().startswith("error:") and len(result.stderr.strip().splitlines()) == 1
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    result = _run("pipeline.commands.import_agentce", f"source={bad}", f"release.output_root={tmp_path}/out")
+    result = _run("gridbench.commands.import_agentce", f"source={bad}", f"release.output_root={tmp_path}/out")
     assert result.returncode == 2 and "not valid JSON" in result.stderr
     assert not (tmp_path / "out").exists()
     result = _run(
-        "pipeline.commands.release", "release.domains=[chess]", f"release.output_root={tmp_path}/out"
+        "gridbench.commands.release", "release.domains=[chess]", f"release.output_root={tmp_path}/out"
     )
     assert result.returncode == 2 and "unknown domain 'chess'" in result.stderr
     assert not (tmp_path / "out").exists()
@@ -239,7 +239,7 @@ def _truth_grids(release: Path) -> set[str]:
 
 
 def test_salted_releases_are_private_and_verify_without_the_salt(small, tmp_path, monkeypatch):
-    from pipeline.commands.release import build
+    from gridbench.commands.release import build
     from tests.helpers_release import small_release_overrides
 
     secrets = {"first": "correct horse battery staple", "second": "an entirely other secret"}
@@ -269,7 +269,7 @@ def test_salted_releases_are_private_and_verify_without_the_salt(small, tmp_path
 
 
 def test_a_salt_variable_that_is_not_set_is_a_clear_error(tmp_path, monkeypatch):
-    from pipeline.commands.release import build
+    from gridbench.commands.release import build
     from tests.helpers_release import small_release_overrides
 
     monkeypatch.delenv("GRIDBENCH_NO_SUCH_SALT", raising=False)

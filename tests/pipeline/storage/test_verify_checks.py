@@ -326,7 +326,7 @@ def test_one_task_id_in_two_domains_is_named(small, tmp_path):
 
 def test_one_verifier_api_below_the_entry_point():
     """``verify_release(path, settings)`` is the one public verifier (plain and sharded); the
-    modules below ``pipeline.commands.verify`` take typed settings and never see an OmegaConf object."""
+    modules below ``gridbench.commands.verify`` take typed settings and never see an OmegaConf object."""
     import ast
     import inspect
 

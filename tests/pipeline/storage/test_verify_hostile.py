@@ -298,7 +298,7 @@ CASES = [
 
 @pytest.mark.parametrize(("damage", "message"), CASES, ids=[c[0].__name__ for c in CASES])
 def test_a_hostile_release_fails_verify_with_one_line(damage, message, small, tmp_path, capsys):
-    from pipeline.commands.verify import verify
+    from gridbench.commands.verify import verify
 
     copy = copy_release(small, tmp_path / "copy")
     damage(copy)
@@ -314,7 +314,7 @@ def test_a_hostile_release_fails_verify_with_one_line(damage, message, small, tm
 
 
 def test_the_untouched_copy_verifies(small, tmp_path):
-    from pipeline.commands.verify import verify
+    from gridbench.commands.verify import verify
 
     cfg = compose_config(
         [f"release={copy_release(small, tmp_path / 'copy')}", "verify.workers=1"], "verify", "apps"
@@ -330,7 +330,7 @@ def test_the_cli_exits_1_with_a_fifo_and_does_not_hang(small, tmp_path):
         [
             sys.executable,
             "-m",
-            "pipeline.commands.verify",
+            "gridbench.commands.verify",
             f"release={copy}",
             f"hydra.run.dir={tmp_path}/hydra",
         ],

@@ -1,4 +1,4 @@
-"""`python -m pipeline.commands.train` (make train): a large certified training set in Parquet shards.
+"""`python -m gridbench.commands.train` (make train): a large certified training set in Parquet shards.
 
     make train                                   # conf/apps/train.yaml: 100,000 tasks
     make train ARGS="size=10000 name=gridbench-train-10k"

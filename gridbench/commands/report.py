@@ -1,4 +1,4 @@
-"""`python -m pipeline.commands.report` (make report): figures and a summary comparing the runs of a
+"""`python -m gridbench.commands.report` (make report): figures and a summary comparing the runs of a
 release (``runs_root``: one folder or a list, one per release), and the release's validation
 figure (does each dial work? ``validation.png`` and ``validation.md``; with ``release=PATH``
 alone, no runs are needed). The work is ``pipeline/evaluation/summary.py`` and

@@ -1,4 +1,4 @@
-"""`python -m pipeline.commands.import_agentce [source=DIR]`: the reference implementation's data files
+"""`python -m gridbench.commands.import_agentce [source=DIR]`: the reference implementation's data files
 -> a release of our format that `verify` accepts, with a per-instance uniqueness report.
 
 Every instance is converted and re-certified from its own data. Instances whose answer is

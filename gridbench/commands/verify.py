@@ -1,4 +1,4 @@
-"""`python -m pipeline.commands.verify release=PATH [verify.crosscheck=true]`: re-prove a shipped release.
+"""`python -m gridbench.commands.verify release=PATH [verify.crosscheck=true]`: re-prove a shipped release.
 
 Checks every file digest and schema, then re-proves every task with CP-SAT (and the MILP
 cross-check, HiGHS or `verify.crosscheck_solver=cbc`, when asked). Prints a summary table;

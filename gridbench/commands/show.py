@@ -1,4 +1,4 @@
-"""`python -m pipeline.commands.show run=RUN_DIR task=TASK_ID [failure_rate=0.1] [trial=0]` (make show):
+"""`python -m gridbench.commands.show run=RUN_DIR task=TASK_ID [failure_rate=0.1] [trial=0]` (make show):
 print one episode's transcript readably (``pipeline/evaluation/transcripts.py``)."""
 
 from __future__ import annotations

@@ -25,19 +25,21 @@ class Command:
 
 
 COMMANDS: dict[str, Command] = {
-    "release": Command("pipeline.commands.release", "build a release (default: 5x7, six domains, 324 tasks)"),
-    "generate": Command(
-        "pipeline.commands.generate", "generate and print tasks of one domain without a release"
+    "release": Command(
+        "gridbench.commands.release", "build a release (default: 5x7, six domains, 324 tasks)"
     ),
-    "verify": Command("pipeline.commands.verify", "re-prove a release: every digest, schema and task"),
-    "audit": Command("pipeline.commands.audit", "integrity audit: rule-free policies and classifiers"),
-    "eval": Command("pipeline.commands.evaluate", "run an agent (baseline or LLM) over a release"),
-    "show": Command("pipeline.commands.show", "print one episode's transcript", argv_style=True),
-    "report": Command("pipeline.commands.report", "tables, heatmaps and the validation figure of runs"),
-    "view": Command("pipeline.commands.view", "the results explorer of runs: a static HTML folder"),
-    "train": Command("pipeline.commands.train", "a large training set in Parquet shards"),
-    "import": Command("pipeline.commands.import_agentce", "import reference (AgentCE) files into a release"),
-    "hub": Command("pipeline.commands.hub", "publish a release to the Hugging Face Hub"),
+    "generate": Command(
+        "gridbench.commands.generate", "generate and print tasks of one domain without a release"
+    ),
+    "verify": Command("gridbench.commands.verify", "re-prove a release: every digest, schema and task"),
+    "audit": Command("gridbench.commands.audit", "integrity audit: rule-free policies and classifiers"),
+    "eval": Command("gridbench.commands.evaluate", "run an agent (baseline or LLM) over a release"),
+    "show": Command("gridbench.commands.show", "print one episode's transcript", argv_style=True),
+    "report": Command("gridbench.commands.report", "tables, heatmaps and the validation figure of runs"),
+    "view": Command("gridbench.commands.view", "the results explorer of runs: a static HTML folder"),
+    "train": Command("gridbench.commands.train", "a large training set in Parquet shards"),
+    "import": Command("gridbench.commands.import_agentce", "import reference (AgentCE) files into a release"),
+    "hub": Command("gridbench.commands.hub", "publish a release to the Hugging Face Hub"),
     "mcp": Command("gridbench.mcp.server", "serve a release's episodes over MCP", argv_style=True),
 }
 

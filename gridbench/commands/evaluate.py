@@ -1,4 +1,4 @@
-"""`python -m pipeline.commands.evaluate` (make eval): run one agent or model over a release.
+"""`python -m gridbench.commands.evaluate` (make eval): run one agent or model over a release.
 
     make eval ARGS="agent=search failure_rates=[0.0,0.1,0.3]"
     make eval ARGS="agent=llm agent.model=M agent.base_url=URL"          # any OpenAI-compatible server

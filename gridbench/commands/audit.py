@@ -1,4 +1,4 @@
-"""`python -m pipeline.commands.audit release=PATH` (make audit): can the truth be read off a release
+"""`python -m gridbench.commands.audit release=PATH` (make audit): can the truth be read off a release
 without checking the rules? Policies (per cell and joint over rows, columns and the grid) and
 classifiers (pipeline/integrity/) on the decoy cells of every task, and rule-free
 classifiers trained on a companion build of another seed (pipeline/storage/companion.py);

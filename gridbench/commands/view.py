@@ -1,4 +1,4 @@
-"""`python -m pipeline.commands.view` (make view): the results explorer of a set of runs, one static
+"""`python -m gridbench.commands.view` (make view): the results explorer of a set of runs, one static
 HTML folder that opens from disk (``pipeline/evaluation/explorer.py`` does the work)."""
 
 from __future__ import annotations

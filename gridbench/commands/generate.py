@@ -1,9 +1,9 @@
-"""`python -m pipeline.commands.generate`: the tasks of one (domain, H, B) key, or of every key of a preset.
+"""`python -m gridbench.commands.generate`: the tasks of one (domain, H, B) key, or of every key of a preset.
 
-    python -m pipeline.commands.generate domain=travel task.hidden_slots=7 task.decoy_budget=8
-    python -m pipeline.commands.generate -m domain=course,meal task.hidden_slots=1,5,7 task.decoy_budget=0,4,8
+    python -m gridbench.commands.generate domain=travel task.hidden_slots=7 task.decoy_budget=8
+    python -m gridbench.commands.generate -m domain=course,meal task.hidden_slots=1,5 task.decoy_budget=0,4,8
 
-Cells are stored under `release.cache_root`; `python -m pipeline.commands.release` then assembles a
+Cells are stored under `release.cache_root`; `python -m gridbench.commands.release` then assembles a
 release from them without regenerating (same settings, same seed).
 """
 

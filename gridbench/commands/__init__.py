@@ -1,4 +1,4 @@
-"""The roof: the thin Hydra apps (``gridbench release``, ``python -m pipeline.commands.verify``,
+"""The roof: the thin Hydra apps (``gridbench release``, ``python -m gridbench.commands.verify``,
 ...) and ``main``, the ``gridbench`` console script that dispatches to them. They parse, call
 the floors below (the libraries of ``pipeline/``, the public face ``gridbench/``) and print;
 nothing below imports them (docs/architecture.md)."""

@@ -1,4 +1,4 @@
-"""`python -m pipeline.commands.hub release=PATH repo_id=ORG/NAME` (make hub): publish a release as a
+"""`python -m gridbench.commands.hub release=PATH repo_id=ORG/NAME` (make hub): publish a release as a
 Hugging Face dataset repository.
 
 The release's files are checked against its manifest first (a release that fails that is not
@@ -42,7 +42,8 @@ def check_repo_id(repo_id: str) -> None:
     with a letter or digit and do not end with '-' or '.', no '--' or '..', not ending in
     '.git' (``huggingface_hub``'s own check runs as well)."""
     require_hub()
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id  # type: ignore[attr-defined]  # not in its __all__
 
     example = "give the dataset repository as ORG/NAME, e.g. repo_id=me/gridbench"
     if not isinstance(repo_id, str) or not REPO_ID.fullmatch(repo_id):
