@@ -164,6 +164,13 @@ def paired(checkouts: dict[str, Path], runs: int, job) -> dict[str, list[dict[st
     return out
 
 
+def script(checkout: Path) -> str:
+    """The ``gridbench`` console script's module in ``checkout`` (before the commands moved to
+    gridbench/commands/ they lived in pipeline/commands/)."""
+    moved = (checkout / "gridbench" / "commands" / "main.py").is_file()
+    return "gridbench.commands.main" if moved else "pipeline.commands.main"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -180,7 +187,7 @@ def main() -> None:
         args.train_size, args.stage_tasks = 1000, 60
     checkouts = {"after": ROOT}
     if args.before is not None:
-        if not (args.before / "pipeline" / "commands" / "release.py").is_file():
+        if not any((args.before / p / "commands" / "main.py").is_file() for p in ("gridbench", "pipeline")):
             raise SystemExit(f"--before {args.before}: not a gridbench checkout")
         checkouts = {"before": args.before.resolve(), "after": ROOT}
     print(f"== speed: {', '.join(f'{k}={v}' for k, v in checkouts.items())}; {os.cpu_count()} cores")
@@ -191,7 +198,7 @@ def main() -> None:
             cwd = work / f"release-{name}"
             subprocess.run(["rm", "-rf", str(cwd)], check=True)
             cwd.mkdir()
-            return measured(checkout, ["-m", "gridbench.commands.main", "release"], cwd)
+            return measured(checkout, ["-m", script(checkout), "release"], cwd)
 
         results = paired(checkouts, args.runs, release)
         print("-- the default release (324 tasks, 5x7, HiGHS cross-check), whole process")
@@ -219,7 +226,7 @@ def main() -> None:
         print("-- start-up")
 
         def startup(name: str, checkout: Path) -> dict[str, float]:
-            cfg = measured(checkout, ["-m", "gridbench.commands.main", "release", "--cfg", "job"], work)
+            cfg = measured(checkout, ["-m", script(checkout), "release", "--cfg", "job"], work)
             pool = run(checkout, ["-c", POOL], work)
             return {"cfg_wall": cfg["wall"], "cfg_cpu": cfg["cpu"], "pool": float(str(pool["out"]).strip())}
 
@@ -241,7 +248,7 @@ def main() -> None:
                     checkout,
                     [
                         "-m",
-                        "gridbench.commands.main",
+                        script(checkout),
                         "train",
                         f"size={args.train_size}",
                         f"output_root={out}",
