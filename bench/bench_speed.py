@@ -165,8 +165,8 @@ def paired(checkouts: dict[str, Path], runs: int, job) -> dict[str, list[dict[st
 
 
 def script(checkout: Path) -> str:
-    """The ``gridbench`` console script's module in ``checkout`` (before the commands moved to
-    gridbench/commands/ they lived in pipeline/commands/)."""
+    """The ``gridbench`` console script's module in ``checkout`` (a checkout from before the
+    commands moved to gridbench/commands/ keeps them in the libraries' package)."""
     moved = (checkout / "gridbench" / "commands" / "main.py").is_file()
     return "gridbench.commands.main" if moved else "pipeline.commands.main"
 
