@@ -130,18 +130,19 @@ def measured(checkout: Path, args: list[str], cwd: Path) -> dict[str, float]:
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024.0}
 
 
-def same_release(a: Path, b: Path) -> bool:
-    """Whether the deterministic files of two releases are byte for byte the same."""
+def differing_files(a: Path, b: Path) -> list[str]:
+    """The deterministic files (relative paths) that two releases do not hold byte for byte
+    the same (one missing on either side counts); empty when they are identical."""
 
-    def same(x: Path, y: Path) -> bool:
+    def differ(x: Path, y: Path, name: str) -> list[str]:
         if x.is_file() or y.is_file():
-            return x.is_file() and y.is_file() and filecmp.cmp(x, y, shallow=False)
-        names = sorted(p.name for p in x.iterdir())
-        if names != sorted(p.name for p in y.iterdir()):
-            return False
-        return all(same(x / name, y / name) for name in names)
+            return [] if x.is_file() and y.is_file() and filecmp.cmp(x, y, shallow=False) else [name]
+        if not (x.is_dir() and y.is_dir()):
+            return [name]
+        names = sorted({p.name for p in x.iterdir()} | {p.name for p in y.iterdir()})
+        return [found for child in names for found in differ(x / child, y / child, f"{name}/{child}")]
 
-    return all(same(a / name, b / name) for name in DETERMINISTIC)
+    return [found for name in DETERMINISTIC for found in differ(a / name, b / name, name.rstrip("/"))]
 
 
 def ratio(after: float, before: float | None) -> str:
@@ -207,8 +208,10 @@ def main() -> None:
             row(f"release {figure}", [r[figure] for r in results["after"]], before, unit)
         if "before" in checkouts:
             name = "outputs/releases/gridbench-v2.0.0"
-            same = same_release(work / "release-before" / name, work / "release-after" / name)
-            print(f"  deterministic files of the two releases: {'byte-identical' if same else 'DIFFERENT'}")
+            differ = differing_files(work / "release-before" / name, work / "release-after" / name)
+            shown = ", ".join(differ[:5]) + (f" and {len(differ) - 5} more" if len(differ) > 5 else "")
+            verdict = f"DIFFERENT: {shown}" if differ else "byte-identical"
+            print(f"  deterministic files of the two releases: {verdict}")
 
         print(
             f"-- per stage, CPU ms a task ({args.stage_tasks} of the release's tasks, one process, no pool)"
