@@ -52,7 +52,7 @@ def draw_filtered(draft: Draft, cell: Cell, count: int) -> None:
     # per rule: the range of values that break it (``choice`` and ``randint`` draw through
     # ``_randbelow``, as below, so the stream is theirs; an empty range keeps randint's refusal)
     breaking = [(rule.attribute, *_breaking_range(draft, rule)) for rule in rules]
-    if not breaking:
+    if count and not breaking:  # choice's refusal, where the old loop met it
         raise IndexError("Cannot choose from an empty sequence")
     below = rng._randbelow  # type: ignore[attr-defined]
     for _ in range(count):
