@@ -6,7 +6,7 @@ copied verbatim, and is left alone):
   Hugging Face stays offline, the MCP server is a local subprocess;
 - ```bash (sh, shell, console) blocks are checked line by line: a ``make`` target exists in the
   Makefile, and the ``key=value`` overrides of ``make <target> ARGS="..."``, ``gridbench
-  <command> ...`` and ``python -m pipeline.<module> ...`` compose against the Hydra
+  <command> ...`` and ``python -m gridbench.commands.<module> ...`` compose against the Hydra
   configuration (a misspelt key fails, as it does on the command line); the servers' and
   Inspect's arguments are checked against theirs; any other command is refused;
 - the README's quick start runs end to end (a small release, a baseline evaluation, a report)

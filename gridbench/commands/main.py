@@ -1,6 +1,6 @@
 """The ``gridbench`` command: ``gridbench <command> [key=value ...]`` from any folder.
 
-Each command is one of the Hydra apps (``python -m pipeline.<module>`` runs the same code);
+Each command is one of the Hydra apps (``python -m gridbench.commands.<module>`` runs the same code);
 ``gridbench <command> --help`` prints that app's own help and configuration. Outputs go
 below ``outputs/`` of the folder the command runs in (``gridbench_core.paths``).
 """
