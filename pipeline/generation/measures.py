@@ -102,7 +102,11 @@ class CanonicalSearch:
                             if amount:
                                 self.adds[depth][k].append((slot, amount))
         self.nodes = 0
-        self.broken_from_start = any(v > b for v, b in zip(self.state, self.bound, strict=True))
+        # an upper bound below 0 is broken by any grid, even where no counter stands (a group of
+        # cells none of which is visible or has an option: its measure is 0)
+        self.broken_from_start = any(v > b for v, b in zip(self.state, self.bound, strict=True)) or any(
+            rule.bound < 0 for rule in upper
+        )
         # the lower-bound rule groups as counters too, summed only at a leaf (a complete grid)
         self.lower_base: list[int] = []
         self.lower_bound: list[int] = []
