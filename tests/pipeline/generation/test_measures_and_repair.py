@@ -51,6 +51,23 @@ def test_canonical_search_matches_naive_reference(task):
     assert found == bool(completions(task))
 
 
+@given(small_tasks(), st.data())
+def test_canonical_search_matches_the_naive_one_when_an_upper_bound_is_below_zero(task, data):
+    """A bound no grid can meet: the search places nothing past its first cell, as the naive one."""
+    import dataclasses
+
+    upper = [n for n, rule in enumerate(task.global_constraints) if rule.is_upper_bound]
+    if not upper:
+        return
+    n = data.draw(st.sampled_from(upper))
+    rules = list(task.global_constraints)
+    rules[n] = dataclasses.replace(rules[n], bound=data.draw(st.integers(-3, -1)))
+    task = dataclasses.replace(task, global_constraints=tuple(rules))
+    nodes, found, capped = CanonicalSearch(task, 10**6).run()
+    assert not capped and not found
+    assert (nodes, found) == naive_dfs_nodes(task)
+
+
 def naive_shallow_decoys(task, answer) -> int:
     """Decoys that break an upper bound placed beside the visible cells alone, the obvious way."""
     count = 0
@@ -89,6 +106,33 @@ def test_shallow_decoys_read_from_the_search_counters_match_the_grid_check(task,
     expected = naive_shallow_decoys(task, answer)
     assert shallow_decoys(task, answer) == expected
     assert shallow_decoys(task, answer, CanonicalSearch(task, 10)) == expected
+
+
+def test_a_bound_below_zero_over_cells_with_no_counter_refutes_every_decoy():
+    """The case the property test above found: a region of one hidden cell that has no locally
+    valid option (so no counter stands for it) under a bound below 0 -- every grid breaks it."""
+    from gridbench_core.task import Answer, GlobalRule, Slot, SlotRoles, SlotRule, Task
+
+    items = {
+        i: {"id": i, "name": f"item {i}", "cost": 0, "color": "red"} for i in ("h000", "h010", "v10", "v11")
+    }
+    task = Task(
+        task_id="prop",
+        domain="toy",
+        rows=2,
+        cols=2,
+        decoy_budget=0,
+        grid=((None, None), ("v10", "v11")),
+        items=items,
+        slots=(
+            Slot(0, 0, ("h000",), (SlotRule("color", "in", ("green",)),)),
+            Slot(0, 1, ("h010",), ()),
+        ),
+        global_constraints=(GlobalRule("r0", "repeat_max", "color", -1, "cells", cells=((0, 0),)),),
+    )
+    answer = Answer("prop", (("h000", "h010"), ("v10", "v11")), (SlotRoles(0, 1, "h010", ("h010",), ()),))
+    assert naive_shallow_decoys(task, answer) == 1
+    assert shallow_decoys(task, answer) == shallow_decoys(task, answer, CanonicalSearch(task, 10)) == 1
 
 
 def test_measures_of_generated_tasks():
