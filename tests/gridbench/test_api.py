@@ -18,7 +18,7 @@ def release(small_release) -> Path:
 
 
 def test_importing_gridbench_runs_no_solver_or_table_library():
-    """The names are re-exported explicitly, and the modules behind them load OR-Tools, PuLP,
+    """The names are loaded at first use (see the next test), and the modules behind them load OR-Tools, PuLP,
     NumPy, polars and Arrow at first use (gridbench_core.lazy), so ``import gridbench`` stays quick."""
     heavy = ("ortools.sat.python.cp_model_helper", "pulp.apis", "pandas", "polars", "pyarrow")
     heavy += ("highspy", "sklearn")
@@ -28,6 +28,33 @@ def test_importing_gridbench_runs_no_solver_or_table_library():
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.stdout.strip() == "[]", (out.stdout, out.stderr)
+
+
+def test_import_gridbench_loads_no_module_behind_its_names_until_one_is_used():
+    """The public names are loaded at first use (``gridbench.__getattr__``): ``import gridbench``
+    and the console script's ``--help`` load none of the modules behind them (a command pays only
+    for what it uses), and the first use of a name loads its module and gives its object."""
+    code = (
+        "import sys, importlib, gridbench, gridbench.commands.main as m\n"
+        "m.usage()\n"
+        "def mine(): return sorted(n for n in sys.modules if n.split('.')[0] in "
+        "('pipeline', 'solvers', 'domains') or n.startswith(('gridbench.', 'gridbench_core.'))"
+        " and n not in ('gridbench.commands', 'gridbench.commands.main'))\n"
+        "print(mine())\n"
+        "for name in gridbench.__all__:\n"
+        "    value = getattr(gridbench, name)\n"
+        "    source = gridbench._SOURCES.get(name)\n"
+        "    assert source is None or getattr(importlib.import_module(source), name) is value, name\n"
+        "assert set(gridbench.__all__) <= set(dir(gridbench)) and 'pipeline.generation' in sys.modules\n"
+        "print(gridbench.env.__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["[]", "gridbench.env"], out.stdout
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        gridbench.no_such_name  # noqa: B018
+    with pytest.raises(AttributeError):
+        gridbench._private  # noqa: B018
 
 
 def test_load_release_indexes_filters_and_plays(release):
