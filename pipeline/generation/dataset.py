@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gridbench_core.errors import UserError
+from gridbench_core.task import Task
 from pipeline.generation.keys import ROOM_OVER_BUDGET, candidates_for
 
 MAX_REDRAWS = 5  # an item's (domain, H, B) re-drawn at most this often when it cannot be certified
@@ -208,6 +209,11 @@ class TaskDataset(Sequence[GeneratedTask]):
         """Generate item ``index``. A (domain, H, B) the generator cannot certify (large decoy
         budgets on large grids, see the README) is replaced by the item's next draw, up to
         ``MAX_REDRAWS`` times, deterministically; ``GeneratedTask.redraws`` says how often."""
+        return self.made(index)[0]
+
+    def made(self, index: int) -> tuple[GeneratedTask, Task]:
+        """Item ``index`` (generated afresh, not kept) and the task object its ``task`` dict
+        was written from (a writer of tables renders its prompt without reading it again)."""
         from pipeline.generation.build import generate_task
         from pipeline.generation.keys import GenerationError
 
@@ -221,9 +227,10 @@ class TaskDataset(Sequence[GeneratedTask]):
                     raise
                 failures.append(f"{key.domain} H={key.hidden_slots} B={key.decoy_budget}")
                 continue
-            return self.item_class(
+            item = self.item_class(
                 index, self.level_of(index), made.key, made.task.to_dict(), made.answer.to_dict(), redraw
             )
+            return item, made.task
         raise GenerationError(
             f"item {index}: none of {len(failures)} draws could be certified ({'; '.join(failures)}); "
             "lower decoy_budgets or raise hidden_slots for this grid"

@@ -275,14 +275,16 @@ def make_shard(job: ShardJob) -> dict[str, Any]:
         settings=GenerationSettings(crosscheck=job.crosscheck),
     )
     tasks: dict[str, list[dict[str, Any]]] = {}
+    parsed: dict[str, list[Any]] = {}  # the task objects of the rows (their prompts)
     answers, redraws = [], 0
     for index in range(job.count):
-        item = dataset[index]
+        item, task = dataset.made(index)
         tasks.setdefault(item.task["domain"], []).append(item.task)
+        parsed.setdefault(item.task["domain"], []).append(task)
         answers.append(item.answer)
         redraws += item.redraws
     files = {
-        f"tasks-{domain}.parquet": table_bytes(rows, task_type(domain), domain)
+        f"tasks-{domain}.parquet": table_bytes(rows, task_type(domain), domain, parsed[domain])
         for domain, rows in sorted(tasks.items())
     }
     files["answers.parquet"] = table_bytes(answers, ANSWER, "answers")

@@ -37,7 +37,10 @@ from domains import NumericAttribute, get_domain
 from gridbench_core.errors import UserError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from gridbench_core.prompt import PromptTemplates
+    from gridbench_core.task import Task
 
 # A tiny type language: enough to declare the files' shapes once and to encode and decode
 # by walking the declaration.
@@ -382,17 +385,28 @@ def _fit_answer(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "measures": {**measures, "search_space": None}}
 
 
-def table_bytes(rows: list[dict[str, Any]], kind: Record, where: str) -> bytes:
-    """The Parquet file of ``rows`` (JSON dicts of one kind): same rows, same bytes."""
+def table_bytes(
+    rows: list[dict[str, Any]], kind: Record, where: str, parsed: Sequence[Task] | None = None
+) -> bytes:
+    """The Parquet file of ``rows`` (JSON dicts of one kind): same rows, same bytes.
+    ``parsed``: the tasks the rows of a task table were written from, one a row, when the
+    caller holds them (their prompts are rendered without reading each row again)."""
     if kind is ANSWER:
         rows = [_fit_answer(row) for row in rows]
     encoded = [encode(row, kind, f"{where} {row.get('task_id', '?')}") for row in rows]
     if any(f.derived and f.name == "prompt" for f in kind.fields):
-        from gridbench_core.prompt import packaged_templates
+        from gridbench_core.budgets import EnvSettings
+        from gridbench_core.prompt import packaged_templates, render_task
 
         templates = packaged_templates()  # read once for the table
-        for row, out in zip(rows, encoded, strict=True):
-            out["prompt"] = task_prompt(row, templates)
+        if parsed is None:
+            prompts = [task_prompt(row, templates) for row in rows]
+        else:
+            if [t.task_id for t in parsed] != [row.get("task_id") for row in rows]:
+                raise ValueError(f"{where}: the parsed tasks are not the rows' tasks")
+            prompts = [render_task(templates, task, EnvSettings()) for task in parsed]
+        for out, prompt in zip(encoded, prompts, strict=True):
+            out["prompt"] = prompt
     table = pa.Table.from_pylist(encoded, schema=schema_of(kind))
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd", write_statistics=False)

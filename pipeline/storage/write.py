@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 
 from gridbench_core.paths import SCHEMA_DIR
+from gridbench_core.task import Task
 from pipeline.generation.records import CertifiedTask
 from pipeline.integrity import audit, audit_markdown, reading
 from pipeline.storage.atomic import _write, atomic_folder
@@ -46,10 +47,12 @@ def write_release(
         files: dict[str, str] = {}
         rows, timings = [], []
         task_dicts: dict[str, list[dict[str, Any]]] = {}
+        parsed: dict[str, list[Task]] = {}
         answer_dicts: list[dict[str, Any]] = []
         for made in ordered:
             task_dict, answer_dict = made.task.to_dict(), made.answer.to_dict()
             task_dicts.setdefault(made.task.domain, []).append(task_dict)
+            parsed.setdefault(made.task.domain, []).append(made.task)
             answer_dicts.append(answer_dict)
             task_bytes, answer_bytes = dumps(task_dict), dumps(answer_dict)
             for kind, data in (("tasks", task_bytes), ("answers", answer_bytes)):
@@ -69,7 +72,7 @@ def write_release(
             files[f"schemas/{schema}"] = _write(
                 folder / "schemas" / schema, (SCHEMA_DIR / schema).read_bytes()
             )
-        for relative, data in data_tables(task_dicts, answer_dicts).items():
+        for relative, data in data_tables(task_dicts, answer_dicts, parsed).items():
             files[relative] = _write(folder / relative, data)
         files["LICENSE"] = _write(folder / "LICENSE", licence.text.encode())
         for relative, data in sorted((extra_files or {}).items()):
@@ -93,12 +96,19 @@ def write_release(
     return manifest
 
 
-def data_tables(tasks: dict[str, list[dict[str, Any]]], answers: list[dict[str, Any]]) -> dict[str, bytes]:
-    """``data/tasks/<domain>.parquet`` for each domain and ``data/answers.parquet``."""
+def data_tables(
+    tasks: dict[str, list[dict[str, Any]]],
+    answers: list[dict[str, Any]],
+    parsed: dict[str, list[Task]] | None = None,
+) -> dict[str, bytes]:
+    """``data/tasks/<domain>.parquet`` for each domain and ``data/answers.parquet``
+    (``parsed``: per domain, the tasks its rows were written from)."""
     from pipeline.storage.tables import ANSWER, table_bytes, task_type
 
     out = {
-        f"data/tasks/{domain}.parquet": table_bytes(rows, task_type(domain), f"data/tasks/{domain}")
+        f"data/tasks/{domain}.parquet": table_bytes(
+            rows, task_type(domain), f"data/tasks/{domain}", None if parsed is None else parsed[domain]
+        )
         for domain, rows in sorted(tasks.items())
     }
     out["data/answers.parquet"] = table_bytes(answers, ANSWER, "data/answers")

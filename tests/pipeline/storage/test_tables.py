@@ -198,3 +198,20 @@ def test_a_release_made_before_the_prompt_column_still_verifies(release, tmp_pat
     redigest(copy, tables=False)
     report = verify_release(copy, VerifySettings(SolverSettings(), None, 1))
     assert report.ok, report.file_failures + report.failures
+
+
+def test_prompts_from_the_task_objects_are_the_prompts_read_from_the_rows(release):
+    """A writer that holds the task objects (the release, a training shard) renders the prompt
+    column from them: the same bytes as reading every row again; objects of other tasks, or in
+    another order, are refused rather than written beside the wrong rows."""
+    from gridbench_core.task_io import task_from_dict
+
+    rows = [row for row in _files(release, "tasks").values() if row["domain"] == "course"]
+    assert len(rows) >= 2
+    parsed = [task_from_dict(row) for row in rows]
+    kind = task_type("course")
+    assert table_bytes(rows, kind, "t", parsed) == table_bytes(rows, kind, "t")
+    with pytest.raises(ValueError, match="not the rows' tasks"):
+        table_bytes(rows, kind, "t", parsed[::-1])
+    with pytest.raises(ValueError, match="not the rows' tasks"):
+        table_bytes(rows, kind, "t", parsed[:1])
