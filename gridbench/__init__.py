@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # the names below are loaded at first use (``__getattr__``)
 
 # Each public name and the module it comes from. ``import gridbench`` loads none of them, so a
 # command (``gridbench --help``, ``gridbench verify``) pays only for the modules it uses; the
-# first ``gridbench.X`` loads X's module (polars, the agents, the generator: about 0.4 s).
+# first use of a name loads its module (polars, the agents, the generator: about 0.4 s).
 _SOURCES: dict[str, str] = {
     **dict.fromkeys(["AdaptiveSource", "AdaptiveTask", "Difficulty"], "gridbench.adaptive"),
     **dict.fromkeys(["AgentSpec", "agent_spec", "make_agent"], "gridbench.agents.registry"),
