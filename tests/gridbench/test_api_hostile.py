@@ -378,6 +378,22 @@ def test_a_slot_just_past_the_grid_is_named_outside_it(key, size, tiny):
         gridbench.score(task, record.answer["truth"])
 
 
+def test_a_slot_on_a_visible_cell_is_refused_even_when_the_counts_agree(tiny):
+    """A slot moved onto a visible cell, with the cell it left shown empty (so the grid still
+    has as many empty cells as slots): the environment's ``set_slot`` would overwrite a fixed
+    cell, so the reader refuses it, naming the slot."""
+    record = gridbench.load_release(tiny)[0]
+    task = json.loads(json.dumps(record.task))
+    slot = task["slots"][0]
+    visible = next(
+        (r, c) for r, row in enumerate(task["grid"]) for c, item in enumerate(row) if item is not None
+    )
+    task["grid"][slot["row"]][slot["col"]] = task["grid"][visible[0]][visible[1]]
+    task["grid"][visible[0]][visible[1]] = None
+    with pytest.raises(UserError, match=rf"slot \({slot['row']},{slot['col']}\) is not empty in grid"):
+        gridbench.score(task, record.answer["truth"])
+
+
 @pytest.mark.parametrize("offset", [-1, 1])
 def test_a_hidden_slots_count_off_by_one_either_way_is_refused(offset, tiny):
     record = gridbench.load_release(tiny)[0]

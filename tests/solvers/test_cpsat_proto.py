@@ -155,3 +155,44 @@ def test_generated_tasks_of_every_domain_and_a_caged_grid_give_the_same_proto():
     assert any(rule.scope == "cells" for task, _ in tasks for rule in task.global_constraints)
     for task, truth in tasks:
         _same_models(task, truth)
+
+
+def test_each_solve_gets_the_settings_seed_workers_and_limits(monkeypatch):
+    """The certificate records the solver's seed and workers: they are the parameters the
+    solve ran with (CP-SAT's, and HiGHS's for the cross-check)."""
+    import types
+
+    import highspy
+
+    import solvers.cpsat as cpsat
+    import solvers.milp as milp
+    from pipeline.generation import GenerationSettings, TaskKey, generate_task
+    from solvers.results import SolverSettings
+
+    real = cpsat._helper()
+    seen: list = []
+
+    class Wrapper(real.SolveWrapper):  # type: ignore[misc, name-defined]
+        def set_parameters(self, parameters):
+            seen.append((parameters.random_seed, parameters.num_workers, parameters.max_time_in_seconds))
+            return super().set_parameters(parameters)
+
+    monkeypatch.setattr(
+        cpsat, "_helper", lambda: types.SimpleNamespace(**{**vars(real), "SolveWrapper": Wrapper})
+    )
+    made = generate_task(TaskKey("toy", 3, 3, 3, 4, 3, 0, 1), GenerationSettings())
+    settings = SolverSettings(seed=7, workers=1, time_limit_s=9.0)
+    seen.clear()
+    assert cpsat.CpSatModel(made.task, settings).solve([]).status == "FEASIBLE"
+    assert seen == [(7, 1, 9.0)]
+
+    options: list = []
+    original = highspy.Highs.setOptionValue
+
+    def spy(self, option, value):
+        options.append((option, value))
+        return original(self, option, value)
+
+    monkeypatch.setattr(highspy.Highs, "setOptionValue", spy)
+    assert milp.crosscheck_answer(made.task, made.answer, settings, "highs").ok
+    assert ("random_seed", 7) in options and ("threads", 1) in options

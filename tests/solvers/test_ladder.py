@@ -231,3 +231,19 @@ def test_probing_at_the_paper_s_largest_cells_is_singleton_consistency(largest_c
         assert expected is not None and probed == {c: frozenset(ids) for c, ids in expected.items()}
         assert made.answer.measures.depth == reasoning_depth(made.task)
     assert max(sweeps) >= 2, sweeps  # the case a one-sweep probing gets wrong is here
+
+
+def test_the_search_branches_on_the_fewest_options_then_row_then_column():
+    from solvers.ladder import _branch
+
+    domains = {
+        (2, 0): {"a", "b"},
+        (0, 3): {"a", "b"},
+        (1, 1): {"a", "b", "c"},
+        (0, 4): {"a", "b"},
+        (3, 3): {"x"},
+    }
+    assert _branch(domains) == (0, 3)
+    assert _branch({(1, 0): {"a", "b"}, (0, 1): {"a", "b"}}) == (0, 1)  # row first, not column
+    assert _branch({(1, 0): {"a", "b", "c"}, (0, 1): {"a", "b", "c", "d"}}) == (1, 0)
+    assert _branch({(0, 0): {"a"}}) is None

@@ -180,3 +180,14 @@ def test_a_renamed_field_in_an_answer_file_is_an_error_not_a_zero(generated):
     del data["certificate"]["ok"]
     with pytest.raises(UserError, match="certificate: missing field 'ok'"):
         answer_from_dict(data)
+
+
+def test_a_budget_at_capacity_fills_every_cell_to_k_minus_1_decoys_and_no_further():
+    """B = H (K - 1): every hidden cell holds exactly K - 1 decoys (none more, which would
+    leave no room for the truth among K candidates)."""
+    from pipeline.generation import GenerationSettings, TaskKey
+    from pipeline.generation.build import draw_draft
+
+    for index in range(12):
+        draft = draw_draft(TaskKey("toy", 3, 3, 3, 6, 3, 0, index), GenerationSettings(), 0)
+        assert sorted(len(draft.decoys.get(cell, [])) for cell in draft.hidden) == [2, 2, 2], index

@@ -250,3 +250,28 @@ def test_surface_shortcuts_stay_near_chance():
         "neighbours_least_alike",
     ):
         assert scores[policy]["accuracy"] < scores[policy]["chance"] + 0.08, (policy, scores[policy])
+
+
+def test_a_witness_counts_for_distance_one_only_when_it_breaks_exactly_one_rule_by_one_unit():
+    """Every completion of small toy tasks, taken as a witness alone: it gives a rule exactly
+    when it breaks one rule, by one unit (a witness breaking two rules says nothing about
+    loosening one); among them are witnesses whose first broken rule misses by one unit and
+    that break another rule too."""
+    import itertools
+
+    from pipeline.generation.measures import one_unit_witness, worst_excess
+    from solvers.checker import fill
+
+    tricky = 0
+    for index in range(6):
+        task = generate_task(TaskKey("toy", 3, 3, 3, 4, 3, 0, index), GenerationSettings()).task
+        cells = [(slot.row, slot.col) for slot in task.slots]
+        options = [locally_valid_candidates(task, slot) for slot in task.slots]
+        for combo in itertools.product(*options):
+            witness = dict(zip(cells, combo, strict=True))
+            grid = fill(task, witness)
+            broken = [(r, e) for r in task.global_constraints if (e := worst_excess(task, r, grid)) > 0]
+            expected = broken[0][0] if len(broken) == 1 and broken[0][1] == 1 else None
+            assert one_unit_witness(task, [witness]) == expected, (index, witness, broken)
+            tricky += len(broken) > 1 and broken[0][1] == 1
+    assert tricky > 0

@@ -233,3 +233,41 @@ def test_room_of_exactly_the_margin_is_enough(margin, narrowed):
     assert (found is not None) == narrowed
     if narrowed:
         assert found != {(0, 0): "a0", (0, 1): "b0"}
+
+
+def test_a_draft_made_unique_in_its_last_allowed_round_is_kept(monkeypatch):
+    """The budget counts narrowing rounds and the uniqueness check after the last one still
+    runs: a draft that needs exactly its budget is kept, one round fewer gives up."""
+    from pipeline.generation import repair
+
+    draft = _draft()
+    _loosened(draft)
+    stats = RepairStats()
+    make_unique(draft, "t", GenerationSettings(), SOLVER, stats)
+    needed = stats.rounds
+    assert needed >= 2
+    monkeypatch.setattr(repair, "round_budget", lambda *args: needed)
+    draft = _draft()
+    _loosened(draft)
+    make_unique(draft, "t", GenerationSettings(), SOLVER, RepairStats())
+    assert _virtual_model(draft).other_completion().status == INFEASIBLE
+    monkeypatch.setattr(repair, "round_budget", lambda *args: needed - 1)
+    draft = _draft()
+    _loosened(draft)
+    with pytest.raises(RepairFailed, match=f"after {needed - 1} repair rounds"):
+        make_unique(draft, "t", GenerationSettings(), SOLVER, RepairStats())
+
+
+def test_a_small_draft_takes_the_cut_that_keeps_most_of_a_radius_and_a_caged_one_the_deepest():
+    from pipeline.generation.repair import _deepest_cut, _least_cut
+
+    draft = _draft()
+    for bound in draft.bounds:
+        bound.radius = 40
+    place(draft)
+    radii = [radius(draft, bound) for bound in draft.bounds]
+    first, second = sorted(range(len(radii)), key=lambda i: -radii[i])[:2]
+    assert radii[first] >= 4 and radii[second] >= 4
+    candidates = [(first, 1), (second, radii[second] - 1)]  # keeps 2/(R+1) against R/(R+1)
+    assert _least_cut(draft, candidates) == (second, radii[second] - 1)
+    assert _deepest_cut(draft, candidates) == (first, 1)

@@ -120,3 +120,32 @@ def _centred(draft, bound):
     rule = bound.rules[0]
     k = min(width, int(bound.offset * (width + 1)))
     return [rule.with_bound(truth + k if bound.upper else truth - k)]
+
+
+def _row(share: float, null: float, half: float = 0.01) -> dict[str, float]:
+    return {"share": share, "null": null, "diff": share - null, "half": half, "n": 500.0}
+
+
+def test_the_bounds_audit_fails_a_bin_or_bound_off_its_null_in_either_direction():
+    """A position bin or an at-bound share clear of its null by more than the tolerance fails
+    the audit whether the truth sits there too often or too rarely (a hole in the truth's
+    positions reads the truth as well as a pile does); within the tolerance it passes."""
+    from pipeline.integrity.tells import BINS, TOLERANCE, bounds_failures
+
+    def report(position: dict, at_bound: dict) -> dict:
+        rows = [_row(0.2, 0.2)] * BINS
+        return {
+            "positions": {"sum": [position, *rows[1:]]},
+            "at_bound": {"cap": at_bound},
+            "soft": {},
+            "regions": {},
+        }
+
+    fine = _row(0.2, 0.2)
+    assert bounds_failures(report(fine, fine)) == []
+    assert bounds_failures(report(_row(0.2 + TOLERANCE / 2, 0.2), fine)) == []
+    for off in (+0.1, -0.1):
+        failures = bounds_failures(report(_row(0.2 + off, 0.2), fine))
+        assert len(failures) == 1 and "bin 1/" in failures[0], (off, failures)
+        failures = bounds_failures(report(fine, _row(0.4 + off, 0.4)))
+        assert len(failures) == 1 and "truth at the bound of cap" in failures[0], (off, failures)

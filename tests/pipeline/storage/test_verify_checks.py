@@ -149,6 +149,11 @@ SHAPE_DAMAGE = {
         REL,
         "the instruction is not what the task's rules render to (edited?)",
     ),
+    "an empty instruction": (  # the schema takes "": only the rendering can refuse it
+        dataclasses.replace(TASK, instruction=""),
+        REL,
+        "the instruction is not what the task's rules render to (edited?)",
+    ),
 }
 
 

@@ -116,7 +116,27 @@ LIES = [
 ]
 
 
-@pytest.mark.parametrize("group", [0, 1])
+def _direction(measures: dict) -> None:
+    """One more decoy above the truth on the first attribute (and one fewer level with it)."""
+    counts = next(iter(measures["decoy_direction"].values()))
+    counts[0] += 1
+    counts[2] = max(0, counts[2] - 1)
+
+
+LIES.append(
+    [
+        (_direction, r"measures.decoy_direction claims"),
+        (
+            lambda m: m["distance_to_ambiguity"].update(
+                share=(m["distance_to_ambiguity"]["share"] or 0) + 0.25
+            ),
+            r"measures.distance_to_ambiguity.share claims",
+        ),
+    ]
+)
+
+
+@pytest.mark.parametrize("group", [0, 1, 2])
 def test_a_difficulty_lie_is_refused_naming_claim_and_value(small_release, tmp_path, group):
     expected, report = _forge(small_release, tmp_path, LIES[group])
     assert not report.ok
