@@ -18,7 +18,8 @@ same attribute and cells) or a *one-sided* rule, with a **radius** R and an **of
 A one-sided bound hides its far side, so it can only look like the null (the other
 completions that meet it) when its slack is spread over at least the spread of the rule's
 measure: its initial radius is ``one_sided_spread`` standard deviations of that measure over
-random completions of the draft's candidates, and repair tightens windows first.
+random completions of the draft's candidates, and repair never narrows it (it narrows windows
+only: pipeline/generation/repair.py).
 """
 
 from __future__ import annotations
