@@ -79,6 +79,7 @@ bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_large.py $(ARGS)
 	$(PY) bench/bench_depth.py $(ARGS)
 	$(PY) bench/bench_bounds.py $(ARGS)
+	$(PY) bench/bench_direction.py --build 6
 	$(PY) bench/bench_seeds.py $(ARGS)
 	$(PY) bench/bench_train.py $(ARGS)
 	$(PY) bench/bench_adaptive.py

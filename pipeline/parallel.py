@@ -388,14 +388,36 @@ def _stop_fork_server() -> None:
     server._forkserver_pid = server._forkserver_alive_fd = None
 
 
+def _prepare_fork_server(context: Any, module: str) -> None:
+    """Name what the fork server imports (read once, when it starts: the first pool of this
+    process, or :func:`warm`) and stop it when this process exits."""
+    context.set_forkserver_preload([*PRELOAD, *([module] if module else [])])
+    if not _Shared.stop_registered:
+        atexit.register(_stop_fork_server)
+        _Shared.stop_registered = True
+
+
+def warm(workers: int, module: str) -> None:
+    """Start the fork server of this machine's pool now, so that its imports (about half a
+    second) run on another core while this process still imports and checks what it needs; the
+    first pool of ``workers`` > 1 then forks from a server that is ready. ``module``: that of
+    the first function the pool will run (as :func:`parallel_imap` would name it). Nothing
+    when one worker (or another executor, or no fork server) is asked for."""
+    if workers <= 1 or _EXECUTOR.kind != "local":
+        return
+    context = _context()
+    if context.get_start_method() != "forkserver":
+        return
+    from multiprocessing import forkserver
+
+    _prepare_fork_server(context, module)
+    forkserver.ensure_running()
+
+
 def _new_pool(workers: int, module: str = "") -> ProcessPoolExecutor:
     context = _context()
     if context.get_start_method() == "forkserver":
-        # read once, when the server starts (the first pool of this process)
-        context.set_forkserver_preload([*PRELOAD, *([module] if module else [])])
-        if not _Shared.stop_registered:
-            atexit.register(_stop_fork_server)
-            _Shared.stop_registered = True
+        _prepare_fork_server(context, module)
     return ProcessPoolExecutor(
         workers,
         mp_context=context,

@@ -23,10 +23,8 @@ from pipeline.config import (
     release_salt,
     salt_record,
 )
-from pipeline.parallel import shared_pool
-from pipeline.storage.cache import make_tasks
+from pipeline.parallel import shared_pool, warm
 from pipeline.storage.layout import check_target, release_dir
-from pipeline.storage.write import write_release
 
 register_configs()
 
@@ -42,6 +40,11 @@ def build(cfg: DictConfig) -> int:
     check_keys(keys, settings)
     start = time.perf_counter()
     workers = int(release.workers)
+    # the workers' fork server imports the generator while this process imports the writer
+    warm(workers, "pipeline.storage.cache")
+    from pipeline.storage.cache import make_tasks
+    from pipeline.storage.write import write_release
+
     with shared_pool(workers):  # one start-up of the workers for generating and auditing
         made, reused = make_tasks(keys, settings, Path(release.cache_root), workers, f"release {target.name}")
         config = plain(cfg)

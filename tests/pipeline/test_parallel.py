@@ -99,3 +99,30 @@ def test_workers_and_their_fork_server_die_with_a_killed_parent(tmp_path):
     for pid in survivors:  # a failing run leaves nothing behind either
         os.kill(pid, signal.SIGKILL)
     assert not survivors
+
+
+def test_warm_starts_the_fork_server_the_first_pool_then_uses_and_one_worker_starts_none():
+    """``warm`` starts the fork server at once (its imports overlap the caller's); the first
+    pool forks from that very server; one worker starts nothing; it ends with the process."""
+    import subprocess
+    import sys
+    from multiprocessing import get_all_start_methods
+
+    if "forkserver" not in get_all_start_methods():
+        pytest.skip("no fork server on this platform")
+    code = (
+        "from multiprocessing import forkserver as f\n"
+        "from pipeline import parallel as p\n"
+        "p.warm(1, 'pipeline.storage.cache')\n"
+        "print(f._forkserver._forkserver_pid)\n"
+        "p.warm(2, 'pipeline.storage.cache')\n"
+        "pid = f._forkserver._forkserver_pid\n"
+        "print(pid is not None)\n"
+        "print(list(p.parallel_imap(abs, [-1, -2, -3], 2, '', show=False)))\n"
+        "print(f._forkserver._forkserver_pid == pid)\n"
+    )
+    from tests import ROOT
+
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:4] == ["None", "True", "[1, 2, 3]", "True"], out.stdout
