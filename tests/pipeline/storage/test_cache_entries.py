@@ -1,0 +1,51 @@
+"""The cell store's entries: a task is served only to the key it was made for, and an entry
+is written whole or not at all."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.generation import GenerationSettings, TaskKey, generate_task
+from pipeline.storage.cache import cached_path, load_cached, settings_fingerprint, store_cached
+
+
+@pytest.fixture(scope="module")
+def made():
+    return generate_task(TaskKey("toy", 3, 3, 3, 2, 3, 0, 0), GenerationSettings())
+
+
+def test_an_entry_is_served_to_its_own_key_only(tmp_path, made):
+    fingerprint = settings_fingerprint(GenerationSettings())
+    path = cached_path(tmp_path, made.key, fingerprint)
+    store_cached(path, made)
+    served = load_cached(path, made.key)
+    assert served is not None and served.task.to_dict() == made.task.to_dict()
+    assert served.answer.to_dict() == made.answer.to_dict()
+    other = TaskKey("toy", 3, 3, 3, 2, 3, 0, 1)
+    # copied to another key's place (a cache folder merged by hand): never served as that key
+    other_path = cached_path(tmp_path, other, fingerprint)
+    other_path.write_bytes(path.read_bytes())
+    assert load_cached(other_path, other) is None
+
+
+def test_a_failed_write_leaves_no_entry_and_no_temporary_file(tmp_path, made, monkeypatch):
+    path = cached_path(tmp_path, made.key, settings_fingerprint(GenerationSettings()))
+
+    from pathlib import Path
+
+    write_text = Path.write_text
+
+    def full_disk(self, data, *args, **kwargs):  # half the entry lands, then the disk is full
+        write_text(self, data[: len(data) // 2])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        store_cached(path, made)
+    monkeypatch.undo()
+    assert not path.exists() and list(path.parent.iterdir()) == []
+    assert load_cached(path, made.key) is None
+    store_cached(path, made)
+    assert json.loads(path.read_text())["key"] == made.key.public()
