@@ -279,6 +279,6 @@ def test_a_small_draft_takes_the_cut_that_keeps_most_of_a_radius_and_a_caged_one
     radii = [radius(draft, bound) for bound in draft.bounds]
     first, second = sorted(range(len(radii)), key=lambda i: -radii[i])[:2]
     assert radii[first] >= 4 and radii[second] >= 4
-    candidates = [(first, 1), (second, radii[second] - 1)]  # keeps 2/(R+1) against R/(R+1)
+    candidates = [(first, 1), (second, radii[second] - 1)]  # keeps 2 of R + 1 units against R of R + 1
     assert _least_cut(draft, candidates) == (second, radii[second] - 1)
     assert _deepest_cut(draft, candidates) == (first, 1)
