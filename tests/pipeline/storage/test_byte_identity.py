@@ -3,8 +3,9 @@ release (tasks, answers, data tables, metadata, schemas, card, licence) have the
 digests recorded in tests/data/small_release_digests.json, re-recorded for release 2.0.0 when
 issue 26 changed the draw (bounds without a tell, cages on a ring; the same digests with one
 worker and with two); the card's last line re-recorded when the commands moved to
-gridbench/commands/ (the module it names). A change that alters a release must update the file
-on purpose, and say why in its commit."""
+gridbench/commands/ (the module it names); re-recorded when one-sided bounds were widened
+(``one_sided_spread`` 4 -> 12: their far side told the truth's slack, docs/difficulty.md). A
+change that alters a release must update the file on purpose, and say why in its commit."""
 
 from __future__ import annotations
 
