@@ -251,9 +251,10 @@ def finished_shard(root: Path, name: str) -> dict[str, Any] | None:
 
 def make_shard(job: ShardJob) -> dict[str, Any]:
     """Generate and write one shard (in a worker); its record, as in ``shard.json``."""
+    from gridbench_core.prompt import packaged_templates
     from pipeline.generation.dataset import create_dataset
     from pipeline.generation.keys import GenerationSettings
-    from pipeline.storage.tables import ANSWER, table_bytes, task_type
+    from pipeline.storage.tables import ANSWER, prompt_of, table_bytes, task_type
 
     root = Path(job.root)
     done = finished_shard(root, job.name)
@@ -275,16 +276,17 @@ def make_shard(job: ShardJob) -> dict[str, Any]:
         settings=GenerationSettings(crosscheck=job.crosscheck),
     )
     tasks: dict[str, list[dict[str, Any]]] = {}
-    parsed: dict[str, list[Any]] = {}  # the task objects of the rows (their prompts)
+    prompts: dict[str, list[tuple[str, Any]]] = {}  # rendered from the objects, which are dropped
+    templates = packaged_templates()
     answers, redraws = [], 0
     for index in range(job.count):
         item, task = dataset.made(index)
         tasks.setdefault(item.task["domain"], []).append(item.task)
-        parsed.setdefault(item.task["domain"], []).append(task)
+        prompts.setdefault(item.task["domain"], []).append(prompt_of(task, templates))
         answers.append(item.answer)
         redraws += item.redraws
     files = {
-        f"tasks-{domain}.parquet": table_bytes(rows, task_type(domain), domain, parsed[domain])
+        f"tasks-{domain}.parquet": table_bytes(rows, task_type(domain), domain, prompts[domain])
         for domain, rows in sorted(tasks.items())
     }
     files["answers.parquet"] = table_bytes(answers, ANSWER, "answers")

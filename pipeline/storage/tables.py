@@ -253,6 +253,16 @@ def task_prompt(
     return render_task(templates or packaged_templates(), parsed, EnvSettings())
 
 
+def prompt_of(task: Task, templates: PromptTemplates | None = None) -> tuple[str, list[dict[str, str]]]:
+    """``(task id, prompt column)`` of a task object a writer holds (what :func:`task_prompt`
+    gives for its file), for :func:`table_bytes`' ``prompts``: the writer keeps this, not the
+    object, until the table is written."""
+    from gridbench_core.budgets import EnvSettings
+    from gridbench_core.prompt import packaged_templates, render_task
+
+    return task.task_id, render_task(templates or packaged_templates(), task, EnvSettings())
+
+
 CERTIFICATE = Record(
     (
         Field("ok", BOOL),
@@ -386,26 +396,26 @@ def _fit_answer(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def table_bytes(
-    rows: list[dict[str, Any]], kind: Record, where: str, parsed: Sequence[Task] | None = None
+    rows: list[dict[str, Any]],
+    kind: Record,
+    where: str,
+    prompts: Sequence[tuple[str, list[dict[str, str]] | None]] | None = None,
 ) -> bytes:
     """The Parquet file of ``rows`` (JSON dicts of one kind): same rows, same bytes.
-    ``parsed``: the tasks the rows of a task table were written from, one a row, when the
-    caller holds them (their prompts are rendered without reading each row again)."""
+    ``prompts``: a task table's prompt column, one ``(task id, prompt)`` a row, when the writer
+    rendered it from the task objects it holds (:func:`prompt_of`; else each row is read again)."""
     if kind is ANSWER:
         rows = [_fit_answer(row) for row in rows]
     encoded = [encode(row, kind, f"{where} {row.get('task_id', '?')}") for row in rows]
     if any(f.derived and f.name == "prompt" for f in kind.fields):
-        from gridbench_core.budgets import EnvSettings
-        from gridbench_core.prompt import packaged_templates, render_task
+        from gridbench_core.prompt import packaged_templates
 
-        templates = packaged_templates()  # read once for the table
-        if parsed is None:
-            prompts = [task_prompt(row, templates) for row in rows]
-        else:
-            if [t.task_id for t in parsed] != [row.get("task_id") for row in rows]:
-                raise ValueError(f"{where}: the parsed tasks are not the rows' tasks")
-            prompts = [render_task(templates, task, EnvSettings()) for task in parsed]
-        for out, prompt in zip(encoded, prompts, strict=True):
+        if prompts is None:
+            templates = packaged_templates()  # read once for the table
+            prompts = [(row.get("task_id"), task_prompt(row, templates)) for row in rows]  # type: ignore[misc]
+        elif [task_id for task_id, _ in prompts] != [row.get("task_id") for row in rows]:
+            raise ValueError(f"{where}: the prompts are not the rows' prompts")
+        for out, (_, prompt) in zip(encoded, prompts, strict=True):
             out["prompt"] = prompt
     table = pa.Table.from_pylist(encoded, schema=schema_of(kind))
     sink = io.BytesIO()

@@ -11,13 +11,14 @@ from typing import Any
 import polars as pl
 
 from gridbench_core.paths import SCHEMA_DIR
-from gridbench_core.task import Task
+from gridbench_core.prompt import packaged_templates
 from pipeline.generation.records import CertifiedTask
 from pipeline.integrity import audit, audit_markdown, reading
 from pipeline.storage.atomic import _write, atomic_folder
 from pipeline.storage.card import GENERATED_LICENCE, DataLicence, dataset_card
 from pipeline.storage.layout import DETERMINISTIC, RELEASE_FORMAT, dumps, software_versions
 from pipeline.storage.metadata import METADATA_SCHEMA, counts, metadata_row, parquet_bytes
+from pipeline.storage.tables import prompt_of
 
 
 def write_release(
@@ -47,12 +48,13 @@ def write_release(
         files: dict[str, str] = {}
         rows, timings = [], []
         task_dicts: dict[str, list[dict[str, Any]]] = {}
-        parsed: dict[str, list[Task]] = {}
+        prompts: dict[str, list[tuple[str, Any]]] = {}
+        templates = packaged_templates()
         answer_dicts: list[dict[str, Any]] = []
         for made in ordered:
             task_dict, answer_dict = made.task.to_dict(), made.answer.to_dict()
             task_dicts.setdefault(made.task.domain, []).append(task_dict)
-            parsed.setdefault(made.task.domain, []).append(made.task)
+            prompts.setdefault(made.task.domain, []).append(prompt_of(made.task, templates))
             answer_dicts.append(answer_dict)
             task_bytes, answer_bytes = dumps(task_dict), dumps(answer_dict)
             for kind, data in (("tasks", task_bytes), ("answers", answer_bytes)):
@@ -72,7 +74,7 @@ def write_release(
             files[f"schemas/{schema}"] = _write(
                 folder / "schemas" / schema, (SCHEMA_DIR / schema).read_bytes()
             )
-        for relative, data in data_tables(task_dicts, answer_dicts, parsed).items():
+        for relative, data in data_tables(task_dicts, answer_dicts, prompts).items():
             files[relative] = _write(folder / relative, data)
         files["LICENSE"] = _write(folder / "LICENSE", licence.text.encode())
         for relative, data in sorted((extra_files or {}).items()):
@@ -99,15 +101,15 @@ def write_release(
 def data_tables(
     tasks: dict[str, list[dict[str, Any]]],
     answers: list[dict[str, Any]],
-    parsed: dict[str, list[Task]] | None = None,
+    prompts: dict[str, list[tuple[str, Any]]] | None = None,
 ) -> dict[str, bytes]:
     """``data/tasks/<domain>.parquet`` for each domain and ``data/answers.parquet``
-    (``parsed``: per domain, the tasks its rows were written from)."""
+    (``prompts``: per domain, the prompt column rendered from the task objects)."""
     from pipeline.storage.tables import ANSWER, table_bytes, task_type
 
     out = {
         f"data/tasks/{domain}.parquet": table_bytes(
-            rows, task_type(domain), f"data/tasks/{domain}", None if parsed is None else parsed[domain]
+            rows, task_type(domain), f"data/tasks/{domain}", None if prompts is None else prompts[domain]
         )
         for domain, rows in sorted(tasks.items())
     }

@@ -202,16 +202,18 @@ def test_a_release_made_before_the_prompt_column_still_verifies(release, tmp_pat
 
 def test_prompts_from_the_task_objects_are_the_prompts_read_from_the_rows(release):
     """A writer that holds the task objects (the release, a training shard) renders the prompt
-    column from them: the same bytes as reading every row again; objects of other tasks, or in
-    another order, are refused rather than written beside the wrong rows."""
+    column from them (``prompt_of``) and keeps only that: the same bytes as reading every row
+    again; prompts of other rows, or in another order, are refused rather than written beside
+    the wrong rows."""
     from gridbench_core.task_io import task_from_dict
+    from pipeline.storage.tables import prompt_of
 
     rows = [row for row in _files(release, "tasks").values() if row["domain"] == "course"]
     assert len(rows) >= 2
-    parsed = [task_from_dict(row) for row in rows]
+    prompts = [prompt_of(task_from_dict(row)) for row in rows]
     kind = task_type("course")
-    assert table_bytes(rows, kind, "t", parsed) == table_bytes(rows, kind, "t")
-    with pytest.raises(ValueError, match="not the rows' tasks"):
-        table_bytes(rows, kind, "t", parsed[::-1])
-    with pytest.raises(ValueError, match="not the rows' tasks"):
-        table_bytes(rows, kind, "t", parsed[:1])
+    assert table_bytes(rows, kind, "t", prompts) == table_bytes(rows, kind, "t")
+    with pytest.raises(ValueError, match="not the rows' prompts"):
+        table_bytes(rows, kind, "t", prompts[::-1])
+    with pytest.raises(ValueError, match="not the rows' prompts"):
+        table_bytes(rows, kind, "t", prompts[:1])
