@@ -3,6 +3,7 @@ way out of the block (an error, Ctrl-C, a worker's exit) it vanishes and no targ
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,24 @@ def test_a_finished_block_replaces_the_target(tmp_path):
         (folder / "new.txt").write_text("new")
     assert [p.name for p in target.iterdir()] == ["new.txt"]
     assert not [name for name in _leftovers(tmp_path) if ".partial-" in name or ".old-" in name]
+
+
+def test_only_partial_folders_of_processes_that_are_gone_are_cleaned(tmp_path):
+    """A killed build's partial folder (its pid gone) is removed; a live process's (another
+    build of the same name writing now) is left alone."""
+    import subprocess
+    import sys
+
+    from pipeline.storage.atomic import clean_stale_partials
+
+    target = tmp_path / "release"
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    dead = tmp_path / f".release.partial-{int(gone.stdout)}"
+    live = tmp_path / f".release.partial-{os.getpid()}"
+    for folder in (dead, live):
+        folder.mkdir()
+        (folder / "task.json").write_text("{}")
+    assert clean_stale_partials(target) == [dead]
+    assert not dead.exists() and (live / "task.json").exists()
