@@ -3,7 +3,7 @@ solves nothing: in each hidden cell it picks, among the options that pass the ce
 one that a grid-scope count minimum asks for (its category), or avoids one a count maximum
 caps, ties split evenly. Printed against chance (the mean of 1 / options), with a 95%
 interval on the paired difference, overall and per domain and B. Reads the release files
-only (plain JSON), so it also checks releases built by other code.
+only, so it also checks releases built by other code.
 
 An outside audit found this reader 4 points above chance on 10x10 travel (the truth a museum
 or outdoor activity in 44% of cells against 34% of the options): repair used to narrow
@@ -26,15 +26,10 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-
-def _passes(rule: dict, item: dict) -> bool:
-    value, op, bound = item.get(rule["attribute"]), rule["op"], rule["value"]
-    if value is None:
-        return False
-    if op in ("<=", ">="):
-        return isinstance(value, int) and (value <= bound if op == "<=" else value >= bound)
-    return (value in bound) if op == "in" else (value not in bound)
+from gridbench_core.task_io import task_from_dict  # noqa: E402
+from solvers.checker import locally_valid_candidates  # noqa: E402
 
 
 def _score(rules: list[dict], item: dict) -> int:
@@ -57,17 +52,16 @@ def read(paths: list[Path]) -> dict[str, tuple[list[float], list[float]]]:
             rules = task["global_constraints"]
             if not any(rule["kind"] in ("count_min", "count_max") for rule in rules):
                 continue
-            for slot in task["slots"]:
-                options = [
-                    c for c in slot["candidates"] if all(_passes(r, items[c]) for r in slot["constraints"])
-                ]
+            parsed = task_from_dict(task)
+            for slot in parsed.slots:
+                options = locally_valid_candidates(parsed, slot)  # the candidates its own rules pass
                 if len(options) < 2:
                     continue
-                truth = answer["truth"][slot["row"]][slot["col"]]
+                truth = answer["truth"][slot.row][slot.col]
                 scores = [_score(rules, items[c]) for c in options]
                 best = [c for c, s in zip(options, scores, strict=True) if s == max(scores)]
                 hit = (truth in best) / len(best)
-                for key in ("all", task["domain"], f"{task['domain']} B={task['decoy_budget']}"):
+                for key in ("all", parsed.domain, f"{parsed.domain} B={parsed.decoy_budget}"):
                     out[key][0].append(hit)
                     out[key][1].append(1 / len(options))
     return out
@@ -94,7 +88,7 @@ def build(seeds: int, work: Path) -> list[Path]:
              "grid=10x10", "release.domains=[travel]"],
             cwd=ROOT, check=True, capture_output=True,
         )  # fmt: skip
-        paths.append(work / f"{name}-v2.0.0")
+        paths.append(next(work.glob(f"{name}-v*")))  # the release version of conf/release
     return paths
 
 

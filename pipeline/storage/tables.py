@@ -241,8 +241,6 @@ def task_prompt(
     default settings (unlimited budgets, no injected failures); None for a task that is not
     one (the table still holds it; verify refuses it for its own reasons). ``templates``:
     the packaged ones, when the caller has read them already."""
-    from gridbench_core.budgets import EnvSettings
-    from gridbench_core.prompt import packaged_templates, render_task
     from gridbench_core.task import TaskFormatError
     from gridbench_core.task_io import task_from_dict
 
@@ -250,7 +248,7 @@ def task_prompt(
         parsed = task_from_dict(task)
     except (TaskFormatError, KeyError, TypeError, ValueError):
         return None
-    return render_task(templates or packaged_templates(), parsed, EnvSettings())
+    return prompt_of(parsed, templates)[1]
 
 
 def prompt_of(task: Task, templates: PromptTemplates | None = None) -> tuple[str, list[dict[str, str]]]:
@@ -412,7 +410,7 @@ def table_bytes(
 
         if prompts is None:
             templates = packaged_templates()  # read once for the table
-            prompts = [(row.get("task_id"), task_prompt(row, templates)) for row in rows]  # type: ignore[misc]
+            prompts = [(str(row.get("task_id")), task_prompt(row, templates)) for row in rows]
         elif [task_id for task_id, _ in prompts] != [row.get("task_id") for row in rows]:
             raise ValueError(f"{where}: the prompts are not the rows' prompts")
         for out, (_, prompt) in zip(encoded, prompts, strict=True):
