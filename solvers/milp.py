@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import re
 import subprocess
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -252,23 +253,33 @@ def _solve_cbc(
     # whose options weigh 1, 2 and 0 with a window [1, 1] and the weight-1 option excluded.
     # Then the model is solved again with preprocessing, and its "infeasible" is trusted only
     # when that solve ended well inside the time limit (preprocessing was not interrupted).
-    try:
-        limit = settings.time_limit_s
-        problem.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=limit, options=["preprocess off"]))
-    except pulp.PulpSolverError:
-        started = time.perf_counter()
+    # PuLP writes the model and CBC's solution next to each other in the temporary folder and
+    # removes them after a solve, but not after a crash: each solve gets a folder of its own,
+    # removed however the solve ends (a crash left two files in /tmp for every one).
+    with tempfile.TemporaryDirectory(prefix="gridbench-cbc-") as folder:
         try:
-            problem.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=settings.time_limit_s))
+            problem.solve(_cbc(folder, settings.time_limit_s, ["preprocess off"]))
         except pulp.PulpSolverError:
-            return UNKNOWN, [], 0.0
-        if problem.sol_status == pulp.LpSolutionInfeasible or problem.status == -1:
-            inside = time.perf_counter() - started < 0.5 * float(settings.time_limit_s)
-            return (INFEASIBLE if inside else UNKNOWN), [], 0.0
+            started = time.perf_counter()
+            try:
+                problem.solve(_cbc(folder, settings.time_limit_s, []))
+            except pulp.PulpSolverError:
+                return UNKNOWN, [], 0.0
+            if problem.sol_status == pulp.LpSolutionInfeasible or problem.status == -1:
+                inside = time.perf_counter() - started < 0.5 * float(settings.time_limit_s)
+                return (INFEASIBLE if inside else UNKNOWN), [], 0.0
     if problem.sol_status == pulp.LpSolutionInfeasible or problem.status == -1:
         return INFEASIBLE, [], 0.0
     if problem.sol_status == pulp.LpSolutionOptimal:
         return FEASIBLE, [v.value() or 0.0 for v in y], float(pulp.value(problem.objective) or 0)
     return UNKNOWN, [], 0.0
+
+
+def _cbc(folder: str, limit: float, options: list[str]) -> Any:
+    """PuLP's CBC command with its files in ``folder``."""
+    command = pulp.PULP_CBC_CMD(msg=False, timeLimit=limit, options=options)
+    command.tmpDir = folder
+    return command
 
 
 def _coefficient(rule: Any, record: Mapping[str, Any]) -> int:

@@ -96,10 +96,18 @@ def test_an_item_without_the_attribute_never_passes_a_slot_rule_on_it():
 
 
 @pytest.mark.parametrize("solver", MILP_SOLVERS)
-def test_an_integer_infeasible_model_that_crashes_cbc_without_preprocessing_is_infeasible(solver):
+def test_an_integer_infeasible_model_that_crashes_cbc_without_preprocessing_is_infeasible(
+    solver, tmp_path, monkeypatch
+):
     """CBC 2.10.3 with "preprocess off" dies (segmentation fault) on this model; the solve is
-    repeated with preprocessing, and the verdict is the true one on both solvers."""
+    repeated with preprocessing, and the verdict is the true one on both solvers. The crash
+    leaves none of PuLP's files behind in the temporary folder."""
+    import tempfile
+
     from solvers.milp import Row, _solve_cbc, _solve_highs
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where PuLP writes by default
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
     rows = [
         Row("one", ((0, 1), (1, 1), (2, 1)), "==", 1),
@@ -112,6 +120,7 @@ def test_an_integer_infeasible_model_that_crashes_cbc_without_preprocessing_is_i
     assert (status, values) == (INFEASIBLE, [])
     feasible, values, _ = solve(3, rows[:3], {}, False, SolverSettings())
     assert feasible == FEASIBLE and [round(v) for v in values] == [1, 0, 0]
+    assert list(tmp_path.iterdir()) == []
 
 
 class _Clock:
