@@ -507,7 +507,7 @@ def _prove_data_once(
         reasons.append(
             f"{check.solver} could not decide within {solver.time_limit_s:g} s ({check.statuses}): "
             "a time-out, not a proof either way; verify again with a longer limit "
-            f"(solver.time_limit_s={(solver.deterministic_limit or solver.time_limit_s) * RETRY_FACTOR:g})"
+            f"(solver.time_limit_s={solver.time_limit_s * RETRY_FACTOR:g})"
         )
         return task.task_id, task.domain, reasons
     if check is not None and not check.ok:
