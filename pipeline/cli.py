@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import functools
 import itertools
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -169,7 +170,19 @@ def _composed(compose: Callable[[], DictConfig]) -> DictConfig:
     try:
         return compose()
     except (HydraException, OmegaConfBaseException) as error:
-        fail(f"{_first_line(error)}; {HINT}")
+        head = _first_line(error)
+        group = re.match(r"Could not override '([\w/.-]+)'\. No match in the defaults list", head)
+        if group:  # an optional group set without `+` (experiment=paper for +experiment=paper)
+            head = f"{head}; {group[1]} is an optional group: add it with +{group[1]}=OPTION"
+        foreign = re.match(
+            r"In '([\w/.-]+)': ConfigKeyError raised while composing config: \(full_key: (.+)\)", head
+        )
+        if foreign:  # a group option written for another command (+experiment=paper on release)
+            head = (
+                f"{foreign[1]} sets {foreign[2]}, which this command does not have: that option is "
+                "for another command"
+            )
+        fail(f"{head}; {HINT}")
     except yaml.YAMLError as error:
         fail(
             f"a configuration file of {CONF} is damaged ({_first_line(error)}); reinstall gridbench "

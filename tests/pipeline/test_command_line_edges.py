@@ -100,6 +100,15 @@ def test_an_added_key_outside_the_extension_points_is_refused(folder, name, over
     assert f"{key} is not a setting of this command" in line and "+experiment=paper" in line
 
 
+def test_an_optional_group_set_without_plus_says_to_add_it(capsys):
+    line = precheck_line("apps", "evaluate", ["experiment=paper"], capsys)
+    assert "experiment is an optional group: add it with +experiment=OPTION" in line
+    passes("apps", "evaluate", ["+experiment=paper"])
+    # the evaluation's option, added to the release: named as another command's
+    line = precheck_line("", "config", ["+experiment=paper"], capsys)
+    assert "experiment/paper sets failure_rates, which this command does not have" in line
+
+
 @pytest.mark.parametrize(
     ("name", "override"),
     [("verify", "~verify"), ("verify", "~solver"), ("verify", "~release"), ("report", "~runs_root")],
