@@ -1,11 +1,12 @@
 """The whole audit, its verdict and its Markdown: every policy (overall and by H), every
 classifier when asked, the transfer classifiers when a companion build is given; a rule-free
-reader above chance + :data:`TOLERANCE` (its interval clear of that line) fails it."""
+reader above chance + :data:`TOLERANCE` (a score test, the readers judged together) fails it."""
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from statistics import mean
@@ -37,9 +38,17 @@ def _read_task(
         return decoy_cells(task, answer), task_events(task, answer, control, draw_seed, rungs)
 
 
+ALPHA = 0.025  # one side of a 95% interval: the chance of a false finding over all readers
+
+
 def rule_free_failures(report: dict[str, Any]) -> list[str]:
-    """Every rule-free policy or classifier whose accuracy is above chance + ``TOLERANCE`` with
-    its interval clear of that line, as ``name: accuracy vs chance`` (empty: the audit passes)."""
+    """Every rule-free policy or classifier whose accuracy is above chance + ``TOLERANCE``, as
+    ``name: accuracy [95% interval] vs chance`` (empty: the audit passes).
+
+    Each reader is a score test of its accuracy against chance + ``TOLERANCE`` (the test the
+    Wilson interval inverts), and the readers are judged together (Holm): some thirty readers
+    at 2.5% each would otherwise name one by luck on a small release (4 of 4 cells right, with
+    a chance of 0.417 each, happens 3% of the time)."""
     readers = {
         f"policy {name}": score
         for name, score in report["policies"].items()
@@ -48,12 +57,29 @@ def rule_free_failures(report: dict[str, Any]) -> list[str]:
     for name, score in {**report["classifiers"], **report.get("transfer", {})}.items():
         if name.split("/")[0] in RULE_FREE_FEATURE_SETS:
             readers[f"classifier {name}"] = score
+    ranked = sorted(readers, key=lambda name: (_p_value(readers[name]), name))
+    found = []
+    for rank, name in enumerate(ranked):
+        if _p_value(readers[name]) > ALPHA / (len(ranked) - rank):
+            break
+        found.append(name)
     return [
         f"{name}: {score['accuracy']:.3f} [{score['low']:.3f}, {score['high']:.3f}] vs chance "
         f"{score['chance']:.3f}"
         for name, score in readers.items()
-        if score["low"] > score["chance"] + TOLERANCE
+        if name in found
     ]
+
+
+def _p_value(score: dict[str, float]) -> float:
+    """One-sided p-value of an accuracy over ``cells`` against chance + ``TOLERANCE``."""
+    line, cells, accuracy = score["chance"] + TOLERANCE, score["cells"], score["accuracy"]
+    if not cells or math.isnan(accuracy) or accuracy <= line:
+        return 1.0
+    if line >= 1.0:
+        return 1.0
+    z = (accuracy - line) / math.sqrt(line * (1 - line) / cells)
+    return 0.5 * math.erfc(z / math.sqrt(2))
 
 
 @dataclass
@@ -180,12 +206,14 @@ def _verdict(report: dict[str, Any]) -> list[str]:
     if not failures:
         return [
             f"**Verdict: pass.** No policy or classifier that reads no rule is more than "
-            f"{TOLERANCE} above chance, and no soft reader of the bounds more than {TOLERANCE} "
-            "above its control (95% interval clear of that line)."
+            f"{TOLERANCE} above chance (judged together, Holm at {ALPHA} one-sided), and no soft "
+            f"reader of the bounds more than {TOLERANCE} above its control (95% interval clear of "
+            "that line)."
         ]
     return [
         f"**Verdict: FAIL.** {len(failures)} finding(s) clear of {TOLERANCE}: rule-free readers "
-        "above chance, or tells in the bounds above their control (95% interval clear of the line):",
+        f"above chance (judged together, Holm at {ALPHA} one-sided), or tells in the bounds above "
+        "their control (95% interval clear of the line):",
         "",
         *(f"- {failure}" for failure in failures),
     ]

@@ -150,11 +150,17 @@ def policy_scores(cells: Iterable[DecoyCell]) -> dict[str, dict[str, float]]:
 
 
 def _summary(accuracy: float, chance: float, cells: int) -> dict[str, float]:
-    half = 1.96 * math.sqrt(max(accuracy * (1 - accuracy), 1e-12) / max(cells, 1))
-    return {
-        "accuracy": accuracy,
-        "low": accuracy - half,
-        "high": accuracy + half,
-        "chance": chance,
-        "cells": float(cells),
-    }
+    """The accuracy over ``cells`` with its 95% Wilson score interval: inside [0, 1], and wide
+    where few cells were read, also at an accuracy of 0 or 1 (the normal approximation gave
+    [1.000, 1.000] for 4 right out of 4, and a finding)."""
+    low, high = wilson(accuracy, cells)
+    return {"accuracy": accuracy, "low": low, "high": high, "chance": chance, "cells": float(cells)}
+
+
+def wilson(share: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a share observed over ``n`` trials (nan for none)."""
+    if n <= 0 or math.isnan(share):
+        return float("nan"), float("nan")
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)

@@ -136,3 +136,24 @@ def test_joint_policies_read_a_deliberately_balanced_build(build):
     assert row["low"] > row["chance"] + 0.1, row
     failures = rule_free_failures({"policies": scores, "classifiers": {}})
     assert any("joint_equal_row_totals" in failure for failure in failures)
+
+
+def test_a_perfect_reader_of_four_cells_is_no_finding_but_one_of_sixty_is():
+    """The interval is Wilson's (inside [0, 1], wide at 0 or 1 on few cells), and the rule-free
+    readers are judged together: one of thirty right on 4 of 4 cells (chance 0.417) is luck."""
+    from pipeline.integrity.policies import _summary, wilson
+
+    assert wilson(1.0, 4) == pytest.approx((0.5101, 1.0), abs=1e-4)  # not [1, 1]
+    assert wilson(0.25, 4)[0] >= 0.0 and wilson(0.0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
+    low, high = wilson(0.5, 10_000)
+    assert high - low == pytest.approx(2 * 1.96 * 0.005, rel=1e-3)  # the normal one at large n
+
+    def report(hits: int, cells: int, readers: int = 30) -> dict:
+        level = {f"p{n}": _summary(5 / 12, 5 / 12, cells) for n in range(readers - 1)}
+        return {"policies": {"lucky": _summary(hits / cells, 5 / 12, cells), **level}, "classifiers": {}}
+
+    assert rule_free_failures(report(4, 4)) == []
+    assert rule_free_failures(report(4, 4, readers=1)) != []  # alone, 2.5% one-sided: a finding
+    assert [f.split(":")[0] for f in rule_free_failures(report(60, 60))] == ["policy lucky"]
+    assert rule_free_failures(report(30, 60)) == []  # 0.5 vs 0.417 + 0.03 on 60 cells: not clear
+    assert [f.split(":")[0] for f in rule_free_failures(report(540, 1000))] == ["policy lucky"]

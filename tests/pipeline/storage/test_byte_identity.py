@@ -4,8 +4,10 @@ digests recorded in tests/data/small_release_digests.json, re-recorded for relea
 issue 26 changed the draw (bounds without a tell, cages on a ring; the same digests with one
 worker and with two); the card's last line re-recorded when the commands moved to
 gridbench/commands/ (the module it names); re-recorded when one-sided bounds were widened
-(``one_sided_spread`` 4 -> 12: their far side told the truth's slack, docs/difficulty.md). A
-change that alters a release must update the file on purpose, and say why in its commit."""
+(``one_sided_spread`` 4 -> 12: their far side told the truth's slack, docs/difficulty.md); the
+card re-recorded when the audit's intervals became Wilson's and its verdict judged the
+rule-free readers together (docs/integrity.md). A change that alters a release must update
+the file on purpose, and say why in its commit."""
 
 from __future__ import annotations
 
