@@ -34,9 +34,9 @@ from typing import Any
 import polars as pl
 
 from gridbench_core.errors import UserError
+from gridbench_core.stats import wilson
 from pipeline.evaluation.runs import RESULT_SCHEMA
 from pipeline.evaluation.summary import DIAGNOSTICS_HEADER, diagnostics_cells, load_runs
-from pipeline.storage.depth import wilson
 from pipeline.storage.read import shown
 from pipeline.storage.safe import MAX_GZIP_BYTES, ReleaseError, read_bytes, read_json
 

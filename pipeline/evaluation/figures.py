@@ -22,7 +22,7 @@ import polars as pl  # noqa: E402
 from matplotlib.ticker import PercentFormatter  # noqa: E402
 
 from gridbench_core.errors import terminal_text  # noqa: E402
-from pipeline.storage.depth import wilson  # noqa: E402
+from gridbench_core.stats import wilson  # noqa: E402
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 LINES = ("-", "--", ":", "-.")

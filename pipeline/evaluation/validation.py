@@ -24,7 +24,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
-from pipeline.storage.depth import depth_table, wilson  # noqa: E402
+from gridbench_core.stats import wilson  # noqa: E402
+from pipeline.storage.depth import depth_table  # noqa: E402
 from solvers.ladder import FIXPOINT, ONE_ROUND, PROBING, RUNGS  # noqa: E402
 
 Z = 1.959964

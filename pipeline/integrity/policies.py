@@ -7,13 +7,13 @@ cell's locally valid candidates (the truth and its decoys) is right 1 / |options
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from statistics import mean
 from typing import Any
 
 from domains import NumericAttribute, get_domain
+from gridbench_core.stats import wilson
 from gridbench_core.task import Answer, Slot, Task
 from pipeline.integrity.context import context_features
 from pipeline.integrity.features import Features, _z, candidate_side_features, readable_features
@@ -153,14 +153,5 @@ def _summary(accuracy: float, chance: float, cells: int) -> dict[str, float]:
     """The accuracy over ``cells`` with its 95% Wilson score interval: inside [0, 1], and wide
     where few cells were read, also at an accuracy of 0 or 1 (the normal approximation gave
     [1.000, 1.000] for 4 right out of 4, and a finding)."""
-    low, high = wilson(accuracy, cells)
+    low, high = wilson(accuracy * cells, cells)
     return {"accuracy": accuracy, "low": low, "high": high, "chance": chance, "cells": float(cells)}
-
-
-def wilson(share: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The Wilson score interval of a share observed over ``n`` trials (nan for none)."""
-    if n <= 0 or math.isnan(share):
-        return float("nan"), float("nan")
-    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)

@@ -7,19 +7,8 @@ import math
 
 import polars as pl
 
+from gridbench_core.stats import wilson
 from solvers.ladder import FIXPOINT, RUNGS
-
-Z = 1.959964  # 95%
-
-
-def wilson(hits: float, n: int) -> tuple[float, float]:
-    """The 95% Wilson score interval of a proportion."""
-    if n == 0:
-        return float("nan"), float("nan")
-    p = hits / n
-    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
-    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def depth_table(meta: pl.DataFrame) -> str:

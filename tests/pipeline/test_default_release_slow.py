@@ -10,9 +10,9 @@ import json
 import polars as pl
 import pytest
 
+from gridbench_core.stats import wilson
 from pipeline.integrity import audit
 from pipeline.storage.companion import companion_pairs
-from pipeline.storage.depth import wilson
 from pipeline.storage.read import release_pairs
 from pipeline.storage.verification import VerifySettings, verify_release
 from solvers.ladder import FIXPOINT
