@@ -244,7 +244,11 @@ def _resources() -> list[types.Resource]:
             name="score",
             uri=SCORE_URI,
             mime_type="application/json",
-            description="success, fraction_correct and wrong_cells of this session's grid now",
+            description=(
+                "what this session's episode spent; once it is over (done), also success, "
+                "fraction_correct and wrong_cells (null before: a grade read mid-episode would "
+                "tell the truth)"
+            ),
         ),
         types.Resource(
             name="prompt",
@@ -309,7 +313,7 @@ def build_server(episodes: Episodes) -> Server[Any]:
     ) -> types.ReadResourceResult:
         uri, session = str(params.uri), _episode(episodes, ctx)
         if uri == SCORE_URI:
-            text = json.dumps(session.score(), default=str)
+            text = json.dumps(session.progress(), default=str)  # graded once the episode is over
         elif uri == PROMPT_URI:
             text = prompt_text(session)
         elif uri == TASK_URI:
@@ -327,7 +331,7 @@ def build_server(episodes: Episodes) -> Server[Any]:
         instructions=(
             "Each session plays one gridbench episode: fill the hidden cells of a grid with the tools. "
             "The prompt `task` (or the resource gridbench://prompt) is the task; gridbench://score "
-            "scores the grid as it is."
+            "says what the episode spent, and scores the grid once the episode is over."
         ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,

@@ -110,8 +110,13 @@ def test_over_http_every_session_plays_its_own_episode_of_the_task_it_names(rele
             assert b_task["task_id"] == second.task_id  # the task this session named
             b_score = json.loads((await b.read_resource("gridbench://score")).contents[0].text)
             assert b_score["steps"] == 0 and not b_score["finished"]  # a's done did not end b's episode
-            for name, arguments in solving_moves(second):
+            for n, (name, arguments) in enumerate(solving_moves(second)):
                 assert not (await b.call_tool(name, arguments)).is_error
+                if name != "done":  # mid-episode: what was spent, never a grade (an oracle)
+                    mid = json.loads((await b.read_resource("gridbench://score")).contents[0].text)
+                    assert mid["steps"] == n + 1 and not mid["finished"], mid
+                    graded = ("success", "fraction_correct", "wrong_cells", "decoy_cells_correct")
+                    assert all(mid[key] is None for key in graded), mid
             b_score = json.loads((await b.read_resource("gridbench://score")).contents[0].text)
         async with Client(url) as c:  # a new session of the same task: a fresh episode
             reply = await c.call_tool("get_current_grid_state", {})

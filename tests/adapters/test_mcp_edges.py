@@ -188,3 +188,21 @@ def test_the_session_limits_are_checked_and_the_credential_is_documented(capsys)
         assert main(["release=R", "task=T", "transport=http", bad]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and bad.split("=")[0] in err and err.count("\n") == 1
+
+
+def test_the_score_resource_tells_nothing_of_the_truth_until_the_episode_is_over(release):
+    """Hostile round 7: placing each candidate in turn and reading gridbench://score's
+    wrong_cells solved a task with no query or check. Mid-episode the resource now reads the
+    same whichever candidate a cell holds; after done it is the whole score."""
+    from gridbench.adapters.core import Session
+
+    record = next(r for r in gridbench.load_release(release) if any(o["decoys"] for o in r.answer["roles"]))
+    role = next(role for role in record.answer["roles"] if role["decoys"])
+    seen = []
+    for item in [role["truth"], *role["decoys"], *role["filtered"]]:
+        session = Session(record.task, record.answer)
+        session.call("set_slot", {"row": role["row"], "col": role["col"], "id": item})
+        seen.append(json.dumps(session.progress(), sort_keys=True))
+    assert len(set(seen)) == 1, seen
+    session.call("done", {})
+    assert session.progress() == session.score() and session.progress()["success"] is False
