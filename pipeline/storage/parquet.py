@@ -23,6 +23,31 @@ def read_table_rows(data: bytes, relative: str, schema: Any = None) -> list[dict
     return read_arrow_table(data, relative, schema).to_pylist()
 
 
+def _no_side_channel(handle: Any, relative: str) -> None:
+    """Refuse key-value metadata beyond the Arrow schema Arrow itself writes, and metadata on
+    the schema or any field: the writers put none, and a table an agent reads (or the hub
+    uploads) must not carry data beside its rows (hostile round 7 put every answer file there,
+    in a task table that verified)."""
+    extra = sorted(set(handle.metadata.metadata or {}) - {b"ARROW:schema"})
+    if extra:
+        name = extra[0].decode("utf-8", "replace")[:40]
+        raise ReleaseError(
+            f"{relative}: carries key-value metadata ({name!r}) that no release table has; rebuild the "
+            "release (or take it from its source again)"
+        )
+    arrow = handle.schema_arrow
+    fields = list(arrow)
+    while fields:
+        field = fields.pop()
+        if field.metadata:
+            raise ReleaseError(
+                f"{relative}: column {field.name[:40]!r} carries metadata that no release table has"
+            )
+        fields.extend(field.type.field(i) for i in range(field.type.num_fields))  # nested
+    if arrow.metadata:
+        raise ReleaseError(f"{relative}: its schema carries metadata that no release table has")
+
+
 def read_arrow_table(data: bytes, relative: str, schema: Any = None) -> Any:
     """An untrusted Parquet file as a pyarrow Table, its memory bounded before any value is
     decoded. Refused, each with one line naming ``relative``: a file whose pages (read from
@@ -53,6 +78,7 @@ def read_arrow_table(data: bytes, relative: str, schema: Any = None) -> Any:
         )
         if declared > allowance:
             raise ReleaseError(f"{relative}: declares {declared} bytes uncompressed, which is refused")
+        _no_side_channel(handle, relative)
         if schema is not None and not handle.schema_arrow.equals(schema):
             found = ", ".join(f"{f.name}: {f.type}" for f in handle.schema_arrow)[:300]
             raise ReleaseError(f"{relative}: its columns are not the declared ones (found {found})")

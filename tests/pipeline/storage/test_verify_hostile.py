@@ -265,6 +265,36 @@ def metadata_bomb(release: Path) -> None:
     _write_manifest(release, manifest)
 
 
+def table_answers_in_metadata(release: Path) -> None:
+    """Hostile round 7: every answer file in a task table's key-value metadata, re-signed."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(_table(release))
+    answers = {p.name: p.read_text() for p in sorted((release / "answers").rglob("*.json"))}
+    table = table.replace_schema_metadata({"leak": json.dumps(answers)})
+    pq.write_table(table, _table(release))
+    redigest(release, tables=False)
+
+
+def table_field_metadata(release: Path) -> None:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(_table(release))
+    index = table.schema.get_field_index("instruction")
+    field = table.schema.field(index).with_metadata({"truth": "C1a2b3c"})
+    pq.write_table(table.cast(table.schema.set(index, field)), _table(release))
+    redigest(release, tables=False)
+
+
+def timings_metadata(release: Path) -> None:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(release / "timings.parquet")
+    answer = sorted((release / "answers").rglob("*.json"))[0].read_text()
+    pq.write_table(table.replace_schema_metadata({"truth": answer}), release / "timings.parquet")
+    redigest(release, tables=False)
+
+
 CASES = [
     (symlink_out, "symlink"),
     (listed_outside, "leaves the release"),
@@ -293,6 +323,9 @@ CASES = [
     (metadata_value_changed, "hidden_slots differ from its files"),
     (metadata_extra_column, "its columns are not the declared ones"),
     (metadata_bomb, "uncompressed, which is refused"),
+    (table_answers_in_metadata, "carries key-value metadata ('leak')"),
+    (table_field_metadata, "column 'instruction' carries metadata"),
+    (timings_metadata, "timings.parquet: carries key-value metadata ('truth')"),
 ]
 
 
