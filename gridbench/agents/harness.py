@@ -47,8 +47,8 @@ from pipeline.evaluation.runs import RunStore, call_columns, encode_transcript
 from pipeline.parallel import Progress, parallel_imap
 from pipeline.storage.metadata import METADATA_SCHEMA
 from pipeline.storage.parquet import read_arrow_table
-from pipeline.storage.read import read_manifest, shown
-from pipeline.storage.safe import inside, read_bytes, read_json
+from pipeline.storage.read import read_listed, read_listed_json, read_manifest, shown
+from pipeline.storage.safe import inside
 
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@=,+-]{0,127}$")
 # How a run talks to its server, not what it asks: left out of an episode's identity.
@@ -170,9 +170,9 @@ def load_pair(job: Job) -> tuple[Task, Answer]:
     """The task and its answer, read as untrusted files (regular, bounded, not too deep); an
     answer that belongs to another task is an error."""
     root = Path(job.root)
-    task = task_from_dict(_object(read_json(root, job.task_rel), job.task_rel))
+    task = task_from_dict(_object(read_listed_json(root, job.task_rel), job.task_rel))
     answer_rel = "answers/" + job.task_rel[len("tasks/") :]
-    answer = answer_from_dict(_object(read_json(root, answer_rel), answer_rel))
+    answer = answer_from_dict(_object(read_listed_json(root, answer_rel), answer_rel))
     if answer.task_id != task.task_id:
         raise UserError(
             f"{job.task_rel}: its answer file is for task {answer.task_id}, not "
@@ -344,7 +344,7 @@ def _activity_text(activity: Any) -> str:
 def select_tasks(request: EvalRequest) -> list[str]:
     """Task files of the release that pass the filters; a filter matching nothing is an error."""
     release = request.release
-    table = read_arrow_table(read_bytes(release, "metadata.parquet"), "metadata.parquet")
+    table = read_arrow_table(read_listed(release, "metadata.parquet"), "metadata.parquet")
     meta = pl.from_arrow(table)
     if not isinstance(meta, pl.DataFrame) or dict(meta.schema) != METADATA_SCHEMA:
         raise UserError(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import re
@@ -69,13 +70,50 @@ def has_manifest(path: Path) -> bool:
         raise ReleaseError(f"{shown(path)}: cannot be read ({error.strerror})") from None
 
 
+def read_listed(release: Path, relative: str) -> bytes:
+    """A file of the release, whose SHA-256 must be the one its manifest lists: a file
+    changed after the build (an answer edited, a truth swapped) is refused, naming it, where
+    it would otherwise be scored, audited or played as if it were the release."""
+    data = read_bytes(release, relative)
+    expected = _listed(release).get(relative)
+    if expected is None:
+        raise ReleaseError(
+            f"{shown(release)}/{relative}: not listed in the release's manifest (run make verify)"
+        )
+    if hashlib.sha256(data).hexdigest() != expected:
+        raise ReleaseError(
+            f"{shown(release)}/{relative}: its SHA-256 is not the one the manifest lists: the file "
+            "changed after the release was built; `make verify` says what changed (or rebuild it)"
+        )
+    return data
+
+
+def read_listed_json(release: Path, relative: str) -> Any:
+    """:func:`read_listed`, parsed under ``read_json``'s limits."""
+    return load_json(read_listed(release, relative), relative)
+
+
+def _listed(release: Path) -> dict[str, str]:
+    """The manifest's digests, read once for each state of the manifest file."""
+    try:
+        state = os.stat(Path(release) / "manifest.json")
+    except OSError:
+        return dict(read_manifest(release)["files"])  # says why it cannot be read
+    return _listed_at(Path(release), state.st_mtime_ns, state.st_size, state.st_ino)
+
+
+@functools.lru_cache(maxsize=64)
+def _listed_at(release: Path, mtime_ns: int, size: int, inode: int) -> dict[str, str]:
+    return dict(read_manifest(release)["files"])
+
+
 def release_pairs(release: Path) -> list[tuple[Task, Answer]]:
-    """Every (task, answer) of a release, in file order."""
+    """Every (task, answer) of a release, in file order (each file's digest checked)."""
     manifest = read_manifest(release)
     pairs = []
     for relative in sorted(name for name in manifest["files"] if name.startswith("tasks/")):
-        task = task_from_dict(read_json(release, relative))
-        answer = answer_from_dict(read_json(release, "answers/" + relative[len("tasks/") :]))
+        task = task_from_dict(read_listed_json(release, relative))
+        answer = answer_from_dict(read_listed_json(release, "answers/" + relative[len("tasks/") :]))
         pairs.append((task, answer))
     return pairs
 
@@ -116,7 +154,7 @@ class ReleaseRecord:
 def _checked_bytes(release: Path, relative: str) -> bytes:
     """A file's bytes, once they have passed the size and depth limits of ``read_json``
     (parsing bytes again is cheaper than copying the parsed value)."""
-    data = read_bytes(release, relative)
+    data = read_listed(release, relative)
     load_json(data, relative)
     return data
 
@@ -140,7 +178,7 @@ class Release:
         from pipeline.storage.parquet import read_arrow_table
 
         table = read_arrow_table(
-            read_bytes(self.path, "metadata.parquet"), f"{self.path.name}/metadata.parquet"
+            read_listed(self.path, "metadata.parquet"), f"{self.path.name}/metadata.parquet"
         )
         meta = pl.from_arrow(table)
         if not isinstance(meta, pl.DataFrame) or dict(meta.schema) != METADATA_SCHEMA:

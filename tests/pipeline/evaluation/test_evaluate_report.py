@@ -218,7 +218,7 @@ def test_swapped_answers_and_a_corrupt_results_file_are_clear_errors(release, tm
     from gridbench.commands.evaluate import evaluate
     from gridbench_core.errors import UserError
     from pipeline.evaluation.summary import make_report
-    from tests.helpers_release import copy_release
+    from tests.helpers_release import copy_release, redigest
 
     copy = copy_release(release, tmp_path / "swapped")
     answers = sorted((copy / "answers").rglob("*.json"))
@@ -227,6 +227,10 @@ def test_swapped_answers_and_a_corrupt_results_file_are_clear_errors(release, tm
     shutil.copy(second, first)
     shutil.copy(tmp_path / "hold.json", second)
     cfg = compose_config([f"release={copy}", f"output_root={tmp_path}/runs", "workers=1"], "evaluate", "apps")
+    swapped = f"({first.relative_to(copy)}|{second.relative_to(copy)})"
+    with pytest.raises(UserError, match=f"{swapped}: its SHA-256 is not the one the manifest"):
+        evaluate(cfg)  # the files changed after the build
+    redigest(copy)  # and signed again: each file read is still its own task's
     with pytest.raises(UserError, match="its answer file is for task"):
         evaluate(cfg)
     run = tmp_path / "broken" / "x"
@@ -247,3 +251,26 @@ def test_the_audit_says_what_it_is_doing(release, tmp_path, capsys):
     assert "audit small-v2.0.0: transfer classifiers" in out
     assert "audit small-v2.0.0: bounds: positions" in out  # where the truth sits in its bounds
     assert "audit small-v2.0.0: 4/4 stages" in out and (tmp_path / "audit.md").is_file(), out
+
+
+def test_a_file_changed_after_the_build_is_refused_by_every_reader(release, tmp_path):
+    """Hostile round 7: a truth swapped in an answer file (not re-signed) was scored by eval and
+    audited as if it were the release. Every reader checks the manifest's digest."""
+    import gridbench
+    from pipeline.storage.read import release_pairs
+    from pipeline.storage.safe import ReleaseError
+    from tests.helpers_release import copy_release
+
+    copy = copy_release(release, tmp_path / "edited")
+    record = gridbench.load_release(copy)[0]
+    answer_file = copy / "answers" / record.task_file[len("tasks/") :]
+    answer_file.write_text(answer_file.read_text().replace('"truth"', '"truth" ', 1))
+    fresh = gridbench.load_release(copy)[0]
+    assert fresh.task["task_id"] == record.task_id  # the untouched task file still reads
+    with pytest.raises(ReleaseError, match="its SHA-256 is not the one the manifest lists"):
+        fresh.answer  # noqa: B018 (the property reads the file)
+    with pytest.raises(ReleaseError, match=f"{answer_file.name}: its SHA-256"):
+        release_pairs(copy)
+    (copy / "metadata.parquet").write_bytes((copy / "metadata.parquet").read_bytes() + b"\n")
+    with pytest.raises(ReleaseError, match="metadata.parquet: its SHA-256"):
+        gridbench.load_release(copy)
