@@ -14,6 +14,7 @@ import errno
 import functools
 import itertools
 import re
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -254,6 +255,15 @@ def _check_launcher(cfg: DictConfig) -> None:
         fail(str(error))
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is, to be handled as Ctrl-C is."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated()
+
+
 def command(
     config_name: str, folder: str = "apps"
 ) -> Callable[[Callable[[DictConfig], int | None]], Callable[[], None]]:
@@ -267,9 +277,19 @@ def command(
             run_cli(body, cfg)
 
         def main() -> None:
+            # SIGTERM (timeout, SLURM, docker stop, kill) ends the command as Ctrl-C does: its
+            # pool stopped, nothing half-written kept, one line; it exited 143 with Python's
+            # "leaked semaphore" warnings and a partial folder left for the next build
+            signal.signal(signal.SIGTERM, _terminate)
             try:
                 precheck(folder if folder == "apps" else "", config_name, sys.argv[1:])
                 task()
+            except Terminated:
+                print(
+                    "terminated (SIGTERM); nothing half-written is kept, run the command again",
+                    file=sys.stderr,
+                )
+                sys.exit(143)
             except KeyboardInterrupt:
                 print(
                     "interrupted (Ctrl-C); nothing half-written is kept, run the command again",
