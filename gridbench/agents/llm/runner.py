@@ -21,9 +21,11 @@ This module asks the server, and owns what can go wrong on the way:
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import functools
 import json
 import logging
+import math
 import os
 import random
 import ssl
@@ -153,6 +155,9 @@ class CappedTransport(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         """Send ``request``; the response's body stream stops at the limit."""
+        # only the encodings decoded here (httpx asks for br and zstd too when their packages
+        # are installed, and a server that honoured that failed every episode)
+        request.headers["accept-encoding"] = "gzip, deflate"
         response = await self.inner.handle_async_request(request)
         length = response.headers.get("content-length", "")
         if length.isdigit() and int(length) > self.limit:
@@ -169,7 +174,7 @@ class CappedTransport(httpx2.AsyncBaseTransport):
         elif encoding not in ("identity", ""):
             await response.aclose()
             raise ReplyTooLarge(
-                f"the reply's content-encoding {encoding[:40]!r} is not supported (asked for identity)"
+                f"the reply's content-encoding {encoding[:40]!r} is not supported (asked for gzip or deflate)"
             )
         return httpx2.Response(
             response.status_code, headers=headers, stream=stream, extensions=response.extensions
@@ -233,13 +238,28 @@ def _is_context_error(error: openai.APIStatusError) -> bool:
 
 
 def _retry_after(error: Exception) -> float | None:
+    """The wait a reply asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as an
+    HTTP date, capped at ``MAX_RETRY_AFTER_S`` (a longer wait is the cap, not the 0.5 s backoff
+    that would hammer a rate-limited server); None when it asks for none that can be read."""
     response = getattr(error, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:
+    if response is None:
         return None
-    return seconds if seconds is not None and 0 <= seconds <= MAX_RETRY_AFTER_S else None
+    seconds: float | None = None
+    try:
+        if response.headers.get("retry-after-ms") is not None:
+            seconds = float(response.headers["retry-after-ms"]) / 1000.0
+        elif response.headers.get("retry-after") is not None:
+            value = response.headers["retry-after"].strip()
+            try:
+                seconds = float(value)
+            except ValueError:
+                when = email.utils.parsedate_to_datetime(value)
+                seconds = when.timestamp() - time.time()
+    except (ValueError, TypeError, OverflowError, IndexError):
+        return None
+    if seconds is None or not math.isfinite(seconds):
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
 
 
 def _short(error: BaseException) -> str:
