@@ -10,6 +10,10 @@ class UserError(ValueError):
     """A mistake in a setting, a file or a name; the message names it and the fix."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where a command is so that it ends as Ctrl-C does (exit 143, not 130)."""
+
+
 class SolverTimeout(RuntimeError):
     """A solver returned UNKNOWN (its time limit) where a proof was needed; never a pass."""
 

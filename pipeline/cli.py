@@ -22,7 +22,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from gridbench_core.errors import SolverTimeout, UserError, terminal_text
+from gridbench_core.errors import SolverTimeout, Terminated, UserError, terminal_text
 from gridbench_core.paths import CONF_DIR as CONF
 
 USER_ERRORS: tuple[type[BaseException], ...] = (UserError, FileNotFoundError, SolverTimeout)
@@ -253,10 +253,6 @@ def _check_launcher(cfg: DictConfig) -> None:
         check_workers(jobs, "hydra.launcher.n_jobs")
     except UserError as error:
         fail(str(error))
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the command is, to be handled as Ctrl-C is."""
 
 
 def _terminate(signum: int, frame: Any) -> None:

@@ -38,7 +38,7 @@ from gridbench.agents.registry import AgentSpec, make_agent
 from gridbench.env import EnvSettings, Episode, score_episode
 from gridbench_core import paths
 from gridbench_core.budgets import UNLIMITED
-from gridbench_core.errors import UserError
+from gridbench_core.errors import Terminated, UserError
 from gridbench_core.task import Answer, Task
 from gridbench_core.task_io import answer_from_dict, task_from_dict
 from pipeline.evaluation.diagnostics import diagnose
@@ -395,7 +395,7 @@ def plan(request: EvalRequest) -> list[Job]:
 
 def run_evaluation(request: EvalRequest) -> int:
     """Play every episode of the request that is not done yet. The exit code: 0, 3 when some
-    episodes ended in ``api_error`` (a rerun retries them), 130 when interrupted; a stopped
+    episodes ended in ``api_error`` (a rerun retries them), 130 when interrupted (143 on SIGTERM); a stopped
     run raises :class:`RunStopped` (one line, exit 2). ``results.parquet`` is current after
     every one of them."""
     spec, env = request.spec, request.env
@@ -416,14 +416,15 @@ def run_evaluation(request: EvalRequest) -> int:
     start = time.perf_counter()
     try:
         _play(request, todo, store, progress)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         progress.close()
         store.write_results()
+        terminated = isinstance(stop, Terminated)  # SIGTERM
         print(
-            f"interrupted: {progress.done} episodes of this run saved in {store.folder}; run the "
-            "same command again to resume"
+            f"{'terminated (SIGTERM)' if terminated else 'interrupted'}: {progress.done} episodes of "
+            f"this run saved in {store.folder}; run the same command again to resume"
         )
-        return 130
+        return 143 if terminated else 130
     except BaseException:
         progress.close()
         store.write_results()
