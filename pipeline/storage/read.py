@@ -172,22 +172,30 @@ class Release:
         self.records = records if records is not None else self._index()
 
     def _index(self) -> list[ReleaseRecord]:
-        import polars as pl
-
+        # pyarrow alone, no polars: a gymnasium async vector env builds each environment in a
+        # forked worker, and polars used in the parent before the fork hangs there
         from pipeline.storage.metadata import METADATA_SCHEMA
         from pipeline.storage.parquet import read_arrow_table
 
         table = read_arrow_table(
             read_listed(self.path, "metadata.parquet"), f"{self.path.name}/metadata.parquet"
         )
-        meta = pl.from_arrow(table)
-        if not isinstance(meta, pl.DataFrame) or dict(meta.schema) != METADATA_SCHEMA:
+        found = {field.name: str(field.type) for field in table.schema}
+        if list(found) != list(METADATA_SCHEMA) or any(
+            found[name] not in _ARROW_TYPES[str(dtype)] for name, dtype in METADATA_SCHEMA.items()
+        ):
             raise ReleaseError(
                 f"{self.path}/metadata.parquet: its columns are not the declared ones (run `make verify`)"
             )
+        columns = ("domain", "hidden_slots", "decoy_budget", "task_id")
+        rows = table.select(list(columns)).to_pylist()
+        if any(row[name] is None for row in rows for name in columns):
+            raise ReleaseError(
+                f"{self.path}/metadata.parquet: a task's {columns} has a null (run `make verify`)"
+            )
         listed = self.manifest["files"]
         records = []
-        for row in meta.sort(["domain", "hidden_slots", "decoy_budget", "task_id"]).iter_rows(named=True):
+        for row in sorted(rows, key=lambda row: tuple(row[name] for name in columns)):
             task_file = f"tasks/{row['domain']}/{row['task_id']}.json"
             if task_file not in listed:
                 raise ReleaseError(
@@ -255,6 +263,15 @@ def _choices(value: Any, kind: type, name: str) -> set[Any] | None:
     if not all(isinstance(v, kind) and not isinstance(v, bool) for v in chosen):
         raise UserError(f"{name}={value!r}: give a {kind.__name__} or a list of them")
     return chosen
+
+
+# the Arrow types a metadata column of each polars type may have been written as
+_ARROW_TYPES = {
+    "String": ("string", "large_string", "string_view"),
+    "Int64": ("int64",),
+    "Float64": ("double",),
+    "Boolean": ("bool",),
+}
 
 
 def load_release(path: str | Path) -> Release:

@@ -170,3 +170,26 @@ def test_the_spec_states_the_step_limit(release):
     for _ in range(5):
         *_, truncated, _ = short.step({"name": "get_current_grid_state", "arguments": {}})
     assert truncated  # the stated limit is the one the environment keeps
+
+
+def test_an_async_vector_env_of_forked_workers_plays(release):
+    """Interop round 7: gymnasium's async vector env forks a worker per environment, and each
+    opened the release with polars, used in the parent before the fork: every worker hung.
+    The release's index is read with pyarrow alone."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, gymnasium, gridbench.gym, polars\n"
+        "polars.DataFrame({'a': list(range(100000))}).sort('a')  # polars' threads, before the fork\n"
+        "venv = gymnasium.make_vec('gridbench/Grid-v0', num_envs=2, vectorization_mode='async',\n"
+        "    vector_kwargs={'context': 'fork'}, release=sys.argv[1])\n"
+        "venv.reset(seed=0)\n"
+        "_, reward, *_ = venv.step(({'name': 'get_current_grid_state', 'arguments': {}},) * 2)\n"
+        "venv.close()\n"
+        "print('played', [float(r) for r in reward])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(release)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and "played [0.0, 0.0]" in done.stdout, done.stderr[-2000:]
