@@ -20,7 +20,7 @@ from gridbench_core.task import Task
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 ID_CHARS = 64  # an id longer than this is cut in the prompt (a build's ids: 8 to 25 characters)
-PLAIN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")  # a task id shown as it is; others quoted
+PLAIN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # a task id shown as it is; others quoted
 INSTRUCTION_CHARS = 200_000  # a 30x30 task's instruction: about 70,000
 
 

@@ -50,7 +50,7 @@ from pipeline.storage.parquet import read_arrow_table
 from pipeline.storage.read import read_listed, read_listed_json, read_manifest, shown
 from pipeline.storage.safe import inside
 
-RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@=,+-]{0,127}$")
+RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@=,+-]{0,127}\Z")
 # How a run talks to its server, not what it asks: left out of an episode's identity.
 NOT_IN_EPISODE_ID = (
     "concurrency",

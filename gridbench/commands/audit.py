@@ -30,7 +30,7 @@ from pipeline.storage.safe import inside
 register_configs()
 AUDITS = paths.OUTPUTS / "audits"
 BOUND_RUNGS = tuple(RUNG_NAMES)  # the command scores soft heuristics after every rung (the card: all options)
-FOLDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")  # a release folder's name, e.g. gridbench-v2.0.0
+FOLDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}\Z")  # a release folder's name, e.g. gridbench-v2.0.0
 
 
 def run_audit(cfg: DictConfig) -> int:

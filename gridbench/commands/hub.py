@@ -24,7 +24,7 @@ from pipeline.config import register_configs
 
 register_configs()
 
-REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}\Z")
 ANSWER_FILES = ("answers/", "data/answers.parquet")
 
 

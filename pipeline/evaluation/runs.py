@@ -34,7 +34,7 @@ from gridbench_core.errors import UserError
 from pipeline.evaluation.diagnostics import DIAGNOSTIC_COLUMNS
 
 MAX_ROW_BYTES = 4 * 1024 * 1024
-EPISODE_ID = re.compile(r"^[0-9a-f]{16}$")
+EPISODE_ID = re.compile(r"^[0-9a-f]{16}\Z")
 CALL_KINDS = (
     "set_slot",
     "get_current_grid_state",

@@ -18,7 +18,7 @@ from pipeline.storage.safe import BIDI, ReleaseError, read_gzip_json, regular_fi
 WIDTH = 100
 
 
-EPISODE_ID = re.compile(r"^[0-9a-f]{16}$")  # what episode_id() makes: a transcript's file name
+EPISODE_ID = re.compile(r"^[0-9a-f]{16}\Z")  # what episode_id() makes: a transcript's file name
 
 
 def _rows(run: Path) -> list[dict[str, Any]]:

@@ -81,10 +81,10 @@ def atomic_folder(target: Path, overwrite: bool) -> Iterator[Path]:
         temporary.mkdir()
         try:
             yield temporary
+            check_target(target, overwrite)  # again: something may have appeared there meanwhile
         except BaseException:
             shutil.rmtree(temporary, ignore_errors=True)
             raise
-        check_target(target, overwrite)
         old = target.parent / f".{target.name}.old-{os.getpid()}"
         if target.exists():
             target.rename(old)

@@ -36,7 +36,7 @@ MANIFEST_KEYS = {
     "files",
 }
 COUNT_KEYS = {"tasks", "per_domain", "certified", "crosscheck_ok", "decoys", "crosscheck_disagreements"}
-TIMING_COLUMN = re.compile(r"^[a-z][a-z_]{0,40}_ms$")
+TIMING_COLUMN = re.compile(r"^[a-z][a-z_]{0,40}_ms\Z")
 TIMING_MAX_MS = 7 * 24 * 3600 * 1000.0  # a week for one task: anything above is not a timing
 MAX_LIST = 10_000  # values of a recorded H or B list (a preset has at most a few dozen)
 

@@ -24,10 +24,10 @@ PACKAGES = ("gridbench", "ortools", "pulp", "polars", "pyarrow", "hydra-core", "
 DETERMINISTIC = ["tasks/", "answers/", "data/", "metadata.parquet", "schemas/", "README.md", "LICENSE"]
 
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 
 
-VERSION = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]{1,32})?$")
+VERSION = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]{1,32})?\Z")
 
 
 def release_dir(output_root: str | Path, name: str, version: str) -> Path:

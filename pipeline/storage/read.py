@@ -18,7 +18,7 @@ from gridbench_core.task_io import answer_from_dict, task_from_dict
 from pipeline.storage.layout import RELEASE_FORMAT
 from pipeline.storage.safe import ReleaseError, checked_relative, load_json, read_bytes, read_json
 
-DIGEST = re.compile(r"^[0-9a-f]{64}$")
+DIGEST = re.compile(r"^[0-9a-f]{64}\Z")
 
 
 def read_manifest(path: Path) -> dict[str, Any]:

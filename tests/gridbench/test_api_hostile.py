@@ -448,3 +448,37 @@ def test_a_slot_rule_listing_anything_but_strings_is_refused(op, values):
     with pytest.raises(TaskFormatError, match=rf"slot constraint '{op}' needs a list of strings"):
         SlotRule.from_dict({"attribute": "category", "op": op, "value": values})
     assert SlotRule.from_dict({"attribute": "category", "op": op, "value": ["x", "y"]}).value == ("x", "y")
+
+
+def test_core_records_keep_their_contracts():
+    """Planted bugs of round 7 that the suite let through: a bool item attribute read as an
+    int (q19), ``"counterexample": null`` written by a failing cross-check with none (q20), a
+    task's items written in insertion order rather than by id (q18)."""
+    import dataclasses
+
+    from gridbench_core.records import CrossCheck
+    from gridbench_core.task import TaskFormatError
+    from gridbench_core.task_io import task_from_dict
+    from tests.tiny import TASK
+
+    data = json.loads(json.dumps(TASK.to_dict()))  # a copy: the dict shares the task's items
+    data["items"][0]["weight"] = True
+    with pytest.raises(TaskFormatError):
+        task_from_dict(data)
+    failing = CrossCheck("highs", "1", True, False, True, 0, {"other": "FEASIBLE"}, ok=False)
+    assert "counterexample" not in failing.to_dict()
+    assert dataclasses.replace(failing, counterexample={"0,1": "A"}).to_dict()["counterexample"] == {
+        "0,1": "A"
+    }
+    shuffled = dataclasses.replace(TASK, items=dict(reversed(list(TASK.items.items()))))
+    ids = [item["id"] for item in shuffled.to_dict()["items"]]
+    assert ids == sorted(ids) and len(ids) > 1
+
+
+def test_a_curriculum_with_more_levels_than_values_gives_every_level_one():
+    """Planted bug q36 (round 7): three levels over one H left the levels without an H."""
+    dataset = gridbench.create_dataset(
+        "toy", size=3, levels=3, hidden_slots=5, decoy_budgets=[0, 1, 2], grid="5x5"
+    )
+    assert [dataset.key(i).hidden_slots for i in range(3)] == [5, 5, 5]
+    assert [dataset.key(i).decoy_budget for i in range(3)] == [0, 1, 2]

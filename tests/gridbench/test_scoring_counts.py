@@ -91,3 +91,31 @@ def test_an_episode_ended_at_its_step_limit_is_finished():
     open_episode = Episode(TASK, EnvSettings(max_steps=5), seed=0)
     open_episode.call("get_current_grid_state")
     assert not score_episode(open_episode, ANSWER)["finished"]
+
+
+def test_queries_and_checks_are_counted_apart():
+    """Planted bug q57 (round 7): ``checks_used`` reported the queries; one of each hid it."""
+    episode = Episode(TASK, EnvSettings(), seed=0)
+    for value in (0, 1, 2):
+        episode.call(
+            "query_toy_candidate_from_attribute",
+            {"row": 0, "col": 1, "field": "cost", "operator": ">=", "value": value},
+        )
+    result = score_episode(episode, ANSWER)
+    assert (result["queries_used"], result["checks_used"]) == (3, 0)
+    episode.call("check_toy_global_constraints")
+    assert (
+        score_episode(episode, ANSWER)["queries_used"],
+        score_episode(episode, ANSWER)["checks_used"],
+    ) == (3, 1)
+
+
+def test_a_hidden_candidate_s_attributes_are_not_given_away():
+    """Planted bug q59 (round 7): the attributes tool answered for any item of the task, so a
+    hidden cell's candidates were read for free, outside the query budget."""
+    episode = Episode(TASK, EnvSettings(), seed=0)
+    hidden = ANSWER.roles[0].truth
+    reply = episode.call("get_toy_item_attributes", {"ids": [hidden], "field": "weight"})
+    assert reply["status"] == "error" and hidden in reply["message"], reply
+    info = episode.call("get_toy_item_info", {"id": hidden})
+    assert info["status"] == "error", info

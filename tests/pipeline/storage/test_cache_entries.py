@@ -49,3 +49,14 @@ def test_a_failed_write_leaves_no_entry_and_no_temporary_file(tmp_path, made, mo
     assert load_cached(path, made.key) is None
     store_cached(path, made)
     assert json.loads(path.read_text())["key"] == made.key.public()
+
+
+def test_an_entry_of_an_older_format_is_made_again(tmp_path, made):
+    """Planted bug q50 (round 7): an entry of ``gridbench-cache-1`` (the draw before release
+    2.0.0) was served when the format check was dropped."""
+    path = cached_path(tmp_path, made.key, settings_fingerprint(GenerationSettings()))
+    store_cached(path, made)
+    record = json.loads(path.read_text())
+    assert record["format"] == "gridbench-cache-2"
+    path.write_text(json.dumps({**record, "format": "gridbench-cache-1"}))
+    assert load_cached(path, made.key) is None
