@@ -150,6 +150,17 @@ def test_a_session_that_names_no_task_or_an_unknown_one_is_told_how_to_pick(rele
         episodes.of(ctx({"task": "nope"}))
     record = gridbench.load_release(release)[0]
     assert episodes.of(ctx({"task": record.task_id})).task_id == record.task_id
+    # the session's ?seed= seeds its episode (planted bug q66 of round 7 ignored it)
+    seeded = SimpleNamespace(
+        request=SimpleNamespace(
+            headers={"mcp-session-id": "s2"}, query_params={"task": record.task_id, "seed": "7"}
+        )
+    )
+    from gridbench.scoring import task_of
+
+    task = task_of(record.task)
+    rng = episodes.of(seeded).episode.rng.random()
+    assert rng == gridbench.Episode(task, seed=7).rng.random() != gridbench.Episode(task).rng.random()
 
 
 def test_help_prints_the_usage_and_exits_0(capsys):

@@ -119,3 +119,23 @@ def test_a_hidden_candidate_s_attributes_are_not_given_away():
     assert reply["status"] == "error" and hidden in reply["message"], reply
     info = episode.call("get_toy_item_info", {"id": hidden})
     assert info["status"] == "error", info
+
+
+def test_wrong_cells_are_listed_row_by_row_whatever_the_order_of_the_truth():
+    """Planted bug q58 (round 7): wrong cells followed the answer's order (a hand-made file
+    whose roles are not row-major listed them out of order)."""
+    truth = {(1, 2): "F", (0, 1): "C", (1, 0): "B"}
+    assert score_grid([[None] * 3, [None] * 3], truth)["wrong_cells"] == [[0, 1], [1, 0], [1, 2]]
+
+
+def test_each_trial_of_an_evaluation_draws_its_own_failures():
+    """Planted bug q62 (round 7): every trial was seeded 0, so trials replayed one draw."""
+    from gridbench.agents.harness import Job, _episode
+    from gridbench.env import EnvSettings as Settings
+
+    draws = []
+    for trial in (0, 1):
+        job = Job("", "tasks/toy/x.json", 0.5, trial, "0" * 16)
+        draws.append(_episode(job, Settings(), TASK, False).rng.random())
+        assert draws[-1] == Episode(TASK, Settings(failure_rate=0.5), seed=trial).rng.random()
+    assert draws[0] != draws[1]
