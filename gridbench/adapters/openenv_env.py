@@ -207,9 +207,19 @@ def make_app(
     def factory() -> GridbenchEnvironment:
         return GridbenchEnvironment(feed, settings, partial)
 
-    return create_app(
+    app = create_app(
         factory, GridAction, GridObservation, env_name="gridbench", max_concurrent_envs=max_sessions
     )
+
+    async def refused(request: Any, error: Exception) -> Any:
+        # a bad reset over plain HTTP (an unknown task_id): 422 with the one line, as the
+        # WebSocket path says it, not a 500 and a traceback in the server's log
+        from fastapi.responses import JSONResponse
+
+        return JSONResponse(status_code=422, content={"detail": str(error)})
+
+    app.add_exception_handler(UserError, refused)
+    return app
 
 
 OPTIONS = (

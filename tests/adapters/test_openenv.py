@@ -215,3 +215,14 @@ def _handed(source: AdaptiveSource) -> list:
         for level in range(len(source.ladder))
         for k in range(source.counters[level])
     ]
+
+
+def test_a_bad_reset_over_plain_http_is_a_422_naming_it(release):
+    """Interop round 7: POST /reset with an unknown task_id answered 500 (a traceback in the
+    server's log); the WebSocket path already said it in one line."""
+    from starlette.testclient import TestClient
+
+    client = TestClient(oe().make_app(release=str(release)), raise_server_exceptions=False)
+    reply = client.post("/reset", json={"task_id": "nope"})
+    assert reply.status_code == 422 and "task_id='nope' is not a task" in reply.json()["detail"], reply.text
+    assert client.post("/reset", json={"seed": 0}).status_code == 200
