@@ -191,3 +191,21 @@ def test_a_budget_at_capacity_fills_every_cell_to_k_minus_1_decoys_and_no_furthe
     for index in range(12):
         draft = draw_draft(TaskKey("toy", 3, 3, 3, 6, 3, 0, index), GenerationSettings(), 0)
         assert sorted(len(draft.decoys.get(cell, [])) for cell in draft.hidden) == [2, 2, 2], index
+
+
+def test_a_window_or_a_minimum_never_reaches_below_zero():
+    """Planted bug q28 (round 7): without R <= T a window's or a minimum's shown lower bound
+    could sit below 0, an edge no completion can reach, which tells where the truth is."""
+    from pipeline.generation.bounds import radius, value
+    from pipeline.generation.build import draw_draft
+
+    seen = set()
+    for index in range(6):
+        draft = draw_draft(TaskKey("course", 5, 5, 6, 6, 8, 0, index), GenerationSettings(), 0)
+        for bound in draft.bounds:
+            truth = value(draft, bound)
+            bound.radius = truth + 50
+            capped = bound.upper and not bound.window
+            assert radius(draft, bound) == (truth + 50 if capped else truth), (bound, truth)
+            seen.add("cap" if capped else "window" if bound.window else "minimum")
+    assert {"cap", "window"} <= seen, seen
