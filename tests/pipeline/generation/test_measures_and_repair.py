@@ -275,3 +275,29 @@ def test_a_witness_counts_for_distance_one_only_when_it_breaks_exactly_one_rule_
             assert one_unit_witness(task, [witness]) == expected, (index, witness, broken)
             tricky += len(broken) > 1 and broken[0][1] == 1
     assert tricky > 0
+
+
+def test_a_rule_broken_in_one_group_only_is_broken_by_its_worst_group():
+    """Planted bug q32 (round 7): the excess taken over the best group said a row- or
+    column-scoped rule broken in one row only held. Checked against the checker's verdict on
+    every completion of small tasks, some of whose rules are scoped by row or column."""
+    import itertools
+
+    from gridbench_core.vocabulary import Scope
+    from pipeline.generation.measures import worst_excess
+    from solvers.checker import VIOLATED, fill, rule_status
+
+    scoped = partly = 0
+    for index in range(6):
+        task = generate_task(TaskKey("toy", 3, 3, 3, 4, 3, 0, index), GenerationSettings()).task
+        cells = [(slot.row, slot.col) for slot in task.slots]
+        options = [locally_valid_candidates(task, slot) for slot in task.slots]
+        for combo in itertools.product(*options):
+            grid = fill(task, dict(zip(cells, combo, strict=True)))
+            for rule in task.global_constraints:
+                broken = rule_status(rule, grid, task.items) == VIOLATED
+                assert (worst_excess(task, rule, grid) > 0) == broken, (index, rule.name, combo)
+                if rule.scope in (Scope.ROW, Scope.COL):
+                    scoped += 1
+                    partly += broken and worst_excess(task, rule, grid) > 0
+    assert scoped and partly, (scoped, partly)
