@@ -95,6 +95,14 @@ def separation(draft: Draft, bound: Bound, grid: list[list[str]], margin: int) -
     return max(0, gap - margin)
 
 
+def short_of(draft: Draft, edge: int, jitter: float) -> int:
+    """A window's radius below ``edge``, the widest that excludes the completion that set it:
+    uniform in ceil((1 - ``jitter``) x edge)..edge (``edge`` itself at 0), so that the width
+    does not say that a completion lies exactly one unit outside the truth's box."""
+    low = math.ceil(edge * (1.0 - jitter) - 1e-9)
+    return edge if jitter <= 0 or low >= edge else draft.rng.randint(max(low, 0), edge)
+
+
 def spread(draft: Draft, rule: GlobalRule) -> float:
     """The standard deviation of the rule's measure (in its most variable group) over
     completions that take each hidden cell's truth or one of its decoys at random."""

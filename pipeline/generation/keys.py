@@ -83,6 +83,13 @@ class GenerationSettings:
     # completions with more slack gains on it: 5x5, +0.039 over reading the bound alone at 4,
     # +0.024 at 8, +0.015 at 12 (docs/difficulty.md)
     one_sided_spread: float = 12.0
+    # a window narrowed by repair, or widened by loosening, stops one unit short of another
+    # completion: its radius then says that some completion lies exactly one unit outside the
+    # truth's box, which a reader of the widths alone found (+0.05 over chance at the default,
+    # +0.42 with min_depth=fixpoint). Its radius is drawn uniformly between (1 - width_jitter)
+    # times that edge and the edge: +0.024 and +0.114 at 0.5; at 1 windows of width 0..2 put
+    # the truth in the middle fifth of its windows too often for the audit (docs/difficulty.md)
+    width_jitter: float = 0.5
     max_repair_rounds: int = 40
     # a task whose decoys allow more than about 2**cage_bits completions lays its decoy cells
     # on a ring of overlapping cages of cage_cells cells, each with windows on cage_attributes
@@ -131,7 +138,7 @@ class GenerationSettings:
         limit = self.time_limit_s
         if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0 < limit < float("inf"):
             raise GenerationError(f"time_limit_s={self.time_limit_s} must be a finite number > 0")
-        for name in ("window_slack_share", "min_resistant_share"):
+        for name in ("window_slack_share", "min_resistant_share", "width_jitter"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise GenerationError(f"{name}={value!r} must be a number between 0 and 1")

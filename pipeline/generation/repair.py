@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from gridbench_core.task import Task
 from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
-from pipeline.generation.bounds import place, radius, separation, virtual, virtual_rules
+from pipeline.generation.bounds import place, radius, separation, short_of, virtual, virtual_rules
 from pipeline.generation.candidates import draw_exchangeable
 from pipeline.generation.draft import Cell, Draft
 from pipeline.generation.keys import GenerationSettings
@@ -80,7 +80,7 @@ def make_unique(
         used += 1
         stats.rounds += 1
         stats.counterexamples.append(dict(counterexample))
-        index = tighten(draft, counterexample, settings.min_margin)
+        index = tighten(draft, counterexample, settings.min_margin, settings.width_jitter)
         if index is not None:
             stats.tightenings += 1
             for rule in virtual_rules(draft, draft.bounds[index]):
@@ -125,7 +125,7 @@ def _margin_counterexample(model: CpSatModel, margin: int) -> dict[Cell, str] | 
     return None
 
 
-def tighten(draft: Draft, counterexample: dict[Cell, str], margin: int) -> int | None:
+def tighten(draft: Draft, counterexample: dict[Cell, str], margin: int, jitter: float = 0.0) -> int | None:
     """Narrow one window's radius just enough to exclude the counterexample (among those that
     can: :func:`_least_cut`, or :func:`_deepest_cut` on a caged draft); the index of the bound
     narrowed, None when no window can (repair then re-draws the cells the counterexample
@@ -150,7 +150,7 @@ def tighten(draft: Draft, counterexample: dict[Cell, str], margin: int) -> int |
     # converges fastest (its windows are loosened again once it is unique: build.py); a small
     # draft keeps its bounds as loose as it can
     index, width = _deepest_cut(draft, found) if draft.cages else _least_cut(draft, found)
-    draft.bounds[index].radius = width
+    draft.bounds[index].radius = short_of(draft, width, jitter)  # not pinned at the edge
     return index
 
 

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from gridbench_core.task import GlobalRule, Task
 from pipeline.generation.assemble import build_task, candidate_ids, truth_choice
-from pipeline.generation.bounds import Bound, place, radius, separation, virtual_rules
+from pipeline.generation.bounds import Bound, place, radius, separation, short_of, virtual_rules
 from pipeline.generation.draft import Draft
 from pipeline.generation.keys import GenerationSettings
 from pipeline.generation.repair import virtual_task
@@ -70,7 +70,15 @@ def _vacuous_units(task: Task, rule: GlobalRule) -> int:
     return units
 
 
-def _widest(model: CpSatModel, task: Task, draft: Draft, bound: Bound, margin: int, top: int | None) -> int:
+def _widest(
+    model: CpSatModel,
+    task: Task,
+    draft: Draft,
+    bound: Bound,
+    margin: int,
+    top: int | None,
+    jitter: float = 0.0,
+) -> int:
     """The widest radius ``bound`` can take, up to ``top`` (None: until it prunes nothing),
     with the virtual task still unique (and ``margin`` - 1 units of room): from the top, each
     second completion CP-SAT finds narrows it just enough to exclude that completion, until
@@ -87,7 +95,11 @@ def _widest(model: CpSatModel, task: Task, draft: Draft, bound: Bound, margin: i
             model.set_bound(rule.name, rule.bound)
         result = model.other_completion()
         if result.status == INFEASIBLE:
-            return width
+            if width < top and bound.window:  # a completion set this edge: a radius short of it
+                bound.radius = max(start, short_of(draft, width, jitter))
+                for rule in virtual_rules(draft, bound):
+                    model.set_bound(rule.name, rule.bound)
+            return bound.radius
         if result.status == UNKNOWN:
             break  # not proven: the radius stays where it was proven
         grid = [list(row) for row in draft.truth]
@@ -111,6 +123,7 @@ def loosen(
     solver: SolverSettings,
     indices: list[int],
     to_drawn: bool = False,
+    jitter: float | None = None,
 ) -> None:
     """Loosen the bounds at ``indices`` of a unique ``draft``, in random order, each as far as
     the virtual task's uniqueness (with ``min_margin``) allows -- or, ``to_drawn``, at most
@@ -124,7 +137,9 @@ def loosen(
     model = CpSatModel(task, limited, truth_choice(draft))
     for index in draft.rng.sample(indices, len(indices)):
         bound = draft.bounds[index]
-        _widest(model, task, draft, bound, settings.min_margin, bound.drawn if to_drawn else None)
+        top = bound.drawn if to_drawn else None
+        spread = settings.width_jitter if jitter is None else jitter
+        _widest(model, task, draft, bound, settings.min_margin, top, spread)
     place(draft)
 
 
@@ -140,9 +155,15 @@ def loosen_for_resistance(
     depth = depth_target(draft, settings)
     if share <= 0 and depth <= ONE_ROUND:
         return True  # a task with decoys is never decided by slot checks alone
-    loosen(draft, task_id, settings, solver, list(range(len(draft.bounds))))
-    order = {cell: candidate_ids(draft, cell) for cell in draft.hidden}
-    task = build_task(draft, task_id, 0, 0, order=order)
-    if share > 0 and not resistant_enough(*_resistance(task, draft), share):
-        return False
-    return depth <= ONE_ROUND or reasoning_depth(task).rung >= depth
+    # radii short of their edges first (a width at the edge tells that a completion lies just
+    # outside the truth's box: docs/difficulty.md); a task that needs the edges to meet its
+    # share or depth gets them, from there, rather than a re-draw
+    for jitter in dict.fromkeys((settings.width_jitter, 0.0)):
+        loosen(draft, task_id, settings, solver, list(range(len(draft.bounds))), jitter=jitter)
+        order = {cell: candidate_ids(draft, cell) for cell in draft.hidden}
+        task = build_task(draft, task_id, 0, 0, order=order)
+        if (share <= 0 or resistant_enough(*_resistance(task, draft), share)) and (
+            depth <= ONE_ROUND or reasoning_depth(task).rung >= depth
+        ):
+            return True
+    return False

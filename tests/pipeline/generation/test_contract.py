@@ -209,3 +209,20 @@ def test_a_window_or_a_minimum_never_reaches_below_zero():
             assert radius(draft, bound) == (truth + 50 if capped else truth), (bound, truth)
             seen.add("cap" if capped else "window" if bound.window else "minimum")
     assert {"cap", "window"} <= seen, seen
+
+
+def test_a_radius_a_completion_set_is_drawn_short_of_its_edge():
+    """A window narrowed (or widened) to one unit short of another completion said, by its
+    width alone, that a completion lies exactly one unit outside the truth's box (an outside
+    reader of widths: +0.42 over chance with min_depth=fixpoint). ``short_of`` draws the
+    radius between (1 - jitter) x the edge and the edge."""
+    import random
+    from types import SimpleNamespace
+
+    from pipeline.generation.bounds import short_of
+
+    draft = SimpleNamespace(rng=random.Random(0))
+    drawn = [short_of(draft, 10, 0.5) for _ in range(400)]  # type: ignore[arg-type]
+    assert set(drawn) == set(range(5, 11))  # every radius from half the edge to it
+    assert short_of(draft, 0, 0.5) == 0 and short_of(draft, 7, 0.0) == 7  # type: ignore[arg-type]
+    assert {short_of(draft, 1, 1.0) for _ in range(50)} == {0, 1}  # type: ignore[arg-type]
