@@ -88,7 +88,7 @@ def read_arrow_table(data: bytes, relative: str, schema: Any = None) -> Any:
         for group in range(meta.num_row_groups):  # one at a time: Arrow reads nested columns
             # with their dictionaries kept only within one row group (a legitimate file
             # written with many, even one row each, is read like any other)
-            part = encoded.read_row_group(group)
+            part = encoded.read_row_group(group, use_threads=False)
             decoded += sum(_decoded_bytes(chunk) for column in part.columns for chunk in column.chunks)
             del part
             if decoded > allowance:
@@ -97,7 +97,7 @@ def read_arrow_table(data: bytes, relative: str, schema: Any = None) -> Any:
             raise ReleaseError(
                 f"{relative}: its values decode to {decoded} bytes (dictionary expansion), which is refused"
             )
-        return handle.read()
+        return handle.read(use_threads=False)  # no pool thread left running at exit
     except ReleaseError:
         raise
     except Exception as error:  # pyarrow raises several kinds for a damaged file
