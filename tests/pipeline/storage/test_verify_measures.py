@@ -153,3 +153,42 @@ def test_a_metadata_depth_that_is_not_the_answer_s_is_refused(small_release, tmp
     redigest(release)
     report = verify_release(release, SETTINGS)
     assert any("depth" in failure and "differ from its files" in failure for failure in report.file_failures)
+
+
+def test_a_distance_claimed_of_a_rule_that_needs_more_units_is_refused():
+    """Planted bug q46 (round 7): verify checked that the named rule's own loosening finds a
+    second completion, not that it needs the claimed units, so the distance could be credited
+    to any rule that is loosenable at all (its share recomputed to match)."""
+    import dataclasses
+
+    from pipeline.generation import GenerationSettings, TaskKey, generate_task
+    from pipeline.storage.claimed import _distance
+    from solvers.cpsat import CpSatModel
+    from solvers.results import FEASIBLE, SolverSettings
+
+    solver = SolverSettings(time_limit_s=30.0)
+    found = 0
+    for index in range(12):
+        made = generate_task(TaskKey("course", 5, 5, 6, 6, 8, 0, index), GenerationSettings())
+        measures, truth = made.answer.measures, made.answer.truth_choice()
+        distance = measures.distance_to_ambiguity
+        if distance.units is None:
+            continue
+        assert _distance(made.task, made.answer, measures, solver) == []  # the true claim holds
+        model = CpSatModel(made.task, solver, truth)
+        for rule in made.task.global_constraints:
+            own = model.loosening_to_ambiguity(rule.name)
+            if rule.name == distance.rule or own.status != FEASIBLE or own.objective == distance.units:
+                continue
+            if not rule.bound:
+                continue
+            share = round(distance.units / rule.bound, 6)
+            lie = dataclasses.replace(distance, rule=rule.name, share=share)
+            claimed = dataclasses.replace(measures, distance_to_ambiguity=lie)
+            reasons = _distance(made.task, made.answer, claimed, solver)
+            assert any("distance_to_ambiguity.rule" in reason for reason in reasons), reasons
+            found += 1
+            break
+        if found >= 2:
+            break
+    assert found >= 2
