@@ -105,20 +105,26 @@ class Session:
         return {**stats, **graded, "truncated": self.episode.truncated}
 
     # what :meth:`score` says that an agent may read while it plays (nothing about the truth)
-    SPENT = ("steps", "invalid_calls", "failed_calls", "queries_used", "checks_used", "calls")
+    SPENT = (
+        "steps",
+        "invalid_calls",
+        "failed_calls",
+        "queries_used",
+        "checks_used",
+        "calls",
+        "finished",
+        "truncated",
+    )
 
     def progress(self) -> dict[str, Any]:
         """:meth:`score` while the episode runs: what it spent, and no grading (``success``,
         ``fraction_correct``, ``wrong_cells`` and the decoy counts are None until it is over),
         since a grade read after each move is an oracle of the truth, cell by cell. Once the
         episode is over this is :meth:`score`."""
-        if self.over:
-            return self.score()
         score = self.score()
-        return {
-            key: (value if key in self.SPENT or key in ("finished", "truncated") else None)
-            for key, value in score.items()
-        }
+        if self.over:
+            return score
+        return {key: (value if key in self.SPENT else None) for key, value in score.items()}
 
     def reward(self, partial: bool = False) -> float:
         """1.0 for a solved grid, else 0.0; with ``partial`` the fraction of hidden cells right."""

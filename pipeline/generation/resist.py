@@ -135,11 +135,11 @@ def loosen(
         solver, deterministic_limit=min(LOOSEN_LIMIT, solver.deterministic_limit or LOOSEN_LIMIT)
     )
     model = CpSatModel(task, limited, truth_choice(draft))
+    jitter = settings.width_jitter if jitter is None else jitter
     for index in draft.rng.sample(indices, len(indices)):
         bound = draft.bounds[index]
         top = bound.drawn if to_drawn else None
-        spread = settings.width_jitter if jitter is None else jitter
-        _widest(model, task, draft, bound, settings.min_margin, top, spread)
+        _widest(model, task, draft, bound, settings.min_margin, top, jitter)
     place(draft)
 
 

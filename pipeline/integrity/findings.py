@@ -57,12 +57,13 @@ def rule_free_failures(report: dict[str, Any]) -> list[str]:
     for name, score in {**report["classifiers"], **report.get("transfer", {})}.items():
         if name.split("/")[0] in RULE_FREE_FEATURE_SETS:
             readers[f"classifier {name}"] = score
-    ranked = sorted(readers, key=lambda name: (_p_value(readers[name]), name))
-    found = []
+    p_values = {name: _p_value(score) for name, score in readers.items()}
+    ranked = sorted(readers, key=lambda name: (p_values[name], name))
+    found = set()
     for rank, name in enumerate(ranked):
-        if _p_value(readers[name]) > ALPHA / (len(ranked) - rank):
+        if p_values[name] > ALPHA / (len(ranked) - rank):
             break
-        found.append(name)
+        found.add(name)
     return [
         f"{name}: {score['accuracy']:.3f} [{score['low']:.3f}, {score['high']:.3f}] vs chance "
         f"{score['chance']:.3f}"
@@ -74,9 +75,7 @@ def rule_free_failures(report: dict[str, Any]) -> list[str]:
 def _p_value(score: dict[str, float]) -> float:
     """One-sided p-value of an accuracy over ``cells`` against chance + ``TOLERANCE``."""
     line, cells, accuracy = score["chance"] + TOLERANCE, score["cells"], score["accuracy"]
-    if not cells or math.isnan(accuracy) or accuracy <= line:
-        return 1.0
-    if line >= 1.0:
+    if not cells or math.isnan(accuracy) or accuracy <= line or line >= 1.0:
         return 1.0
     z = (accuracy - line) / math.sqrt(line * (1 - line) / cells)
     return 0.5 * math.erfc(z / math.sqrt(2))
