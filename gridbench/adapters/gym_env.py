@@ -16,11 +16,16 @@ fraction of hidden cells right). ``terminated`` when ``done`` was called, ``trun
 
 from __future__ import annotations
 
+import multiprocessing
 import string
+from collections.abc import Iterator, Sequence
+from types import ModuleType
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from gymnasium import spaces
+from gymnasium.vector.utils import create_shared_memory, read_from_shared_memory, write_to_shared_memory
 
 from gridbench.adapters.core import (
     Session,
@@ -50,6 +55,69 @@ class AnyText(spaces.Text):
     def contains(self, x: Any) -> bool:
         """Any string of at most ``max_length`` characters."""
         return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
+
+
+# gymnasium's async vector env (``shared_memory=True``, its default) keeps observations in shared
+# memory, and for a ``Text`` space it (1.4) writes each character's index in the space's charset,
+# so any other character fails in the worker, and it reads the buffer into strings once, when the
+# vector env is made: every observation after that was the empty buffer, a million '0's. An
+# ``AnyText`` buffer holds, per environment, the text's length and its code points, and is read
+# as a view that decodes the buffer when indexed or copied (as gymnasium's arrays are views).
+
+
+@create_shared_memory.register(AnyText)
+def _create_any_text(space: AnyText, n: int = 1, ctx: ModuleType = multiprocessing) -> Any:
+    return ctx.Array(np.dtype(np.int32).char, n * (space.max_length + 1))
+
+
+@write_to_shared_memory.register(AnyText)
+def _write_any_text(space: AnyText, index: int, value: str, shared_memory: Any) -> None:
+    if not space.contains(value):
+        raise ValueError(f"an observation of {len(value)} characters is over the limit of {space.max_length}")
+    codes = np.frombuffer(value.encode("utf-32-le", "surrogatepass"), dtype="<i4")
+    size = space.max_length + 1
+    buffer = np.frombuffer(shared_memory.get_obj(), dtype=np.int32)[index * size : (index + 1) * size]
+    buffer[0] = len(codes)
+    buffer[1 : 1 + len(codes)] = codes
+
+
+class TextView(Sequence[str]):
+    """The texts of a vector env's shared buffer, decoded when read: ``deepcopy`` (what the
+    vector env returns by default) gives a tuple of them."""
+
+    def __init__(self, space: AnyText, shared_memory: Any, n: int) -> None:
+        self.size, self.n = space.max_length + 1, n
+        self.buffer = np.frombuffer(shared_memory.get_obj(), dtype=np.int32)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        if not -self.n <= index < self.n:
+            raise IndexError(index)
+        row = self.buffer[(index % self.n) * self.size : (index % self.n + 1) * self.size]
+        return row[1 : 1 + int(row[0])].astype("<i4").tobytes().decode("utf-32-le", "surrogatepass")
+
+    def __iter__(self) -> Iterator[str]:
+        return (self[i] for i in range(self.n))
+
+    def __eq__(self, other: object) -> bool:
+        return tuple(self) == (tuple(other) if isinstance(other, (tuple, TextView)) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
+@read_from_shared_memory.register(AnyText)
+def _read_any_text(space: AnyText, shared_memory: Any, n: int = 1) -> TextView:
+    return TextView(space, shared_memory, n)
 
 
 class GridEnv(gym.Env[str, Any]):
@@ -148,7 +216,9 @@ class GridEnv(gym.Env[str, Any]):
         if ended_before is None and (session.over or session.episode.steps >= self.settings.max_steps):
             done_called = session.over and not session.truncated
             self.ended = "terminated" if done_called else "truncated"
-        info = self._info(result=result)
+        # the result's status and message (its data is in the text): an info value keeps its type in
+        # every step, so a vector env can stack the infos of environments that called different tools
+        info = self._info(result={"status": str(result.get("status")), "message": str(result.get("message"))})
         reward = 0.0
         if self.ended is not None:
             info["score"] = {**session.score(), "truncated": self.ended == "truncated"}

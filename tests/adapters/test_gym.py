@@ -193,3 +193,72 @@ def test_an_async_vector_env_of_forked_workers_plays(release):
         [sys.executable, "-c", script, str(release)], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0 and "played [0.0, 0.0]" in done.stdout, done.stderr[-2000:]
+
+
+VECTOR_SCRIPT = """
+import json, sys, gymnasium, gridbench.gym
+
+def main():
+    release, context = sys.argv[1], sys.argv[2]
+    kwargs = {} if context == "default" else {"context": context}
+    venv = gymnasium.make_vec("gridbench/Grid-v0", num_envs=2, vectorization_mode="async",
+        vector_kwargs=kwargs, release=release)  # shared memory: gymnasium's default
+    single = gymnasium.make("gridbench/Grid-v0", release=release)
+    observations, info = venv.reset(seed=0)
+    seen = {"reset": [], "step": [], "end": []}
+    odd = {"name": "\\u00e9\\ud800 \\u540d", "arguments": {}}  # echoed in the error message
+    state = {"name": "get_current_grid_state", "arguments": {}}
+    done = {"name": "done", "arguments": {}}
+    stepped, _, _, _, step_info = venv.step((odd, state))
+    ended, reward, terminated, _, end_info = venv.step((done, done))
+    for i in range(2):
+        prompt, _ = single.reset(options={"task_id": info["task_id"][i]})
+        seen["reset"].append(observations[i] == prompt)
+        seen["step"].append(stepped[i] == single.step((odd, state)[i])[0])
+        text, r, t, _, last = single.step(done)
+        seen["end"].append([ended[i] == text, float(reward[i]) == r, bool(terminated[i]) == t,
+                            bool(end_info["score"]["success"][i]) == last["score"]["success"]])
+    venv.close()
+    print(json.dumps({"seen": seen, "statuses": list(step_info["result"]["status"]),
+                      "unicode": "\\u540d" in stepped[0]}))
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _vector_play(release, context: str) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", VECTOR_SCRIPT, str(release), context],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _assert_like_single(played: dict) -> None:
+    assert played["seen"]["reset"] == [True, True], played
+    assert played["seen"]["step"] == [True, True], played
+    assert played["seen"]["end"] == [[True] * 4, [True] * 4], played
+    assert played["statuses"] == ["error", "ok"] and played["unicode"], played
+
+
+def test_an_async_vector_env_with_shared_memory_sees_what_a_single_env_sees(release):
+    """Gymnasium's async vector env keeps observations in shared memory by default, and read a
+    ``Text`` space's buffer once, when it was made: every observation was a million '0's, and
+    a character outside the space's charset failed in the worker. Two environments calling
+    different tools (an error beside a grid) also broke the stacking of their infos. Each
+    observation, reward and end now equals a single environment's on the same task."""
+    _assert_like_single(_vector_play(release, "default"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_an_async_vector_env_of_spawned_workers_sees_what_a_single_env_sees(release, context):
+    _assert_like_single(_vector_play(release, context))
