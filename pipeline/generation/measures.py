@@ -3,8 +3,10 @@
 - ``search_space``: product over hidden cells of (1 + its decoys): the locally valid choices.
 - ``shallow_decoys``: decoys refuted by one partial global check with only the visible cells
   and that decoy filled.
-- ``dfs_nodes``: placements made by a canonical depth-first search that uses only what the
-  tools reveal (slot checks, partial global checks); cells row-major, candidates as listed.
+- ``dfs_nodes``: placements made by a depth-first search that uses only what the tools reveal
+  (slot checks, partial global checks), cells row-major, run to the end of its tree: every
+  completion is found, so the count does not depend on the order the candidates are listed in
+  (a search stopped at its first completion would count the truth's place in that order).
 - ``distance_to_ambiguity``: the smallest loosening of any single global bound that admits a
   second completion (CP-SAT, minimising the loosening).
 - ``propagation``: decoys eliminated by one round of interval propagation, by propagation to
@@ -148,15 +150,17 @@ class CanonicalSearch:
         state, bound = self.state, self.bound
         return self.broken_from_start or any(state[i] + a > bound[i] for i, a in self.adds[depth][k])
 
-    def run(self) -> tuple[int, bool, bool]:
-        """(nodes, found a completion, hit the node limit)."""
+    def run(self) -> tuple[int, int, bool]:
+        """(nodes, completions found, hit the node limit): the whole tree, so neither count
+        depends on the order of any cell's options."""
+        self.completions = 0
         try:
-            found = self._iterate()
+            self._iterate()
         except _LimitReached:
-            return self.nodes, False, True
-        return self.nodes, found, False
+            return self.nodes, self.completions, True
+        return self.nodes, self.completions, False
 
-    def _iterate(self) -> bool:
+    def _iterate(self) -> None:
         """:meth:`_search` without recursion, counting the same nodes in the same order (the
         search is the largest cost of measuring a large task). The lower-bound counters are
         kept as the search goes, so a leaf is checked in one pass over them; the grid is not
@@ -165,7 +169,8 @@ class CanonicalSearch:
         state, bound = self.state, self.bound
         count, limit, broken = len(self.cells), self.node_limit, self.broken_from_start
         if count == 0:
-            return self._lower_bounds_hold()
+            self.completions = int(not broken and self._lower_bounds_hold())
+            return
         widths = [len(o) for o in options]
         totals, lower_bound = list(self.lower_base), self.lower_bound
         tried = [0] * count  # options tried so far at each depth
@@ -174,13 +179,12 @@ class CanonicalSearch:
             if depth == count or tried[depth] == widths[depth]:  # a leaf, or a depth exhausted
                 if depth == count:
                     if all(t >= b for t, b in zip(totals, lower_bound)):  # noqa: B905 (same length)
-                        self.nodes = nodes
-                        return True
+                        self.completions += 1
                 else:
                     tried[depth] = 0
                     if depth == 0:
                         self.nodes = nodes
-                        return False
+                        return
                 depth -= 1  # back up: undo the option this depth holds
                 k = tried[depth] - 1
                 for i, a in adds_of[depth][k]:
@@ -210,11 +214,12 @@ class CanonicalSearch:
     def _lower_bounds_hold(self) -> bool:
         return all(rule_status(rule, self.grid, self.task.items) != VIOLATED for rule in self.lower)
 
-    def _search(self, depth: int) -> bool:
+    def _search(self, depth: int) -> None:
         """The recursive definition of the search (the reference :meth:`_iterate` is tested
-        against)."""
+        against); call with ``completions`` set to 0."""
         if depth == len(self.cells):  # upper bounds held at every step; now the lower ones
-            return self._lower_bounds_hold()
+            self.completions += int(not self.broken_from_start and self._lower_bounds_hold())
+            return
         cell, state, bound = self.cells[depth], self.state, self.bound
         for item_id, adds in zip(self.options[depth], self.adds[depth], strict=True):
             self.nodes += 1
@@ -225,12 +230,10 @@ class CanonicalSearch:
             for i, a in adds:
                 state[i] += a
             self.grid[cell[0]][cell[1]] = item_id
-            if self._search(depth + 1):
-                return True
+            self._search(depth + 1)
             self.grid[cell[0]][cell[1]] = None
             for i, a in adds:
                 state[i] -= a
-        return False
 
 
 def _lower_weight(rule: GlobalRule, record: Mapping[str, Any]) -> int:
@@ -333,9 +336,12 @@ def measure(
     completions other than the truth that may settle the distance to ambiguity)."""
     search = CanonicalSearch(task, node_limit)
     shallow = shallow_decoys(task, answer, search)  # from the counters, before the search moves them
-    nodes, found, capped = search.run()
-    if not found and not capped:
-        raise RuntimeError(f"task {task.task_id}: canonical search found no completion")
+    nodes, completions, capped = search.run()
+    if completions > 1 or (completions != 1 and not capped):
+        raise RuntimeError(
+            f"task {task.task_id}: the canonical search found {completions} completions where the "
+            "certificate proves exactly one"
+        )
     space = search_space(answer)
     return Measures(
         search_space=space,

@@ -17,7 +17,7 @@ from pipeline.generation.keys import GenerationSettings, TaskKey
 from pipeline.parallel import parallel_imap
 from pipeline.storage.safe import ReleaseError, load_json, read_bytes
 
-FORMAT = "gridbench-cache-2"  # 2: the draw of release 2.0.0 (issue 26)
+FORMAT = "gridbench-cache-3"  # 2: the draw of release 2.0.0 (issue 26); 3: dfs_nodes over the whole tree
 
 
 def settings_fingerprint(settings: GenerationSettings, salt: str = "") -> str:

@@ -215,7 +215,10 @@ A table row holds the task file with a fixed encoding of the shapes a table cann
 
 {hb_table(frame, "log10_search_space", ".2f")}
 
-## Mean canonical DFS nodes
+## Mean nodes of the canonical search tree
+
+Placements a depth-first search makes with only slot checks and partial global checks, cells
+row-major, over its whole tree (so the count does not depend on the order of the candidates).
 
 {hb_table(frame, "dfs_nodes", ".0f")}
 

@@ -91,14 +91,16 @@ def _counts(task: Task, answer: Answer, claimed: Measures) -> list[str]:
 
 
 def _search(task: Task, claimed: Measures) -> list[str]:
-    """The canonical search, counted to the claimed number of nodes and one more (a capped
-    claim: to the claimed number)."""
+    """The canonical search (its whole tree), counted to the claimed number of nodes and one
+    more (a capped claim: to the claimed number)."""
     if claimed.dfs_nodes < 0:
         return [_differs("dfs_nodes", claimed.dfs_nodes, "a count of at least 0")]
     limit = claimed.dfs_nodes if claimed.dfs_capped else claimed.dfs_nodes + 1
-    nodes, _, capped = CanonicalSearch(task, limit).run()
+    nodes, completions, capped = CanonicalSearch(task, limit).run()
     if capped != claimed.dfs_capped or (not capped and nodes != claimed.dfs_nodes):
         return [_differs("dfs_nodes", (claimed.dfs_nodes, claimed.dfs_capped), (nodes, capped))]
+    if not capped and completions != 1:
+        return [f"measures.dfs_nodes: the canonical search's tree holds {completions} completions, not one"]
     return []
 
 

@@ -57,6 +57,7 @@ def test_an_entry_of_an_older_format_is_made_again(tmp_path, made):
     path = cached_path(tmp_path, made.key, settings_fingerprint(GenerationSettings()))
     store_cached(path, made)
     record = json.loads(path.read_text())
-    assert record["format"] == "gridbench-cache-2"
-    path.write_text(json.dumps({**record, "format": "gridbench-cache-1"}))
-    assert load_cached(path, made.key) is None
+    assert record["format"] == "gridbench-cache-3"
+    for older in ("gridbench-cache-1", "gridbench-cache-2"):  # 2: dfs_nodes to the first completion
+        path.write_text(json.dumps({**record, "format": older}))
+        assert load_cached(path, made.key) is None
