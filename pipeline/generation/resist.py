@@ -70,6 +70,22 @@ def _vacuous_units(task: Task, rule: GlobalRule) -> int:
     return units
 
 
+def _vacuous_top(task: Task, rules: list[GlobalRule]) -> int:
+    """A radius at which ``rules`` prune nothing, read off the options alone: one more than the
+    widest range a group's measure can span over the locally valid options (the visible cells
+    add the same to both ends). It does not depend on the truth: a radius that stopped at the
+    truth's own distance to the extreme totals, ``max(Tmax - T, T - Tmin) + 1``, told T to an
+    agent that computes Tmax and Tmin (one of two values) whenever no completion narrowed it."""
+    options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
+    single = Task(
+        task.task_id, task.domain, task.rows, task.cols, 0, task.grid, task.items, task.slots, tuple(rules)
+    )
+    span = 0
+    for row in linear_rows(single, options):
+        span = max(span, sum(max(c.values()) - min(c.values()) for c in row.coefficients.values()))
+    return span + 1
+
+
 def _widest(
     model: CpSatModel,
     task: Task,
@@ -79,7 +95,8 @@ def _widest(
     top: int | None,
     jitter: float = 0.0,
 ) -> int:
-    """The widest radius ``bound`` can take, up to ``top`` (None: until it prunes nothing),
+    """The widest radius ``bound`` can take, up to ``top`` (None: a radius at which it prunes
+    nothing, :func:`_vacuous_top`),
     with the virtual task still unique (and ``margin`` - 1 units of room): from the top, each
     second completion CP-SAT finds narrows it just enough to exclude that completion, until
     none is left; a solve that reaches its time limit keeps the radius last proven. Leaves the
@@ -87,7 +104,9 @@ def _widest(
     virtual task, for its cells and items)."""
     start = radius(draft, bound)
     if top is None:
-        top = start + max(_vacuous_units(task, rule) for rule in virtual_rules(draft, bound)) + 1
+        rules = virtual_rules(draft, bound)
+        vacuous = start + max(_vacuous_units(task, rule) for rule in rules) + 1
+        top = max(vacuous, _vacuous_top(task, rules))
     width = top
     while width > start:
         bound.radius = width
