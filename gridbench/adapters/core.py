@@ -126,6 +126,11 @@ class Session:
             return score
         return {key: (value if key in self.SPENT else None) for key, value in score.items()}
 
+    def end(self) -> None:
+        """End the episode where it stands, as ``done`` would, without counting a call (a
+        trainer reads the reward here: a grade read mid-episode would be an oracle)."""
+        self.episode.finished = True
+
     def reward(self, partial: bool = False) -> float:
         """1.0 for a solved grid, else 0.0; with ``partial`` the fraction of hidden cells right."""
         graded = score_grid(self.episode.grid, self.truth())

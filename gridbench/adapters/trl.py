@@ -14,7 +14,8 @@ TRL's contract (``trl/trainer/grpo_trainer.py``): one instance per rollout; ``re
 before generation, whose string is appended to the row's last user message; every public
 method is a tool, named after the method, described to the model by
 ``transformers.utils.get_json_schema`` (type hints and a Google docstring), and called as
-``method(**arguments)``; ``get_reward()`` scores the finished rollout. Tool names carry the
+``method(**arguments)``; ``get_reward()`` scores the finished rollout (TRL 1.8 and later; before
+1.8 it is a tool too, and ends the episode when called as one). Tool names carry the
 domain (``query_course_candidate_from_attribute``), so there is one environment class per
 domain and the factories are a dict keyed by the rows' ``environment`` field.
 
@@ -100,7 +101,13 @@ class GridbenchEnvironment:
     def get_reward(self) -> float:
         """1.0 for a solved grid, else 0.0 (``partial``: the fraction of hidden cells right);
         with an adaptive source, the first call also hands it to the rollout's group, which
-        reports the group's mean to the source once every rollout of the group is in."""
+        reports the group's mean to the source once every rollout of the group is in. It ends
+        the episode first: TRL before 1.8 makes every public method but ``reset`` a tool, so a
+        model could call this one mid-rollout, and a grade it could read after each move would
+        tell it the truth cell by cell; called as a tool it is ``done``, and the rollout's
+        reward is what it returned."""
+        if self.session is not None:
+            self.session.end()
         reward = 0.0 if self.session is None else self.session.reward(self.partial)
         if self._handed is not None:
             self.source.reward(self._handed, reward)

@@ -193,3 +193,21 @@ def test_grpo_groups_share_one_task_and_report_its_mean():
     for env in envs[:3]:  # the next epoch of row 0: a new task
         reset_row(env, rows[0])
     assert source.handed == 4 and len({e.session.task_id for e in envs[:3]} | first) == 2
+
+
+def test_get_reward_called_as_a_tool_ends_the_episode(release):
+    """TRL before 1.8 exposes every public method but ``reset`` as a tool, ``get_reward``
+    included: with a partial reward, a model calling it after each move read how many cells were
+    right (round 8). Called mid-rollout it now ends the episode, and its value is the reward."""
+    rows, factories = environments(release=str(release), reward="partial")
+    row = rows[0]
+    env = factories[row["environment"]]()
+    env.reset(**{k: v for k, v in row.items() if k != "environment"})
+    record = gridbench.load_release(release).records[row["task_index"]]
+    first = solving_moves(record)[0]
+    json.loads(getattr(env, first[0])(**first[1]))
+    mid = env.get_reward()  # as a tool, one right cell in
+    assert env.session.over
+    again = json.loads(getattr(env, first[0])(**first[1]))
+    assert again["status"] == "error" and "over" in again["message"]
+    assert env.get_reward() == mid  # the rollout's reward is the grade already read
