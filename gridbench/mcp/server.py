@@ -59,13 +59,14 @@ OPTIONS: dict[str, Any] = {
     "max_sessions": 1000,  # open sessions of all clients together (the SDK answers 503 beyond)
     "sessions_per_client": 16,  # open sessions of one client address (429 beyond)
     "session_idle": 600,  # seconds without a request after which a session ends
+    "grades": "once",  # over HTTP: a task's grade goes to one session (once) or to each (every)
 }
 INTEGERS = ("max_steps", "seed", "port", "max_sessions", "sessions_per_client", "session_idle")
 LIMITS = {"max_sessions": (1, 100_000), "sessions_per_client": (1, 100_000), "session_idle": (1, 86_400)}
 USAGE = (
     "usage: python -m gridbench.mcp release=PATH [task=TASK_ID] [failure_rate=F] [query_budget=B] "
     "[check_budget=B] [max_steps=N] [seed=N] [transport=stdio|http] [host=H] [port=P] "
-    "[max_sessions=N] [sessions_per_client=N] [session_idle=S]"
+    "[max_sessions=N] [sessions_per_client=N] [session_idle=S] [grades=once|every]"
 )
 HELP = f"""{USAGE}
 
@@ -81,6 +82,10 @@ Serve gridbench episodes over MCP (Model Context Protocol).
   max_sessions=N     over HTTP: open sessions at most (default 1000; 503 beyond), of them
   sessions_per_client=N  from one client address (default 16; 429 beyond); a session ends
   session_idle=S     after S seconds without a request (default 600) or on DELETE
+  grades=once        over HTTP: gridbench://score grades a task for the first session that
+                     reads it once its episode is over, and no later one (default: a client
+                     that may open sessions would otherwise grade throwaway guesses and read
+                     the wrong cells); grades=every grades each session (trusted clients only)
 Tools: the episode's tools (annotated, with an outputSchema); prompt: task; resources:
 gridbench://prompt, gridbench://score, gridbench://task.
 A session's id (the Mcp-Session-Id header) is its only credential: whoever holds it plays
@@ -102,6 +107,8 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
     options["host"] = str(options["host"]).strip("[]")  # [::1] as ::1
     if options["transport"] not in ("stdio", "http"):
         raise UserError(f"transport={options['transport']!r}: use stdio or http")
+    if options["grades"] not in ("once", "every"):
+        raise UserError(f"grades={str(options['grades'])[:40]!r}: use once or every")
     if options["transport"] == "stdio" and not options["task"]:
         raise UserError(f"task= is required over stdio (over HTTP a session may name its own); {USAGE}")
     for key in INTEGERS:
@@ -162,6 +169,29 @@ class Episodes:
         self.per_session = options["transport"] == "http"  # stdio: the process is the session
         self.sessions: OrderedDict[str, Session] = OrderedDict()
         self.single: Session | None = None
+        self.grade_once = self.per_session and options["grades"] == "once"
+        self.graded: set[str] = set()  # tasks whose grade went to a session
+
+    def score(self, session: Session) -> dict[str, Any]:
+        """What ``gridbench://score`` tells ``session``: what it spent, graded once its episode
+        is over -- over HTTP with ``grades=once``, only for the first session of the task to
+        read it then (a later one reads ``graded_elsewhere``: new sessions are free to open,
+        and a grade for each would let a client play throwaway guesses and read which cells
+        were wrong before it plays the task for real)."""
+        progress = session.progress()
+        if not (self.grade_once and session.over):
+            return progress
+        if session.task_id not in self.graded:
+            self.graded.add(session.task_id)
+            session.grade_holder = True  # type: ignore[attr-defined]
+        if getattr(session, "grade_holder", False):
+            return progress
+        withheld = {key: (value if key in Session.SPENT else None) for key, value in progress.items()}
+        return withheld | {
+            "graded_elsewhere": True,
+            "message": f"task {session.task_id} was graded for an earlier session of this server "
+            "(grades=once); restart the server, or start it with grades=every for trusted clients",
+        }
 
     def record(self, task_id: str) -> Any:
         """The release record of ``task_id``; a :class:`UserError` listing a few ids if unknown."""
@@ -247,7 +277,7 @@ def _resources() -> list[types.Resource]:
             description=(
                 "what this session's episode spent; once it is over (done), also success, "
                 "fraction_correct and wrong_cells (null before: a grade read mid-episode would "
-                "tell the truth)"
+                "tell the truth); over HTTP a task is graded for one session (grades=once)"
             ),
         ),
         types.Resource(
@@ -313,7 +343,7 @@ def build_server(episodes: Episodes) -> Server[Any]:
     ) -> types.ReadResourceResult:
         uri, session = str(params.uri), _episode(episodes, ctx)
         if uri == SCORE_URI:
-            text = json.dumps(session.progress(), default=str)  # graded once the episode is over
+            text = json.dumps(episodes.score(session), default=str)  # graded once the episode is over
         elif uri == PROMPT_URI:
             text = prompt_text(session)
         elif uri == TASK_URI:

@@ -206,3 +206,56 @@ def test_the_command_line_itself_exits_2_with_nothing_on_stdout(release):
     )
     assert out.returncode == 2 and out.stdout == "" and out.stderr.startswith("error: ")
     assert out.stderr.count("\n") == 1 and "not among the tasks of" in out.stderr
+
+
+@pytest.mark.parametrize("grades", ["once", "every"])
+def test_over_http_a_task_is_graded_for_one_session_unless_told_otherwise(release, grades):
+    """Hostile round 8: sessions are free to open, so a client played a throwaway guess of a
+    task, read the wrong cells from gridbench://score after done, and played the task for real
+    in a new session. With grades=once (the default) the second session's grade is withheld;
+    grades=every (trusted clients) grades each."""
+    record = gridbench.load_release(release).filter(domains=["toy"], hidden_slots=[4])[0]
+    other = gridbench.load_release(release).filter(domains=["course"], hidden_slots=[4])[0]
+    server, port, _ = _serve_http(release, f"task={record.task_id}", f"grades={grades}")
+    url = f"http://127.0.0.1:{port}/mcp"
+    moves = solving_moves(record)
+
+    async def score_of(client: Client) -> dict:
+        return json.loads((await client.read_resource("gridbench://score")).contents[0].text)
+
+    async def main() -> tuple[dict, dict, dict]:
+        async with Client(url) as guess:  # one cell set, then done: a guess to be graded
+            await guess.call_tool(*moves[0])
+            await guess.call_tool("done", {})
+            first = await score_of(guess)
+        async with Client(url) as real:
+            for name, arguments in moves:
+                await real.call_tool(name, arguments)
+            second = await score_of(real)
+        async with Client(f"{url}?task={other.task_id}") as elsewhere:
+            for name, arguments in solving_moves(other):
+                await elsewhere.call_tool(name, arguments)
+            third = await score_of(elsewhere)
+        return first, second, third
+
+    try:
+        first, second, third = anyio.run(main)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert first["finished"] and first["wrong_cells"] is not None and not first["success"]
+    assert third["success"]  # another task's first grade
+    if grades == "once":
+        assert second["finished"] and second["graded_elsewhere"], second
+        assert (
+            second["success"] is None and second["wrong_cells"] is None and second["fraction_correct"] is None
+        )
+    else:
+        assert second["success"] and "graded_elsewhere" not in second
+
+
+def test_grades_must_be_once_or_every():
+    from gridbench.mcp.server import parse_args
+
+    with pytest.raises(UserError, match="grades='twice': use once or every"):
+        parse_args(["release=x", "task=t", "grades=twice"])
