@@ -26,6 +26,7 @@ import polars as pl  # noqa: E402
 
 from gridbench_core.stats import wilson  # noqa: E402
 from pipeline.storage.depth import depth_table  # noqa: E402
+from pipeline.storage.read import read_metadata  # noqa: E402
 from solvers.ladder import FIXPOINT, ONE_ROUND, PROBING, RUNGS  # noqa: E402
 
 Z = 1.959964
@@ -166,7 +167,7 @@ def validation_report(release: Path, calls: pl.DataFrame, source: str, out: Path
     """``validation.png`` for ``release`` (``calls``: the ideal agent's episodes, one row each
     with domain, hidden_slots, decoy_budget, failure_rate, steps and success; ``source`` says
     where they come from) and the Markdown that goes with it."""
-    meta = pl.read_parquet(release / "metadata.parquet")
+    meta = read_metadata(release)  # listed, bounded, its columns declared: never a hang
     if "depth" not in meta.columns or meta["depth"].null_count() == meta.height:
         return ["## Do the dials work?", "", f"{release.name} records no reasoning depth (built before it)."]
     title = f"Do the dials work? {release.name}"

@@ -8,13 +8,11 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from gridbench_core.errors import UserError
 from gridbench_core.task import Answer, Task
 from pipeline.generation.keys import GenerationSettings, TaskKey
 from pipeline.storage.cache import make_tasks
-from pipeline.storage.read import read_manifest
+from pipeline.storage.read import read_manifest, read_metadata
 
 
 def recorded_settings(manifest: dict[str, Any]) -> GenerationSettings:
@@ -34,7 +32,7 @@ def recorded_settings(manifest: dict[str, Any]) -> GenerationSettings:
 
 def companion_keys(release: Path, offset: int) -> list[TaskKey]:
     """Every task key of ``release`` (from metadata.parquet) with its seed moved by ``offset``."""
-    frame = pl.read_parquet(release / "metadata.parquet")
+    frame = read_metadata(release)  # listed, bounded, its columns declared: never a hang
     return [
         TaskKey(
             str(row["domain"]),

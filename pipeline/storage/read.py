@@ -107,6 +107,32 @@ def _listed_at(release: Path, mtime_ns: int, size: int, inode: int) -> dict[str,
     return dict(read_manifest(release)["files"])
 
 
+def read_metadata_table(release: Path) -> Any:
+    """The release's ``metadata.parquet`` as a pyarrow Table: its digest the manifest's, its
+    memory bounded while it is decoded, its columns the declared ones -- a file changed after
+    the build, a FIFO, garbage or a bomb is one line naming it, never a traceback or a hang."""
+    from pipeline.storage.metadata import METADATA_SCHEMA
+    from pipeline.storage.parquet import read_arrow_table
+
+    release = Path(release)
+    table = read_arrow_table(read_listed(release, "metadata.parquet"), f"{release.name}/metadata.parquet")
+    found = {field.name: str(field.type) for field in table.schema}
+    if list(found) != list(METADATA_SCHEMA) or any(
+        found[name] not in _ARROW_TYPES[str(dtype)] for name, dtype in METADATA_SCHEMA.items()
+    ):
+        raise ReleaseError(
+            f"{release}/metadata.parquet: its columns are not the declared ones (run `make verify`)"
+        )
+    return table
+
+
+def read_metadata(release: Path) -> Any:
+    """:func:`read_metadata_table` as a polars DataFrame."""
+    import polars as pl
+
+    return pl.from_arrow(read_metadata_table(release))
+
+
 def release_pairs(release: Path) -> list[tuple[Task, Answer]]:
     """Every (task, answer) of a release, in file order (each file's digest checked)."""
     manifest = read_manifest(release)
@@ -174,19 +200,7 @@ class Release:
     def _index(self) -> list[ReleaseRecord]:
         # pyarrow alone, no polars: a gymnasium async vector env builds each environment in a
         # forked worker, and polars used in the parent before the fork hangs there
-        from pipeline.storage.metadata import METADATA_SCHEMA
-        from pipeline.storage.parquet import read_arrow_table
-
-        table = read_arrow_table(
-            read_listed(self.path, "metadata.parquet"), f"{self.path.name}/metadata.parquet"
-        )
-        found = {field.name: str(field.type) for field in table.schema}
-        if list(found) != list(METADATA_SCHEMA) or any(
-            found[name] not in _ARROW_TYPES[str(dtype)] for name, dtype in METADATA_SCHEMA.items()
-        ):
-            raise ReleaseError(
-                f"{self.path}/metadata.parquet: its columns are not the declared ones (run `make verify`)"
-            )
+        table = read_metadata_table(self.path)
         columns = ("domain", "hidden_slots", "decoy_budget", "task_id")
         rows = table.select(list(columns)).to_pylist()
         if any(row[name] is None for row in rows for name in columns):
