@@ -21,6 +21,9 @@ from gridbench_core.paths import CONF_DIR
 LLM_YAML = CONF_DIR / "agent" / "llm.yaml"
 MISSING = "???"  # a YAML value that must be given (the model)
 REQUEST_FIELDS = ("temperature", "top_p", "max_tokens", "seed", "tool_choice", "parallel_tool_calls")
+# what ``extra_body`` may not set: the server would answer another model, another conversation,
+# a stream or several choices, and the runner would record them as this model's episode
+RESERVED_BODY = ("model", "messages", "tools", "stream", "stream_options", "n", "functions", "function_call")
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,13 @@ class LLMSettings:
             ("concurrency", self.concurrency, 1, 4_096),
             ("max_reply_bytes", self.max_reply_bytes, 1_024, 1 << 30),
         )
+        reserved = sorted(set(self.extra_body or {}) & set(RESERVED_BODY))
+        if reserved:
+            raise UserError(
+                f"agent.extra_body.{reserved[0]} is the runner's own: the model goes in agent.model, "
+                "the conversation and the tools are the episode's, and one streamed-off reply is what "
+                "the runner reads (drop it from extra_body)"
+            )
         for name, value, low, high in checks:
             if value is None and name == "episode_timeout":
                 continue

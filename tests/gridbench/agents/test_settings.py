@@ -83,6 +83,17 @@ def test_library_users_get_the_yaml_defaults():
         agent_spec({"name": "llm", "model": "m", "max_steps": 0})
 
 
+@pytest.mark.parametrize("key", ["model", "stream", "n", "messages", "tools", "stream_options"])
+def test_extra_body_may_not_set_what_the_runner_owns(key):
+    """Round 8: ``extra_body`` is merged into the request last, so ``{model: other}`` was answered
+    by another model under this model's name, ``stream`` or ``n`` broke every reply."""
+    with pytest.raises(UserError, match=rf"agent.extra_body.{key} is the runner's own"):
+        agent_spec({"name": "llm", "model": "m", "extra_body": {key: 1, "top_k": 5}})
+    assert agent_spec({"name": "llm", "model": "m", "extra_body": {"top_k": 5}}).llm.extra_body == {
+        "top_k": 5
+    }
+
+
 def test_the_command_line_gives_the_same_typed_settings(tmp_path):
     from omegaconf import OmegaConf
 
