@@ -13,7 +13,16 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from gridbench.env.tools import MESSAGE_LIMIT, ArgumentError, Tool, bounded, clip, echo, tools_for
+from gridbench.env.tools import (
+    MESSAGE_LIMIT,
+    ArgumentError,
+    Tool,
+    bounded,
+    clip,
+    echo,
+    int_text,
+    tools_for,
+)
 from gridbench_core.budgets import MAX_SEED, UNLIMITED, EnvSettings
 from gridbench_core.errors import UserError
 from gridbench_core.task import Task
@@ -321,8 +330,8 @@ class Episode:
                 f"{field!r}; allowed: {[str(op) for op in allowed]}"
             )
         if kind == "number":
-            if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-                value = int(value)
+            number = int_text(value)
+            value = value if number is None else number
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ArgumentError(f"value must be an integer for a number field, got {echo(value)}")
             return value

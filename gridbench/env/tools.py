@@ -45,6 +45,23 @@ _BOUNDED_REPR = reprlib.Repr()
 _BOUNDED_REPR.maxlevel, _BOUNDED_REPR.maxstring, _BOUNDED_REPR.maxother = 4, ECHO_LIMIT, ECHO_LIMIT
 
 
+MAX_INT_TEXT = 30  # characters of an integer given as text (an int() of thousands is a ValueError)
+
+
+def int_text(value: Any) -> int | None:
+    """The integer an agent wrote as text (``" 3"``, ``"-2"``), or None when it is not one: ASCII
+    digits only, at most :data:`MAX_INT_TEXT` characters -- ``str.isdigit`` also accepts "²",
+    which ``int`` refuses, and ``int`` refuses text of more than 4,300 digits, both raising
+    where a clear argument error is due."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    digits = text[1:] if text.startswith("-") else text
+    if not digits or len(text) > MAX_INT_TEXT or not (digits.isascii() and digits.isdigit()):
+        return None
+    return int(text)
+
+
 def echo(value: Any) -> str:
     """``value`` as an error message repeats it: ``repr``, clipped to :data:`ECHO_LIMIT`
     characters; a value too deep or too large for a full ``repr`` (100,000 nested lists)
@@ -98,8 +115,9 @@ class Param:
                 return value
             if isinstance(value, float) and value.is_integer():
                 return int(value)
-            if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-                return int(value.strip())
+            number = int_text(value)
+            if number is not None:
+                return number
             raise ArgumentError(f"'{self.name}' must be an integer, got {echo(value)}")
         if self.kind == "string":
             if isinstance(value, str) and value.strip():

@@ -99,6 +99,10 @@ def test_what_agents_commonly_send_is_accepted(kind, sent, got):
         ("integer", 2.5, "'p' must be an integer, got 2.5"),
         ("integer", "1.5", "'p' must be an integer"),
         ("integer", None, "'p' must be an integer"),
+        ("integer", "\u00b2", "'p' must be an integer"),  # round 8: isdigit, and int refuses it
+        ("integer", "\u0663", "'p' must be an integer"),  # an Arabic-Indic 3: ASCII digits only
+        ("integer", "--1", "'p' must be an integer"),
+        ("integer", "1" * 5000, "'p' must be an integer"),  # beyond int()'s 4,300 digits
         ("string", "   ", "'p' must be a non-empty string"),
         ("string", 5, "'p' must be a non-empty string"),
         ("id_or_null", 5, "'p' must be an item id string or null"),
