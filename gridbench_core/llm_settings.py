@@ -75,6 +75,8 @@ class LLMSettings:
             ("concurrency", self.concurrency, 1, 4_096),
             ("max_reply_bytes", self.max_reply_bytes, 1_024, 1 << 30),
         )
+        if self.base_url:
+            _check_base_url(self.base_url)
         reserved = sorted(set(self.extra_body or {}) & set(RESERVED_BODY))
         if reserved:
             raise UserError(
@@ -99,6 +101,25 @@ class LLMSettings:
             if value is not None:
                 out[name] = value
         return out
+
+
+def _check_base_url(url: Any) -> None:
+    """``agent.base_url`` is an http(s) URL with a host: anything else (a bare host, a path,
+    ``file:``, a typo) failed only at the first request, once per episode, as a connection
+    error of every episode of the run."""
+    from urllib.parse import urlsplit
+
+    shown = repr(str(url)[:80])
+    fix = "use http(s)://HOST[:PORT]/v1, e.g. agent.base_url=http://127.0.0.1:8000/v1"
+    if not isinstance(url, str) or len(url) > 2048 or any(c.isspace() or ord(c) < 32 for c in url):
+        raise UserError(f"agent.base_url={shown} is not a URL; {fix}")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a port out of range raises here)
+    except ValueError:
+        raise UserError(f"agent.base_url={shown} is not a URL; {fix}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError(f"agent.base_url={shown} is not an http(s) URL with a host; {fix}")
 
 
 def field_names() -> tuple[str, ...]:

@@ -83,6 +83,25 @@ def test_library_users_get_the_yaml_defaults():
         agent_spec({"name": "llm", "model": "m", "max_steps": 0})
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "127.0.0.1:8000/v1",
+        "file:///etc/passwd",
+        "http://",
+        "http://a b/v1",
+        "ftp://x/v1",
+        "http://x:99999/v1",
+    ],
+)
+def test_base_url_must_be_an_http_url_with_a_host(url):
+    """Round 8: any text was taken, and failed at the first request of every episode."""
+    with pytest.raises(UserError, match=r"agent.base_url=.*(http\(s\)|not a URL)"):
+        agent_spec({"name": "llm", "model": "m", "base_url": url})
+    for good in ("http://127.0.0.1:8000/v1", "https://api.example.com/v1", "http://[::1]:8765/v1"):
+        assert agent_spec({"name": "llm", "model": "m", "base_url": good}).llm.base_url == good
+
+
 @pytest.mark.parametrize("key", ["model", "stream", "n", "messages", "tools", "stream_options"])
 def test_extra_body_may_not_set_what_the_runner_owns(key):
     """Round 8: ``extra_body`` is merged into the request last, so ``{model: other}`` was answered
