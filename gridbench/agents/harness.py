@@ -398,9 +398,15 @@ def run_evaluation(request: EvalRequest) -> int:
     episodes ended in ``api_error`` (a rerun retries them), 130 when interrupted (143 on SIGTERM); a stopped
     run raises :class:`RunStopped` (one line, exit 2). ``results.parquet`` is current after
     every one of them."""
-    spec, env = request.spec, request.env
     store = RunStore(request.folder, request.shard)
     jobs = plan(request)
+    with store.lock():  # a second eval into the same run (and shard) is refused, not interleaved
+        return _run(request, store, jobs)
+
+
+def _run(request: EvalRequest, store: RunStore, jobs: list[Job]) -> int:
+    """:func:`run_evaluation` with the run folder held."""
+    spec, env = request.spec, request.env
     store.claim(identity(request.release.name, spec, env))
     warning = duplicate_request_warning(spec)
     if warning:

@@ -19,12 +19,14 @@ even with no row.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import io
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -254,13 +256,37 @@ class RunStore:
 
     def __init__(self, folder: Path, shard: tuple[int, int] | None = None) -> None:
         self.folder = folder
-        suffix = f".shard-{shard[0]}-of-{shard[1]}" if shard else ""
+        suffix = self.suffix = f".shard-{shard[0]}-of-{shard[1]}" if shard else ""
         self.episodes = folder / f"episodes{suffix}.jsonl"
         self.api_errors = folder / f"api_errors{suffix}.jsonl"
         self.results = folder / f"results{suffix}.parquet"
         self.transcripts = folder / "transcripts"
         self.identity = folder / "run.json"
         self.skipped: list[str] = []  # rows that could not be read back, named
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold this run (or shard) for one writer: a second eval started into the same folder
+        would play the same episodes and append its rows beside the first's (and a failed
+        append cut back can cut the other's line), so it is refused, naming the fix. The lock is
+        the operating system's (``flock``): a killed eval leaves nothing to clean up."""
+        import fcntl
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / f".lock{self.suffix}"
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise UserError(
+                    f"another eval is writing to {self.folder}{' (this shard)' if self.suffix else ''}: "
+                    "wait for it to finish (running the same command again then resumes), or give "
+                    "run_name=NAME for a separate run"
+                ) from None
+            yield
+        finally:
+            os.close(descriptor)  # releases the lock
 
     def claim(self, identity: dict[str, Any]) -> None:
         """Make the folder this run's: record ``identity`` (what changes an episode's result),

@@ -298,3 +298,43 @@ def test_an_empty_transcript_says_so(tiny, tmp_path, capsys):
 
     assert main([f"run={run}", f"task={row['task_id']}"]) == 0
     assert "holds no message and no tool call" in capsys.readouterr().out
+
+
+def test_a_second_eval_into_the_same_run_is_refused_while_the_first_runs(tiny, tmp_path):
+    """Round 8: two evals into one run folder played the same episodes and appended their rows
+    side by side. The first holds the folder (an OS lock, gone with its process); the second is
+    one line naming the fix, and writes nothing; once the first is done the command resumes."""
+    import multiprocessing
+
+    from gridbench.commands.evaluate import evaluate
+    from pipeline.evaluation.runs import RunStore
+
+    root = tmp_path / "runs"
+    run = _run(tiny, root)  # a finished run: the folder exists, its rows are in
+    rows = (run / "episodes.jsonl").read_bytes()
+    ready, release = multiprocessing.Event(), multiprocessing.Event()
+    holder = multiprocessing.get_context("fork").Process(target=_hold, args=(run, ready, release))
+    holder.start()
+    try:
+        assert ready.wait(30)
+        with pytest.raises(UserError, match="another eval is writing to .*run_name=NAME") as refused:
+            evaluate(_eval_cfg(tiny, root))
+        assert "\n" not in str(refused.value)
+        assert (run / "episodes.jsonl").read_bytes() == rows
+        with pytest.raises(UserError, match="another eval"), RunStore(run).lock():
+            pass
+        with RunStore(run, (0, 2)).lock():  # another shard is another writer's
+            pass
+    finally:
+        release.set()
+        holder.join(30)
+    assert evaluate(_eval_cfg(tiny, root)) == 0  # free again: resumes, nothing to play
+    assert (run / "episodes.jsonl").read_bytes() == rows
+
+
+def _hold(run, ready, release):
+    from pipeline.evaluation.runs import RunStore
+
+    with RunStore(run).lock():
+        ready.set()
+        release.wait(60)
