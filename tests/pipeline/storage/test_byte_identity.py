@@ -8,7 +8,9 @@ gridbench/commands/ (the module it names); re-recorded when one-sided bounds wer
 card re-recorded when the audit's intervals became Wilson's and its verdict judged the
 rule-free readers together (docs/integrity.md); answers, tables, schema and card re-recorded
 when ``dfs_nodes`` came to count the canonical search's whole tree (to its first completion
-it told the truth's place among the listed candidates, docs/tasks.md). A change that alters a
+it told the truth's place among the listed candidates, docs/tasks.md); the metadata when it
+lost ``distance_rule`` and ``distance_share`` (which named the side of a bound the truth keeps,
+docs/release.md). A change that alters a
 release must update the file on purpose, and say why in its commit."""
 
 from __future__ import annotations

@@ -254,9 +254,9 @@ def metadata_bomb(release: Path) -> None:
 
     redigest(release)
     table = pq.read_table(release / "metadata.parquet")
-    index = table.schema.get_field_index("distance_rule")
+    index = table.schema.get_field_index("depth_rung")
     bomb = pa.array(["0" * (16 * 1024 * 1024)] * table.num_rows)
-    table = table.set_column(index, "distance_rule", bomb)
+    table = table.set_column(index, "depth_rung", bomb)
     pq.write_table(table, release / "metadata.parquet", compression="zstd", use_dictionary=False)
     manifest = _manifest(release)
     manifest["files"]["metadata.parquet"] = hashlib.sha256(
