@@ -18,6 +18,7 @@ from gridbench.env.tools import (
     ArgumentError,
     Tool,
     bounded,
+    bounded_int,
     clip,
     echo,
     int_text,
@@ -334,7 +335,7 @@ class Episode:
             value = value if number is None else number
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ArgumentError(f"value must be an integer for a number field, got {echo(value)}")
-            return value
+            return bounded_int("value", value)
         if operator in ("in", "not_in"):
             value = [value] if isinstance(value, str) else value
             if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):

@@ -62,6 +62,16 @@ def int_text(value: Any) -> int | None:
     return int(text)
 
 
+def bounded_int(name: str, value: int) -> int:
+    """``value``, or an :class:`ArgumentError` when it needs more than 64 bits: an integer of
+    thousands of digits cannot even be printed in a message (``str`` refuses it)."""
+    if value.bit_length() > 64:
+        raise ArgumentError(
+            f"'{name}' must be an integer of at most 64 bits, got one of {value.bit_length()}"
+        )
+    return value
+
+
 def echo(value: Any) -> str:
     """``value`` as an error message repeats it: ``repr``, clipped to :data:`ECHO_LIMIT`
     characters; a value too deep or too large for a full ``repr`` (100,000 nested lists)
@@ -111,14 +121,14 @@ class Param:
         if self.kind == "integer":
             if isinstance(value, bool):
                 raise ArgumentError(f"'{self.name}' must be an integer, got a boolean")
-            if isinstance(value, int):
-                return value
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
             number = int_text(value)
-            if number is not None:
-                return number
-            raise ArgumentError(f"'{self.name}' must be an integer, got {echo(value)}")
+            if isinstance(value, int):
+                number = value
+            elif isinstance(value, float) and value.is_integer():
+                number = int(value)
+            if number is None:
+                raise ArgumentError(f"'{self.name}' must be an integer, got {echo(value)}")
+            return bounded_int(self.name, number)
         if self.kind == "string":
             if isinstance(value, str) and value.strip():
                 return value.strip()
