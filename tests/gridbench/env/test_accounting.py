@@ -110,7 +110,7 @@ def test_category_queries(op, value, expected):
         ("cost", ">=", "\u00b2", "must be an integer"),
         ("cost", ">=", "--1", "must be an integer"),
         ("cost", ">=", "9" * 5000, "must be an integer"),
-        ("cost", ">=", 10**5000, "must be an integer of at most 64 bits"),
+        pytest.param("cost", ">=", 10**5000, "must be an integer of at most 64 bits", id="huge"),
         ("color", "in", [1, 2], "needs a list of categories"),
         ("color", "=", 3, "must be a category string"),
     ],
