@@ -404,10 +404,27 @@ def run_evaluation(request: EvalRequest) -> int:
         return _run(request, store, jobs)
 
 
+def played_files_sha256(release: Path) -> str:
+    """One digest of the task and answer files the release's manifest lists: a release rebuilt
+    under the same name with other tasks (other settings, another seed) gets another one."""
+    files = read_manifest(release)["files"]
+    played = sorted(
+        (name, digest) for name, digest in files.items() if name.startswith(("tasks/", "answers/"))
+    )
+    return hashlib.sha256(json.dumps(played).encode()).hexdigest()
+
+
 def _run(request: EvalRequest, store: RunStore, jobs: list[Job]) -> int:
-    """:func:`run_evaluation` with the run folder held."""
+    """:func:`run_evaluation` with the run folder held. The folder's run is this one only if
+    the release's tasks are the same files too (not only its name): the episode ids name the
+    task by its path, so a release rebuilt under the same name with other tasks would
+    otherwise resume as done, with the old tasks' results (hostile round 8)."""
     spec, env = request.spec, request.env
-    store.claim(identity(request.release.name, spec, env))
+    held = {
+        **identity(request.release.name, spec, env),
+        "played_sha256": played_files_sha256(request.release),
+    }
+    store.claim(held)
     warning = duplicate_request_warning(spec)
     if warning:
         print(f"warning: {warning}", file=sys.stderr, flush=True)

@@ -298,13 +298,16 @@ class RunStore:
                 held = json.loads(self.identity.read_text(encoding="utf-8"))["identity"]
             except (OSError, ValueError, KeyError, TypeError, RecursionError):
                 raise UserError(f"{self.identity} is damaged; delete it or give another run_name=") from None
-            if held != json.loads(json.dumps(identity, default=str)):
+            played = any(path.is_file() and path.stat().st_size for path in self.folder.glob("*.jsonl"))
+            if held != json.loads(json.dumps(identity, default=str)) and played:
                 raise UserError(
                     f"{self.folder} holds a run with another configuration ({_difference(held, identity)}); "
                     "give run_name=NAME (or output_root=) for a separate run, or delete the folder"
                 )
-            return
-        if any(path.is_file() and path.stat().st_size for path in self.folder.glob("*.jsonl")):
+            if played or held == json.loads(json.dumps(identity, default=str)):
+                return
+            # a folder claimed by a run that stopped before its first episode: nothing to keep
+        elif any(path.is_file() and path.stat().st_size for path in self.folder.glob("*.jsonl")):
             raise UserError(
                 f"{self.folder} holds episodes of an older gridbench (no run.json): their episode ids "
                 "are made another way and cannot be matched; give run_name=NAME for a new run, or "

@@ -338,3 +338,24 @@ def _hold(run, ready, release):
     with RunStore(run).lock():
         ready.set()
         release.wait(60)
+
+
+def test_a_release_rebuilt_under_its_name_with_other_tasks_is_not_resumed_as_done(tiny, tmp_path):
+    """Hostile round 8: a release rebuilt with other settings kept its name and task ids, and
+    eval resumed its run as done (0 episodes played, the old tasks' success reported). The run
+    now holds a digest of the task and answer files it plays."""
+    import shutil
+
+    from gridbench.commands.evaluate import evaluate
+
+    release = tmp_path / "rel" / tiny.name
+    shutil.copytree(tiny, release)
+    root = tmp_path / "runs"
+    assert evaluate(_eval_cfg(release, root)) == 0
+    assert evaluate(_eval_cfg(release, root)) == 0  # the same files: resumed, nothing to play
+    manifest = json.loads((release / "manifest.json").read_text())
+    name = next(n for n in sorted(manifest["files"]) if n.startswith("tasks/"))
+    manifest["files"][name] = "0" * 64  # as a rebuild with other tasks would list them
+    (release / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(UserError, match="holds a run with another configuration .*played_sha256"):
+        evaluate(_eval_cfg(release, root))
