@@ -227,22 +227,43 @@ def unsafe_text(text: str, limit: int) -> str:
     return ""
 
 
+MAX_WALK_DEPTH = 32  # folders deep at most (a release's are three deep)
+
+
 def walk(root: Path) -> tuple[set[str], list[str]]:
     """(regular files, problems) under ``root``: symlinks and special files are problems and
-    are never entered or read."""
+    are never entered or read; so is a folder nested deeper than :data:`MAX_WALK_DEPTH` (the
+    walk is iterative: ``os.walk`` recursed, and 1,100 nested folders were a RecursionError)
+    or one the system cannot list."""
     files: set[str] = set()
     problems: list[str] = []
-    for folder, dirs, names in os.walk(root, followlinks=False):
-        base = Path(folder)
-        for name in [*dirs, *names]:
-            path = base / name
+    stack: list[tuple[Path, int]] = [(Path(root), 0)]
+    while stack:
+        base, depth = stack.pop()
+        try:
+            entries = sorted(os.scandir(base), key=lambda entry: entry.name)
+        except OSError as error:
+            problems.append(f"{base.relative_to(root).as_posix()}: cannot be listed ({error.strerror})")
+            continue
+        for entry in entries:
+            path = base / entry.name
             relative = path.relative_to(root).as_posix()
-            mode = os.lstat(path).st_mode
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError as error:
+                problems.append(f"{relative[:200]}: cannot be read ({error.strerror})")
+                continue
             if stat.S_ISLNK(mode):
                 problems.append(f"{relative}: a symlink, which a release may not hold")
             elif stat.S_ISREG(mode):
                 files.add(relative)
-            elif not stat.S_ISDIR(mode):
+            elif stat.S_ISDIR(mode):
+                if depth + 1 >= MAX_WALK_DEPTH:
+                    problems.append(
+                        f"{relative[:200]}...: folders nested deeper than {MAX_WALK_DEPTH} levels"
+                    )
+                else:
+                    stack.append((path, depth + 1))
+            else:
                 problems.append(f"{relative}: a special file (FIFO, socket or device)")
-        dirs[:] = [d for d in dirs if not os.path.islink(base / d)]
     return files, problems

@@ -442,3 +442,26 @@ def test_json_depth_is_the_nesting_of_the_value(value):
     else:
         with pytest.raises(Exception, match="nested deeper than 3"):
             load_json(data, "x", max_depth=3)
+
+
+def test_a_folder_nested_a_thousand_deep_is_one_line(small, tmp_path, capsys):
+    """Hostile round 8: os.walk recursed, and an unlisted folder 1,100 levels deep was a
+    RecursionError and Hydra's traceback; the walk is iterative and stops at 32 levels."""
+    from gridbench.commands.verify import verify
+
+    copy = copy_release(small, tmp_path / "copy")
+    deepest = copy
+    for _ in range(1100):  # os.makedirs recurses too
+        deepest = deepest / "d"
+        deepest.mkdir()
+    cfg = compose_config([f"release={copy}", "verify.workers=1"], "verify", "apps")
+    try:
+        assert verify(cfg) == 1
+    finally:
+        while deepest != copy:  # shutil.rmtree recurses: the clean-up goes bottom up
+            deepest.rmdir()
+            deepest = deepest.parent
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    lines = [line for line in captured.err.splitlines() if "nested deeper than 32 levels" in line]
+    assert len(lines) == 1 and lines[0].startswith("FILE ") and len(lines[0]) < 400, captured.err
