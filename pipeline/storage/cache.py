@@ -73,14 +73,52 @@ def store_cached(path: Path, made: CertifiedTask) -> None:
         raise
 
 
+def proven_again(made: CertifiedTask, settings: GenerationSettings) -> bool:
+    """Whether a task read from the cache still is what a release may ship: its instruction
+    is what its rules render to, and its certificate (and its cross-check, when the settings
+    ask for one) proved again. The cache is a folder that many processes (every node of a
+    cluster) write: a task edited there (a rule deleted, so that its truth is no longer the
+    only completion) shipped as "certified" (hostile round 8). Its measures are verify's to
+    re-derive."""
+    from domains import DomainError, get_domain
+    from pipeline.generation.instruction import write_instruction
+    from pipeline.generation.seal import seal
+    from solvers.results import RETRY_FACTOR, deterministic_settings
+
+    task, answer = made.task, made.answer
+    if answer.certificate is None or not answer.certificate.ok or answer.measures is None:
+        return False
+    roles = {(role.row, role.col): role.truth for role in answer.roles}
+    for r, row in enumerate(task.grid):  # the truth grid: the visible cells, and each role's truth
+        for c, shown in enumerate(row):
+            if answer.truth[r][c] != (roles.get((r, c)) if shown is None else shown):
+                return False
+    try:
+        rendered = write_instruction(
+            get_domain(task.domain),
+            task.rows,
+            task.cols,
+            list(task.global_constraints),
+            {(s.row, s.col): list(s.constraints) for s in task.slots},
+        )
+    except DomainError:
+        return False
+    if rendered != task.instruction:
+        return False
+    solver = deterministic_settings(settings.time_limit_s * RETRY_FACTOR, settings.solver_workers)
+    milp = settings.crosscheck_solver if settings.crosscheck else None
+    sealed = seal(task, answer, solver, None, milp)
+    return sealed.certificate.ok and (sealed.crosscheck is None or sealed.crosscheck.ok)
+
+
 def make_task(key: TaskKey, settings: GenerationSettings, root: Path | None) -> tuple[CertifiedTask, bool]:
-    """The certified task of ``key``: from the cache when present, else generated (and
-    stored). Returns (task, reused)."""
+    """The certified task of ``key``: from the cache when present and proven again
+    (:func:`proven_again`), else generated (and stored). Returns (task, reused)."""
     fingerprint = settings_fingerprint(settings, key.salt)
     path = cached_path(root, key, fingerprint) if root is not None else None
     if path is not None and path.exists():
         cached = load_cached(path, key)
-        if cached is not None:
+        if cached is not None and proven_again(cached, settings):
             return cached, True
     made = generate_task(key, settings)
     if path is not None:

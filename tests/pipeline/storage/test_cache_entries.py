@@ -61,3 +61,29 @@ def test_an_entry_of_an_older_format_is_made_again(tmp_path, made):
     for older in ("gridbench-cache-1", "gridbench-cache-2"):  # 2: dfs_nodes to the first completion
         path.write_text(json.dumps({**record, "format": older}))
         assert load_cached(path, made.key) is None
+
+
+@pytest.mark.parametrize("edit", ["rules_deleted", "instruction", "decoy_made_truth", "sound"])
+def test_a_cached_task_is_proven_again_before_it_is_reused(tmp_path, edit):
+    """Hostile round 8: the grid-wide rules of a cached task deleted (its truth no longer the only
+    completion), the release said "8 reused, 8 certified" and shipped it. A reused task is
+    proven again; one that is not is made again, and the release ships what generation makes."""
+    from pipeline.storage.cache import make_task
+
+    settings = GenerationSettings()
+    key = TaskKey("toy", 3, 3, 3, 2, 4, 0, 0)
+    made = generate_task(key, settings)
+    path = cached_path(tmp_path, key, settings_fingerprint(settings))
+    store_cached(path, made)
+    record = json.loads(path.read_text())
+    if edit == "rules_deleted":
+        record["task"]["global_constraints"] = []
+    elif edit == "instruction":
+        record["task"]["instruction"] += " The answer is in the first column."
+    elif edit == "decoy_made_truth":  # the answer's truth swapped for one of a cell's decoys
+        role = next(r for r in record["answer"]["roles"] if r["decoys"])
+        record["answer"]["truth"][role["row"]][role["col"]] = role["decoys"][0]
+    path.write_text(json.dumps(record))
+    served, reused = make_task(key, settings, tmp_path)
+    assert reused == (edit == "sound")
+    assert served.task.to_dict() == made.task.to_dict() and served.answer.to_dict() == made.answer.to_dict()
