@@ -64,6 +64,7 @@ def check_claims(
     _counts(manifest, meta, failures)
     _events(manifest, meta, failures)
     _config(manifest, meta, failures, notes)
+    _generation(path, manifest, sound, meta, failures)
     _schemas(path, manifest["files"], sound, failures)
     _timings(path, manifest["files"], sound, meta, failures)
     _card_and_licence(path, manifest, sound, meta, failures, notes)
@@ -191,6 +192,83 @@ def _config(
             failures.append("metadata.parquet: an imported task has a seed other than 0")
     else:
         failures.append("manifest.json: config describes neither a build (grid) nor an import (source)")
+
+
+def _generation(
+    path: Path, manifest: dict[str, Any], sound: set[str], meta: pl.DataFrame | None, failures: list[str]
+) -> None:
+    """A built release's generation settings: recorded, every one known and valid, and what
+    the tasks can be checked to meet, met -- each task's reasoning depth at least
+    ``min_depth`` (capped by its cells holding decoys, as generation caps it), its resistant
+    share at least ``min_resistant_share`` where that applies, and the cross-check made by
+    ``crosscheck_solver``. Hostile round 8 swapped in ``min_depth=fixpoint`` and
+    ``min_resistant_share=0.5`` for a release that met neither, deleted the block, or wrote
+    ``min_depth=telepathy``, and verify passed each."""
+    from dataclasses import fields
+
+    from pipeline.generation.keys import GenerationError, GenerationSettings
+    from pipeline.generation.resist import resistant_enough
+    from solvers.ladder import ONE_ROUND, SEARCH, SLOT, rung_index
+
+    config = manifest.get("config")
+    if not isinstance(config, dict) or "grid" not in config:
+        return  # an import, or no config (said elsewhere)
+    generation = config.get("generation")
+    if not isinstance(generation, dict):
+        failures.append("manifest.json: config.generation is missing (the settings the tasks were made with)")
+        return
+    unknown = sorted(set(generation) - {f.name for f in fields(GenerationSettings)})
+    if unknown:
+        failures.append(f"manifest.json: config.generation.{_short(unknown[0])} is not a generation setting")
+        return
+    try:
+        settings = GenerationSettings(**generation)
+        settings.validate()
+    except (GenerationError, TypeError, ValueError) as error:
+        failures.append(f"manifest.json: config.generation does not validate ({_short(str(error))})")
+        return
+    if meta is None or "data/answers.parquet" not in sound:
+        return
+    try:
+        rows = (
+            read_arrow_table(read_bytes(path, "data/answers.parquet"), "data/answers.parquet")
+            .select(["task_id", "roles", "crosscheck"])
+            .to_pylist()
+        )
+    except (ReleaseError, KeyError, ValueError):
+        return  # the table's own check names what is wrong with it
+    by_id = {row["task_id"]: row for row in meta.iter_rows(named=True)}
+    wanted = rung_index(settings.min_depth)
+    shallow, unresisted, solvers = [], [], set()
+    for row in rows:
+        found = by_id.get(row["task_id"])
+        if found is None:
+            continue
+        cells = sum(1 for role in row["roles"] or () if role.get("decoys"))
+        target = min(wanted, SLOT if cells == 0 else ONE_ROUND if cells == 1 else SEARCH)
+        if found["depth"] is None or found["depth"] < target:
+            shallow.append(row["task_id"])
+        share = settings.min_resistant_share if cells >= 2 else 0.0
+        if share > 0 and not resistant_enough(found["resistant_decoys"] or 0, found["n_decoys"], share):
+            unresisted.append(row["task_id"])
+        if isinstance(row["crosscheck"], dict):
+            solvers.add(row["crosscheck"].get("solver"))
+    if shallow:
+        failures.append(
+            f"metadata.parquet: {len(shallow)} tasks are decided below config.generation.min_depth="
+            f"{settings.min_depth!r} (e.g. {shallow[0]})"
+        )
+    if unresisted:
+        failures.append(
+            f"metadata.parquet: {len(unresisted)} tasks keep fewer resistant decoys than "
+            f"config.generation.min_resistant_share={settings.min_resistant_share} (e.g. {unresisted[0]})"
+        )
+    others = sorted(str(name) for name in solvers - {settings.crosscheck_solver})
+    if others:
+        failures.append(
+            f"answers: cross-checked by {_short(others[0])}, not config.generation.crosscheck_solver="
+            f"{settings.crosscheck_solver!r}"
+        )
 
 
 def _statuses(release: dict[str, Any], meta: pl.DataFrame | None, failures: list[str]) -> None:

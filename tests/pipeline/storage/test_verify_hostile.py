@@ -295,7 +295,40 @@ def timings_metadata(release: Path) -> None:
     redigest(release, tables=False)
 
 
+def _generation_edit(**changes):
+    def damage(release: Path) -> None:
+        manifest = _manifest(release)
+        generation = manifest["config"]["generation"]
+        for key, value in changes.items():
+            if value is _DROP:
+                generation.pop(key, None)
+            else:
+                generation[key] = value
+        _write_manifest(release, manifest)
+
+    damage.__name__ = "generation_" + "_".join(changes)
+    return damage
+
+
+_DROP = object()
+
+
+def generation_dropped(release: Path) -> None:
+    manifest = _manifest(release)
+    del manifest["config"]["generation"]
+    _write_manifest(release, manifest)
+
+
 CASES = [
+    # hostile round 8: verify read none of config.generation
+    (_generation_edit(min_depth="fixpoint"), "decided below config.generation.min_depth='fixpoint'"),
+    (_generation_edit(min_resistant_share=0.9), "fewer resistant decoys than config.generation"),
+    (_generation_edit(crosscheck_solver="cbc"), "not config.generation.crosscheck_solver='cbc'"),
+    (_generation_edit(min_depth="telepathy"), "config.generation does not validate"),
+    (_generation_edit(dfs_node_limit="lots"), "config.generation does not validate"),
+    (_generation_edit(width_jitter=7.5), "config.generation does not validate"),
+    (_generation_edit(sneaky=1), "config.generation.sneaky is not a generation setting"),
+    (generation_dropped, "config.generation is missing"),
     (symlink_out, "symlink"),
     (listed_outside, "leaves the release"),
     (absolute_path, "absolute paths are refused"),
