@@ -371,6 +371,10 @@ def _generated(
         keys.add(key)
         if not bad and not salted and row["task_id"] != _task_id(row, candidates):
             bad.append("task_id (not the id its key gives)")
+        if not bad and salted and row["task_id"] == _task_id(row, candidates):
+            # hostile round 8: salted=true written into a public release, whose card then said
+            # it is private and cannot be regenerated
+            bad.append("task_id (the public id its key gives, in a release that says it is salted)")
         if bad:
             wrong.append(f"{row['task_id']}: {', '.join(bad)}")
     if wrong:

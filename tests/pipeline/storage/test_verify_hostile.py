@@ -334,7 +334,14 @@ def crosscheck_yes(release: Path) -> None:
     _write_manifest(release, manifest)
 
 
+def salted_claimed(release: Path) -> None:
+    manifest = _manifest(release)
+    manifest["config"]["release"]["salted"] = True
+    _write_manifest(release, manifest)
+
+
 CASES = [
+    (salted_claimed, "the public id its key gives, in a release that says it is salted"),
     (listed_outside_the_format, "not a file of the release format"),
     (crosscheck_yes, "config.release.crosscheck='yes': must be true or false"),
     # hostile round 8: verify read none of config.generation
