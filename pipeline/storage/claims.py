@@ -271,6 +271,21 @@ def _generation(
         )
 
 
+def _same_policies(computed: str, shipped: str) -> bool:
+    """Whether a card's audit section (``shipped``, classifiers included) is the audit re-run
+    without classifiers (``computed``) but for its classifier and transfer sections and its
+    verdict (which the classifiers join): the decoy-cell line and every other section the same."""
+
+    def parts(text: str) -> tuple[str, list[str]]:
+        blocks = re.split(r"(?m)^(?=### )", text)
+        lines = [line for line in blocks[0].splitlines() if line.strip()]
+        kept = [b.rstrip() for b in blocks[1:] if not b.startswith(("### Classifiers", "### Transfer"))]
+        return (lines[0] if lines else ""), kept
+
+    ours, theirs = parts(computed), parts(shipped)
+    return bool(ours[0]) and ours == theirs
+
+
 def _statuses(release: dict[str, Any], meta: pl.DataFrame | None, failures: list[str]) -> None:
     """Only certified tasks ship, and each carries the cross-check its config asked for."""
     if meta is None:
@@ -534,6 +549,14 @@ def _card(
     if splits:
         notes.append(f"README.md: its classifier audit (release.audit_splits={splits}) is not re-run")
         marker = "## Integrity audit"
+        if marker not in shipped or not _same_policies(card.split(marker)[1], shipped.split(marker, 1)[1]):
+            # hostile round 8 replaced the whole audit section by "Verdict: pass" in a card whose
+            # classifiers are not re-run: what is re-run (its decoy cells and the policies) is
+            # compared; only the classifiers, and the verdict they join, are taken as written
+            failures.append(
+                "README.md: its integrity audit's decoy cells or policy tables are not what this "
+                "release's files give"
+            )
         card, shipped = card.split(marker)[0], shipped.split(marker)[0]
     if card != shipped:
         line = next(

@@ -522,3 +522,30 @@ def test_a_folder_nested_a_thousand_deep_is_one_line(small, tmp_path, capsys):
     assert "Traceback" not in captured.err + captured.out
     lines = [line for line in captured.err.splitlines() if "nested deeper than 32 levels" in line]
     assert len(lines) == 1 and lines[0].startswith("FILE ") and len(lines[0]) < 400, captured.err
+
+
+def test_a_card_whose_classifier_audit_is_not_re_run_still_has_its_policies_checked(tmp_path, capsys):
+    """Hostile round 8: with release.audit_splits > 0 verify compared the card only up to its
+    integrity audit, so the whole section could be replaced by "Verdict: pass". The decoy cells
+    and the policy tables are re-run and compared; only the classifiers are taken as written."""
+    from gridbench.commands.release import build
+    from gridbench.commands.verify import verify
+    from tests.helpers_release import compose_config, small_release_overrides
+
+    cfg = compose_config([*small_release_overrides(tmp_path, "split", 1), "release.audit_splits=2"])
+    assert build(cfg) == 0
+    release = tmp_path / "split-v2.0.0"
+    check = compose_config([f"release={release}", "verify.workers=1"], "verify", "apps")
+    assert verify(check) == 0  # as built: the classifiers named as not re-run, the rest matches
+    assert "### Classifiers" in (release / "README.md").read_text()
+    forged = tmp_path / "forged"
+    shutil.copytree(release, forged)
+    card = (forged / "README.md").read_text()
+    head, _ = card.split("## Integrity audit")
+    (forged / "README.md").write_text(head + "## Integrity audit\n\n**Verdict: pass.** Audited elsewhere.\n")
+    manifest = _manifest(forged)
+    manifest["files"]["README.md"] = hashlib.sha256((forged / "README.md").read_bytes()).hexdigest()
+    _write_manifest(forged, manifest)
+    capsys.readouterr()
+    assert verify(compose_config([f"release={forged}", "verify.workers=1"], "verify", "apps")) == 1
+    assert "its integrity audit's decoy cells or policy tables are not" in capsys.readouterr().err
