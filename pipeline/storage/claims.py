@@ -12,6 +12,7 @@ audit of the card, the ids of a salted release) is named as unverified, never pa
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -182,6 +183,7 @@ def _config(
             )
     _statuses(release, meta, failures)
     if "grid" in config:
+        _build_config(config, failures)
         _generated(config, release, meta, failures, notes)
     elif "source" in config:
         notes.append(
@@ -192,6 +194,53 @@ def _config(
             failures.append("metadata.parquet: an imported task has a seed other than 0")
     else:
         failures.append("manifest.json: config describes neither a build (grid) nor an import (source)")
+
+
+SALT_KEYS = (
+    "salted",
+    "salt_sha256",
+)  # what the build writes beside the options (pipeline.config.salt_record)
+
+
+def _build_config(config: dict[str, Any], failures: list[str]) -> None:
+    """A build's recorded config is one the release command takes: no unknown key anywhere
+    (``generation`` is checked on its own), every value of its type, the grid's name its
+    shape, the solver's limits positive, no list naming a domain, H or B twice (hostile
+    round 8: an unknown key with a U+202E in it, ``grid.name=7x7`` on a 5x7 grid, a negative
+    time limit and a domain listed twice all passed)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from pipeline.config import Config
+
+    recorded = {key: value for key, value in config.items() if key != "generation"}
+    if isinstance(recorded.get("release"), dict):  # written by the build beside the options
+        recorded["release"] = {k: v for k, v in recorded["release"].items() if k not in SALT_KEYS}
+    try:
+        OmegaConf.merge(OmegaConf.structured(Config), recorded)
+    except (OmegaConfBaseException, ValueError, TypeError) as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        failures.append(f"manifest.json: config is not one the release command takes ({_short(first)})")
+        return
+    grid, solver, release = config["grid"], config.get("solver"), config.get("release")
+    if isinstance(grid, dict) and grid.get("name") != f"{grid.get('rows')}x{grid.get('cols')}":
+        failures.append(
+            f"manifest.json: config.grid.name={_short(grid.get('name'))!r} is not its "
+            f"{_short(grid.get('rows'))}x{_short(grid.get('cols'))} shape"
+        )
+    if not isinstance(solver, dict) or not (
+        isinstance(solver.get("time_limit_s"), int | float)
+        and not isinstance(solver.get("time_limit_s"), bool)
+        and solver["time_limit_s"] > 0
+        and _is_int(solver.get("workers"))
+        and solver["workers"] >= 1
+    ):
+        failures.append("manifest.json: config.solver needs time_limit_s > 0 and workers >= 1")
+    lists = (("grid", "hidden_slots"), ("grid", "decoy_budgets"), ("release", "domains"))
+    for group, key in lists:
+        values = (grid if group == "grid" else release or {}).get(key)
+        if isinstance(values, list) and len(values) != len({json.dumps(v) for v in values}):
+            failures.append(f"manifest.json: config.{group}.{key} names one value twice")
 
 
 def _generation(

@@ -340,7 +340,25 @@ def salted_claimed(release: Path) -> None:
     _write_manifest(release, manifest)
 
 
+def _config_edit(group: str, key: str, value) -> object:
+    def damage(release: Path) -> None:
+        manifest = _manifest(release)
+        manifest["config"][group][key] = value
+        _write_manifest(release, manifest)
+
+    damage.__name__ = f"config_{group}_{key}"
+    return damage
+
+
 CASES = [
+    (_config_edit("release", "note\u202e", "x"), "config is not one the release command takes"),
+    (_config_edit("grid", "rows", "five"), "config is not one the release command takes"),
+    (_config_edit("grid", "name", "7x7"), "config.grid.name='7x7' is not its"),
+    (_config_edit("solver", "time_limit_s", -3), "config.solver needs time_limit_s > 0"),
+    (
+        _config_edit("release", "domains", ["course", "course", "toy"]),
+        "config.release.domains names one value twice",
+    ),
     (salted_claimed, "the public id its key gives, in a release that says it is salted"),
     (listed_outside_the_format, "not a file of the release format"),
     (crosscheck_yes, "config.release.crosscheck='yes': must be true or false"),
