@@ -17,6 +17,7 @@ fraction of hidden cells right). ``terminated`` when ``done`` was called, ``trun
 from __future__ import annotations
 
 import multiprocessing
+import numbers
 import string
 from collections.abc import Iterator, Sequence
 from types import ModuleType
@@ -42,7 +43,8 @@ ACTION_LIMIT = 100_000
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """An integer, numpy's included (a vector env hands out ``np.int64``), never a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
 
 
 class AnyText(spaces.Text):
@@ -186,6 +188,7 @@ class GridEnv(gym.Env[str, Any]):
             index = int(self.np_random.integers(len(self.items)))
         elif not _is_int(index) or not 0 <= index < len(self.items):
             raise UserError(f"index={str(index)[:40]!r}: need an int in [0, {len(self.items)})")
+        index = int(index)
         episode_seed = options.get("episode_seed")
         if episode_seed is None:
             episode_seed = int(self.np_random.integers(2**31))

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import gymnasium
+import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
@@ -132,6 +133,8 @@ def test_the_reward_is_paid_once_and_the_end_flags_stay(release):
         ({"index": 99}, "index"),
         ({"index": -1}, "index"),
         ({"index": True}, "index"),
+        ({"index": np.bool_(True)}, "index"),
+        ({"index": np.int64(99)}, "index"),
         ({"index": "1"}, "index"),
         ({"episode_seed": "x"}, "episode_seed"),
         ({"task_id": "nope"}, "task_id"),
@@ -145,6 +148,13 @@ def test_bad_reset_options_name_the_problem_and_a_good_reset_still_works(release
         env.reset(options=options)
     env.reset(seed=0)
     assert json.loads(env.step({"name": "get_global_check_budget", "arguments": {}})[0])["status"] == "ok"
+
+
+def test_numpy_integers_are_indices_and_seeds(release):
+    """Round 8: ``np.int64(0)``, what a vector env or a numpy sampler hands out, was refused."""
+    env = make(release)
+    prompt, _ = env.reset(options={"index": np.int64(1), "episode_seed": np.int32(3)})
+    assert prompt == env.reset(options={"index": 1, "episode_seed": 3})[0]
 
 
 def test_task_ids_of_generated_tasks_are_refused_without_generating_them():
