@@ -66,6 +66,14 @@ def check_target(target: Path, overwrite: bool) -> None:
     is not a release (checked before any work, and again under the build lock)."""
     if target.is_symlink():
         raise ReleaseError(f"{target} is a symlink; a release is never written through one")
+    for folder in (target.parent, *target.parent.parents):  # checked before the tasks are made
+        if folder.exists() or folder.is_symlink():
+            if not folder.is_dir():
+                raise ReleaseError(
+                    f"release.output_root: {folder} is not a folder; point release.output_root at a "
+                    "folder (it is created when missing)"
+                )
+            break
     if target.exists() and not overwrite:
         raise ReleaseError(
             f"release {target} already exists; bump release.version or pass release.overwrite=true"

@@ -106,3 +106,17 @@ def test_train_never_writes_through_a_linked_shards_folder(tmp_path):
     with pytest.raises(UserError, match="symlink"):
         _train(tmp_path / "out")
     assert snapshot(tmp_path / "elsewhere") == before
+
+
+def test_release_into_an_output_root_that_is_a_file_is_refused_before_any_task(tmp_path, monkeypatch):
+    """Hostile round 8: the tasks were made, then the write failed."""
+    from gridbench.commands.release import build
+    from pipeline.storage import cache
+
+    made = []
+    monkeypatch.setattr(cache, "generate_task", lambda *args, **kwargs: made.append(args) or 1 / 0)
+    (tmp_path / "file").write_text("not a folder")
+    base = [o for o in tiny_overrides(tmp_path / "file" / "out") if not o.startswith("release.cache_root=")]
+    with pytest.raises(UserError, match="is not a folder"):
+        build(compose_config([*base, f"release.cache_root={tmp_path / 'cache'}", "release.workers=1"]))
+    assert not made
