@@ -351,7 +351,7 @@ def verify_settings(cfg: DictConfig) -> VerifySettings:
             f"verify.crosscheck_solver={shown(cfg.verify.crosscheck_solver, 40)}: use highs or cbc"
         )
     milp = str(cfg.verify.crosscheck_solver) if cfg.verify.crosscheck else None
-    return VerifySettings(solver_settings(cfg), milp, int(cfg.verify.workers))
+    return VerifySettings(solver_settings(cfg), milp, int(cfg.verify.workers), build_schema=Config)
 
 
 def grid_candidates(grid: DictConfig, budget: int) -> int:

@@ -57,14 +57,16 @@ def check_claims(
     meta: pl.DataFrame | None,
     failures: list[str],
     notes: list[str],
+    build_schema: Any = None,
 ) -> None:
     """Every claim of ``manifest`` against the release at ``path`` (``sound``: the files whose
-    digests matched; ``meta``: ``metadata.parquet`` once checked against the files, or None).
-    Failures and the names of what cannot be verified are appended."""
+    digests matched; ``meta``: ``metadata.parquet`` once checked against the files, or None;
+    ``build_schema``: the structured config a build's recorded one must fit, when the caller
+    has it). Failures and the names of what cannot be verified are appended."""
     _shape(manifest, failures)
     _counts(manifest, meta, failures)
     _events(manifest, meta, failures)
-    _config(manifest, meta, failures, notes)
+    _config(manifest, meta, failures, notes, build_schema)
     _generation(path, manifest, sound, meta, failures)
     _schemas(path, manifest["files"], sound, failures)
     _timings(path, manifest["files"], sound, meta, failures)
@@ -166,7 +168,11 @@ def json_strings(value: Any) -> list[str]:
 
 
 def _config(
-    manifest: dict[str, Any], meta: pl.DataFrame | None, failures: list[str], notes: list[str]
+    manifest: dict[str, Any],
+    meta: pl.DataFrame | None,
+    failures: list[str],
+    notes: list[str],
+    build_schema: Any = None,
 ) -> None:
     config = manifest.get("config")
     if not isinstance(config, dict):
@@ -183,7 +189,7 @@ def _config(
             )
     _statuses(release, meta, failures)
     if "grid" in config:
-        _build_config(config, failures)
+        _build_config(config, failures, build_schema)
         _generated(config, release, meta, failures, notes)
     elif "source" in config:
         notes.append(
@@ -202,7 +208,7 @@ SALT_KEYS = (
 )  # what the build writes beside the options (pipeline.config.salt_record)
 
 
-def _build_config(config: dict[str, Any], failures: list[str]) -> None:
+def _build_config(config: dict[str, Any], failures: list[str], schema: Any) -> None:
     """A build's recorded config is one the release command takes: no unknown key anywhere
     (``generation`` is checked on its own), every value of its type, the grid's name its
     shape, the solver's limits positive, no list naming a domain, H or B twice (hostile
@@ -211,13 +217,12 @@ def _build_config(config: dict[str, Any], failures: list[str]) -> None:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from pipeline.config import Config
-
     recorded = {key: value for key, value in config.items() if key != "generation"}
     if isinstance(recorded.get("release"), dict):  # written by the build beside the options
         recorded["release"] = {k: v for k, v in recorded["release"].items() if k not in SALT_KEYS}
     try:
-        OmegaConf.merge(OmegaConf.structured(Config), recorded)
+        if schema is not None:
+            OmegaConf.merge(OmegaConf.structured(schema), recorded)
     except (OmegaConfBaseException, ValueError, TypeError) as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         failures.append(f"manifest.json: config is not one the release command takes ({_short(first)})")

@@ -63,6 +63,9 @@ class VerifySettings:
     solver: SolverSettings
     milp: str | None
     workers: int
+    # the structured config a build's recorded config must fit (pipeline.config's ``Config``,
+    # given from above: the storage floor does not import the command's configuration)
+    build_schema: Any = None
 
 
 @dataclass
@@ -127,7 +130,11 @@ RELEASE_PATTERN = re.compile(r"^(?:(?:tasks|answers)/[^/]+/[^/]+\.json|data/task
 
 
 def check_release(
-    path: Path, manifest: dict[str, Any], report: VerifyReport, sound: set[str] | None = None
+    path: Path,
+    manifest: dict[str, Any],
+    report: VerifyReport,
+    sound: set[str] | None = None,
+    build_schema: Any = None,
 ) -> list[str]:
     """Counts, folders, metadata and tables against the files (a table or metadata file whose
     digest failed, not in ``sound``, is not decompressed); returns the task files to prove."""
@@ -166,7 +173,7 @@ def check_release(
             )
     meta = _check_metadata(path, listed, tasks, failures, damaged)
     _check_tables(path, listed, tasks, failures, damaged)
-    check_claims(path, manifest, set(listed) - damaged, meta, failures, report.unverified)
+    check_claims(path, manifest, set(listed) - damaged, meta, failures, report.unverified, build_schema)
     return [name for name in tasks if name.count("/") == 2]
 
 
@@ -558,7 +565,7 @@ def verify_release(path: Path, settings: VerifySettings) -> VerifyReport:
     sound = check_files(path, manifest, report)
     tasks = [
         name
-        for name in check_release(path, manifest, report, sound)
+        for name in check_release(path, manifest, report, sound, settings.build_schema)
         if name in sound and "answers/" + name[len("tasks/") :] in sound
     ]
     jobs = [(str(path), rel, "answers/" + rel[len("tasks/") :], solver, milp) for rel in tasks]
