@@ -5,7 +5,7 @@ not a plain identifier is refused (it could read as an instruction to the agent)
 from __future__ import annotations
 
 from domains import Domain
-from gridbench_core.task import RULE_NAME, RULE_NAME_TEXT, GlobalRule, SlotRule, TaskFormatError
+from gridbench_core.task import RULE_NAME, RULE_NAME_TEXT, GlobalRule, SlotRule, Task, TaskFormatError
 from gridbench_core.vocabulary import RuleKind
 
 _SCOPE = {"grid": "in the whole grid", "row": "in each {row}", "col": "in each {col}"}
@@ -75,3 +75,17 @@ def write_instruction(
         lines.append(f"- the {domain.item_noun} in cell ({row}, {col}): {text}.")
     lines.append("Exactly one completion satisfies every constraint.")
     return "\n".join(lines)
+
+
+def rendered_instruction(task: Task) -> str:
+    """The instruction ``task``'s rules render to (what its ``instruction`` must be); a
+    :class:`domains.DomainError` for a domain this code does not know."""
+    from domains import get_domain
+
+    return write_instruction(
+        get_domain(task.domain),
+        task.rows,
+        task.cols,
+        list(task.global_constraints),
+        {(s.row, s.col): list(s.constraints) for s in task.slots},
+    )

@@ -80,8 +80,8 @@ def proven_again(made: CertifiedTask, settings: GenerationSettings) -> bool:
     cluster) write: a task edited there (a rule deleted, so that its truth is no longer the
     only completion) shipped as "certified" (hostile round 8). Its measures are verify's to
     re-derive."""
-    from domains import DomainError, get_domain
-    from pipeline.generation.instruction import write_instruction
+    from domains import DomainError
+    from pipeline.generation.instruction import rendered_instruction
     from pipeline.generation.seal import seal
     from solvers.results import RETRY_FACTOR, deterministic_settings
 
@@ -94,13 +94,7 @@ def proven_again(made: CertifiedTask, settings: GenerationSettings) -> bool:
             if answer.truth[r][c] != (roles.get((r, c)) if shown is None else shown):
                 return False
     try:
-        rendered = write_instruction(
-            get_domain(task.domain),
-            task.rows,
-            task.cols,
-            list(task.global_constraints),
-            {(s.row, s.col): list(s.constraints) for s in task.slots},
-        )
+        rendered = rendered_instruction(task)
     except DomainError:
         return False
     if rendered != task.instruction:

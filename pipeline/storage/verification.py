@@ -26,12 +26,12 @@ from typing import Any
 import jsonschema
 import polars as pl
 
-from domains import DomainError, get_domain
+from domains import DomainError
 from gridbench_core.errors import UserError
 from gridbench_core.paths import SCHEMA_DIR
 from gridbench_core.task import Answer, Task, TaskFormatError
 from gridbench_core.task_io import answer_from_dict, task_from_dict
-from pipeline.generation.instruction import write_instruction
+from pipeline.generation.instruction import rendered_instruction
 from pipeline.generation.seal import Sealed, seal
 from pipeline.parallel import parallel_imap
 from pipeline.storage.claimed import measure_claims
@@ -401,13 +401,7 @@ def task_shape(task: Task, task_rel: str) -> list[str]:
                 f"not candidates_per_slot={task.candidates_per_slot}"
             )
     try:
-        rendered = write_instruction(
-            get_domain(task.domain),
-            task.rows,
-            task.cols,
-            list(task.global_constraints),
-            {(s.row, s.col): list(s.constraints) for s in task.slots},
-        )
+        rendered = rendered_instruction(task)
     except DomainError as error:
         return [*problems, str(error)]
     if task.instruction != rendered:
