@@ -179,10 +179,20 @@ def loosen_for_resistance(
     # share or depth gets them, from there, rather than a re-draw
     for jitter in dict.fromkeys((settings.width_jitter, 0.0)):
         loosen(draft, task_id, settings, solver, list(range(len(draft.bounds))), jitter=jitter)
-        order = {cell: candidate_ids(draft, cell) for cell in draft.hidden}
-        task = build_task(draft, task_id, 0, 0, order=order)
-        if (share <= 0 or resistant_enough(*_resistance(task, draft), share)) and (
-            depth <= ONE_ROUND or reasoning_depth(task).rung >= depth
-        ):
+        if meets_targets(draft, task_id, settings):
             return True
     return False
+
+
+def meets_targets(draft: Draft, task_id: str, settings: GenerationSettings) -> bool:
+    """Whether the shown task of ``draft`` keeps ``min_resistant_share`` and reaches
+    ``min_depth`` (each as far as its cells holding decoys allow)."""
+    share = settings.min_resistant_share if qualifies(draft) else 0.0
+    depth = depth_target(draft, settings)
+    if share <= 0 and depth <= ONE_ROUND:
+        return True
+    order = {cell: candidate_ids(draft, cell) for cell in draft.hidden}
+    task = build_task(draft, task_id, 0, 0, order=order)
+    return (share <= 0 or resistant_enough(*_resistance(task, draft), share)) and (
+        depth <= ONE_ROUND or reasoning_depth(task).rung >= depth
+    )
