@@ -86,6 +86,8 @@ def proven_again(made: CertifiedTask, settings: GenerationSettings) -> bool:
     from solvers.results import RETRY_FACTOR, deterministic_settings
 
     task, answer = made.task, made.answer
+    if not made.key.task_id == task.task_id == answer.task_id or task.domain != made.key.domain:
+        return False  # another task's entry, copied here (hostile round 9)
     if answer.certificate is None or not answer.certificate.ok or answer.measures is None:
         return False
     roles = {(role.row, role.col): role.truth for role in answer.roles}

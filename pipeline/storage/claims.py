@@ -291,6 +291,15 @@ def _generation(
         )
     except (ReleaseError, KeyError, ValueError):
         return  # the table's own check names what is wrong with it
+    limit = settings.dfs_node_limit
+    miscounted = meta.filter(
+        (pl.col("dfs_nodes") > limit + 1) | (pl.col("dfs_capped") != (pl.col("dfs_nodes") > limit))
+    ).height
+    if miscounted:  # hostile round 9: dfs_node_limit=2 beside uncapped counts of 32 passed
+        failures.append(
+            f"metadata.parquet: {miscounted} tasks' canonical search counts do not fit "
+            f"config.generation.dfs_node_limit={limit}"
+        )
     by_id = {row["task_id"]: row for row in meta.iter_rows(named=True)}
     wanted = rung_index(settings.min_depth)
     shallow, unresisted, solvers = [], [], set()

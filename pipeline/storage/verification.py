@@ -120,7 +120,6 @@ RELEASE_FILES = {
     "timings.parquet",
     "README.md",
     "LICENSE",
-    "import_report.json",  # an imported release's: what each source instance became
     "data/answers.parquet",
     "schemas/answer.schema.json",
     "schemas/task.schema.json",
@@ -164,12 +163,15 @@ def check_release(
     for name in sorted(answers):
         if "tasks/" + name[len("answers/") :] not in listed:
             failures.append(f"{name}: an answer without a task file")
+    config = manifest.get("config")
+    imported = isinstance(config, dict) and "source" in config
+    allowed = RELEASE_FILES | ({"import_report.json"} if imported else set())
     for name in sorted(listed):
-        if name not in RELEASE_FILES and not RELEASE_PATTERN.match(name) and not name.startswith(PAIRED):
+        if name not in allowed and not RELEASE_PATTERN.match(name) and not name.startswith(PAIRED):
             failures.append(
                 f"{name[:120]}: listed, but not a file of the release format (tasks/, answers/, data/, "
-                "schemas/, metadata.parquet, timings.parquet, README.md, LICENSE, import_report.json): "
-                "a release ships and uploads only those"
+                "schemas/, metadata.parquet, timings.parquet, README.md, LICENSE; an import's "
+                "import_report.json): a release ships and uploads only those"
             )
     meta = _check_metadata(path, listed, tasks, failures, damaged)
     _check_tables(path, listed, tasks, failures, damaged)

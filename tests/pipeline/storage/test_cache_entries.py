@@ -63,7 +63,7 @@ def test_an_entry_of_an_older_format_is_made_again(tmp_path, made):
         assert load_cached(path, made.key) is None
 
 
-@pytest.mark.parametrize("edit", ["rules_deleted", "instruction", "decoy_made_truth", "sound"])
+@pytest.mark.parametrize("edit", ["rules_deleted", "instruction", "decoy_made_truth", "other_id", "sound"])
 def test_a_cached_task_is_proven_again_before_it_is_reused(tmp_path, edit):
     """Hostile round 8: the grid-wide rules of a cached task deleted (its truth no longer the only
     completion), the release said "8 reused, 8 certified" and shipped it. A reused task is
@@ -80,6 +80,8 @@ def test_a_cached_task_is_proven_again_before_it_is_reused(tmp_path, edit):
         record["task"]["global_constraints"] = []
     elif edit == "instruction":
         record["task"]["instruction"] += " The answer is in the first column."
+    elif edit == "other_id":  # another task's entry copied here, its id and key renamed (round 9)
+        record["task"]["task_id"] = record["answer"]["task_id"] = "toy-000000000000"
     elif edit == "decoy_made_truth":  # the answer's truth swapped for one of a cell's decoys
         role = next(r for r in record["answer"]["roles"] if r["decoys"])
         record["answer"]["truth"][role["row"]][role["col"]] = role["decoys"][0]

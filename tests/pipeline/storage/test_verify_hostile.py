@@ -350,7 +350,21 @@ def _config_edit(group: str, key: str, value) -> object:
     return damage
 
 
+def import_report_in_a_build(release: Path) -> None:
+    report = release / "import_report.json"
+    report.write_text('{"instances": "<script>alert(1)</script>"}')
+    manifest = _manifest(release)
+    manifest["files"]["import_report.json"] = hashlib.sha256(report.read_bytes()).hexdigest()
+    _write_manifest(release, manifest)
+
+
 CASES = [
+    # hostile round 9
+    (
+        _generation_edit(dfs_node_limit=2),
+        "canonical search counts do not fit config.generation.dfs_node_limit=2",
+    ),
+    (import_report_in_a_build, "import_report.json: listed, but not a file of the release format"),
     (_config_edit("release", "note\u202e", "x"), "config is not one the release command takes"),
     (_config_edit("grid", "rows", "five"), "config is not one the release command takes"),
     (_config_edit("grid", "name", "7x7"), "config.grid.name='7x7' is not its"),
