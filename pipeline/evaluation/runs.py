@@ -284,9 +284,46 @@ class RunStore:
                     "wait for it to finish (running the same command again then resumes), or give "
                     "run_name=NAME for a separate run"
                 ) from None
+            # the whole run and a shard of it, or shards of two splittings, play the same
+            # episodes: each would play them again (hostile round 9); shards of one splitting
+            # play apart and may run together
+            clashing = [name for name in self.held_by_others() if self._clashes(name)]
+            if clashing:
+                raise UserError(
+                    f"another eval is writing to {self.folder} ({clashing[0].lstrip('.')}), and it plays "
+                    "some of this one's episodes: wait for it to finish, or run the shards of one "
+                    "splitting (shard=I/N with the same N) side by side"
+                )
             yield
         finally:
             os.close(descriptor)  # releases the lock
+
+    def held_by_others(self) -> list[str]:
+        """The lock files of this run folder (other than this store's) that an eval holds now."""
+        import fcntl
+
+        held = []
+        for path in sorted(self.folder.glob(".lock*")):
+            if path.name == f".lock{self.suffix}":
+                continue
+            try:
+                descriptor = os.open(path, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                held.append(path.name)
+            finally:
+                os.close(descriptor)
+        return held
+
+    def _clashes(self, lock_name: str) -> bool:
+        """Whether the eval holding ``lock_name`` plays episodes this one plays."""
+        mine, theirs = self.suffix, lock_name[len(".lock") :]
+        if not mine or not theirs:
+            return True
+        return mine.rsplit("-of-", 1)[1] != theirs.rsplit("-of-", 1)[1]
 
     def claim(self, identity: dict[str, Any]) -> None:
         """Make the folder this run's: record ``identity`` (what changes an episode's result),
@@ -306,6 +343,11 @@ class RunStore:
                 )
             if played or held == json.loads(json.dumps(identity, default=str)):
                 return
+            if self.held_by_others():  # its run is going, and has not saved an episode yet
+                raise UserError(
+                    f"{self.folder} holds a run with another configuration ({_difference(held, identity)}) "
+                    "that is running now; give run_name=NAME for a separate run"
+                )
             # a folder claimed by a run that stopped before its first episode: nothing to keep
         elif any(path.is_file() and path.stat().st_size for path in self.folder.glob("*.jsonl")):
             raise UserError(

@@ -323,7 +323,11 @@ def test_a_second_eval_into_the_same_run_is_refused_while_the_first_runs(tiny, t
         assert (run / "episodes.jsonl").read_bytes() == rows
         with pytest.raises(UserError, match="another eval"), RunStore(run).lock():
             pass
-        with RunStore(run, (0, 2)).lock():  # another shard is another writer's
+        # round 9: a shard of a run that is playing whole plays some of its episodes again
+        with (
+            pytest.raises(UserError, match="plays some of this one's episodes"),
+            RunStore(run, (0, 2)).lock(),
+        ):
             pass
     finally:
         release.set()
@@ -359,3 +363,45 @@ def test_a_release_rebuilt_under_its_name_with_other_tasks_is_not_resumed_as_don
     (release / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(UserError, match="holds a run with another configuration .*played_sha256"):
         evaluate(_eval_cfg(release, root))
+
+
+def test_shards_of_one_splitting_run_side_by_side_and_others_are_refused(tmp_path):
+    """Round 9: shard=0/2 and shard=1/2 run together; a whole run beside a shard, or shards of
+    two splittings, would play some episodes twice; and a shard with another configuration
+    took over run.json while the first, still without a saved episode, was running."""
+    import multiprocessing
+
+    from pipeline.evaluation.runs import RunStore
+
+    run = tmp_path / "run"
+    ready, release = multiprocessing.Event(), multiprocessing.Event()
+    holder = multiprocessing.get_context("fork").Process(target=_hold_shard, args=(run, ready, release))
+    holder.start()
+    try:
+        assert ready.wait(30)
+        with RunStore(run, (1, 2)).lock():  # the other shard of the same splitting
+            store = RunStore(run, (1, 2))
+            with pytest.raises(UserError, match="another configuration .* that is running now"):
+                store.claim({"agent": "other"})  # the holder claimed {"agent": "first"}, no rows yet
+        with (
+            pytest.raises(UserError, match="plays some of this one's episodes"),
+            RunStore(run, (0, 3)).lock(),
+        ):
+            pass
+        with pytest.raises(UserError, match="plays some of this one's episodes"), RunStore(run).lock():
+            pass
+    finally:
+        release.set()
+        holder.join(30)
+    with RunStore(run, (0, 3)).lock():  # free once the holder is done
+        RunStore(run, (0, 3)).claim({"agent": "other"})  # and an unplayed folder is claimed again
+
+
+def _hold_shard(run, ready, release):
+    from pipeline.evaluation.runs import RunStore
+
+    store = RunStore(run, (0, 2))
+    with store.lock():
+        store.claim({"agent": "first"})
+        ready.set()
+        release.wait(60)
