@@ -291,6 +291,23 @@ def _generation(
         )
     except (ReleaseError, KeyError, ValueError):
         return  # the table's own check names what is wrong with it
+    overfull = 0
+    for name in sorted(n for n in sound if n.startswith("data/tasks/") and n.endswith(".parquet")):
+        try:
+            table = read_arrow_table(read_bytes(path, name), name).select(["slots"]).to_pylist()
+        except (ReleaseError, KeyError, ValueError):
+            continue  # the table's own check names what is wrong with it
+        overfull += sum(
+            1
+            for row in table
+            for slot in row["slots"] or ()
+            if not 1 <= len(slot.get("constraints") or ()) <= settings.max_slot_rules
+        )
+    if overfull:  # hostile round 9: max_slot_rules=1 beside cells of three slot rules passed
+        failures.append(
+            f"data/tasks: {overfull} hidden cells hold a number of slot rules outside 1..config."
+            f"generation.max_slot_rules={settings.max_slot_rules}"
+        )
     limit = settings.dfs_node_limit
     miscounted = meta.filter(
         (pl.col("dfs_nodes") > limit + 1) | (pl.col("dfs_capped") != (pl.col("dfs_nodes") > limit))

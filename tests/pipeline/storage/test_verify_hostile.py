@@ -360,6 +360,7 @@ def import_report_in_a_build(release: Path) -> None:
 
 CASES = [
     # hostile round 9
+    (_generation_edit(max_slot_rules=1), "slot rules outside 1..config.generation.max_slot_rules=1"),
     (
         _generation_edit(dfs_node_limit=2),
         "canonical search counts do not fit config.generation.dfs_node_limit=2",
