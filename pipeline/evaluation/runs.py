@@ -325,6 +325,10 @@ class RunStore:
             return True
         return mine.rsplit("-of-", 1)[1] != theirs.rsplit("-of-", 1)[1]
 
+    def _played(self) -> bool:
+        """Whether any shard of the run folder has saved an episode row."""
+        return any(path.is_file() and path.stat().st_size for path in self.folder.glob("*.jsonl"))
+
     def claim(self, identity: dict[str, Any]) -> None:
         """Make the folder this run's: record ``identity`` (what changes an episode's result),
         or refuse, naming what differs, when the folder holds a run with another one."""
@@ -335,21 +339,20 @@ class RunStore:
                 held = json.loads(self.identity.read_text(encoding="utf-8"))["identity"]
             except (OSError, ValueError, KeyError, TypeError, RecursionError):
                 raise UserError(f"{self.identity} is damaged; delete it or give another run_name=") from None
-            played = any(path.is_file() and path.stat().st_size for path in self.folder.glob("*.jsonl"))
-            if held != json.loads(json.dumps(identity, default=str)) and played:
+            if held == json.loads(json.dumps(identity, default=str)):
+                return
+            if self._played():
                 raise UserError(
                     f"{self.folder} holds a run with another configuration ({_difference(held, identity)}); "
                     "give run_name=NAME (or output_root=) for a separate run, or delete the folder"
                 )
-            if played or held == json.loads(json.dumps(identity, default=str)):
-                return
             if self.held_by_others():  # its run is going, and has not saved an episode yet
                 raise UserError(
                     f"{self.folder} holds a run with another configuration ({_difference(held, identity)}) "
                     "that is running now; give run_name=NAME for a separate run"
                 )
             # a folder claimed by a run that stopped before its first episode: nothing to keep
-        elif any(path.is_file() and path.stat().st_size for path in self.folder.glob("*.jsonl")):
+        elif self._played():
             raise UserError(
                 f"{self.folder} holds episodes of an older gridbench (no run.json): their episode ids "
                 "are made another way and cannot be matched; give run_name=NAME for a new run, or "

@@ -38,9 +38,13 @@ def qualifies(draft: Draft) -> bool:
 def depth_target(draft: Draft, settings: GenerationSettings) -> int:
     """The rung the draft must reach: ``min_depth``, capped at what its decoys allow (slot
     checks decide a task without decoys, one round a task with one cell holding them)."""
-    wanted = rung_index(settings.min_depth)
-    cells = sum(1 for ids in draft.decoys.values() if ids)
-    return min(wanted, SLOT if cells == 0 else ONE_ROUND if cells == 1 else SEARCH)
+    return target_rung(sum(1 for ids in draft.decoys.values() if ids), settings.min_depth)
+
+
+def target_rung(cells: int, min_depth: str) -> int:
+    """``min_depth``'s rung, capped at what ``cells`` cells holding decoys allow (verify
+    checks a release's tasks against it from their roles)."""
+    return min(rung_index(min_depth), SLOT if cells == 0 else ONE_ROUND if cells == 1 else SEARCH)
 
 
 def resistant_enough(resistant: int, decoys: int, share: float) -> bool:

@@ -74,32 +74,23 @@ def store_cached(path: Path, made: CertifiedTask) -> None:
 
 
 def proven_again(made: CertifiedTask, settings: GenerationSettings) -> bool:
-    """Whether a task read from the cache still is what a release may ship: its instruction
-    is what its rules render to, and its certificate (and its cross-check, when the settings
-    ask for one) proved again. The cache is a folder that many processes (every node of a
-    cluster) write: a task edited there (a rule deleted, so that its truth is no longer the
-    only completion) shipped as "certified" (hostile round 8). Its measures are verify's to
-    re-derive."""
-    from domains import DomainError
-    from pipeline.generation.instruction import rendered_instruction
+    """Whether a task read from the cache still is what a release may ship: its key's, with
+    the shape and consistency checks verify makes of a task file (the instruction its rules
+    render to, the truth grid its roles', the candidates its roles') and its certificate (and
+    its cross-check, when the settings ask for one) proved again. The cache is a folder that
+    many processes (every node of a cluster) write: a task edited there (a rule deleted, so
+    that its truth is no longer the only completion) shipped as "certified" (hostile round 8).
+    Its measures are verify's to re-derive."""
     from pipeline.generation.seal import seal
+    from pipeline.storage.verification import consistency, task_shape
     from solvers.results import RETRY_FACTOR, deterministic_settings
 
     task, answer = made.task, made.answer
-    if not made.key.task_id == task.task_id == answer.task_id or task.domain != made.key.domain:
+    if task.task_id != made.key.task_id or task.domain != made.key.domain:
         return False  # another task's entry, copied here (hostile round 9)
     if answer.certificate is None or not answer.certificate.ok or answer.measures is None:
         return False
-    roles = {(role.row, role.col): role.truth for role in answer.roles}
-    for r, row in enumerate(task.grid):  # the truth grid: the visible cells, and each role's truth
-        for c, shown in enumerate(row):
-            if answer.truth[r][c] != (roles.get((r, c)) if shown is None else shown):
-                return False
-    try:
-        rendered = rendered_instruction(task)
-    except DomainError:
-        return False
-    if rendered != task.instruction:
+    if consistency(task, answer) or task_shape(task, f"tasks/{task.domain}/{task.task_id}.json"):
         return False
     solver = deterministic_settings(settings.time_limit_s * RETRY_FACTOR, settings.solver_workers)
     milp = settings.crosscheck_solver if settings.crosscheck else None

@@ -202,10 +202,8 @@ def _config(
         failures.append("manifest.json: config describes neither a build (grid) nor an import (source)")
 
 
-SALT_KEYS = (
-    "salted",
-    "salt_sha256",
-)  # what the build writes beside the options (pipeline.config.salt_record)
+# what the build writes beside the options (pipeline.config.salt_record)
+SALT_KEYS = ("salted", "salt_sha256")
 
 
 def _build_config(config: dict[str, Any], failures: list[str], schema: Any) -> None:
@@ -252,17 +250,13 @@ def _generation(
     path: Path, manifest: dict[str, Any], sound: set[str], meta: pl.DataFrame | None, failures: list[str]
 ) -> None:
     """A built release's generation settings: recorded, every one known and valid, and what
-    the tasks can be checked to meet, met -- each task's reasoning depth at least
-    ``min_depth`` (capped by its cells holding decoys, as generation caps it), its resistant
-    share at least ``min_resistant_share`` where that applies, and the cross-check made by
-    ``crosscheck_solver``. Hostile round 8 swapped in ``min_depth=fixpoint`` and
+    the tasks can be checked to meet, met (the slot rules per cell, the search counts, and
+    :func:`_targets`). Hostile round 8 swapped in ``min_depth=fixpoint`` and
     ``min_resistant_share=0.5`` for a release that met neither, deleted the block, or wrote
     ``min_depth=telepathy``, and verify passed each."""
     from dataclasses import fields
 
     from pipeline.generation.keys import GenerationError, GenerationSettings
-    from pipeline.generation.resist import resistant_enough
-    from solvers.ladder import ONE_ROUND, SEARCH, SLOT, rung_index
 
     config = manifest.get("config")
     if not isinstance(config, dict) or "grid" not in config:
@@ -281,16 +275,17 @@ def _generation(
     except (GenerationError, TypeError, ValueError) as error:
         failures.append(f"manifest.json: config.generation does not validate ({_short(str(error))})")
         return
-    if meta is None or "data/answers.parquet" not in sound:
+    _slot_rule_counts(path, sound, settings.max_slot_rules, failures)
+    if meta is None:
         return
-    try:
-        rows = (
-            read_arrow_table(read_bytes(path, "data/answers.parquet"), "data/answers.parquet")
-            .select(["task_id", "roles", "crosscheck"])
-            .to_pylist()
-        )
-    except (ReleaseError, KeyError, ValueError):
-        return  # the table's own check names what is wrong with it
+    _search_counts(meta, settings.dfs_node_limit, failures)
+    if "data/answers.parquet" in sound:
+        _targets(path, meta, settings, failures)
+
+
+def _slot_rule_counts(path: Path, sound: set[str], most: int, failures: list[str]) -> None:
+    """Every hidden cell of the task tables holds 1..``most`` slot rules, as generation draws
+    them (hostile round 9: max_slot_rules=1 beside cells of three slot rules passed)."""
     overfull = 0
     for name in sorted(n for n in sound if n.startswith("data/tasks/") and n.endswith(".parquet")):
         try:
@@ -301,32 +296,50 @@ def _generation(
             1
             for row in table
             for slot in row["slots"] or ()
-            if not 1 <= len(slot.get("constraints") or ()) <= settings.max_slot_rules
+            if not 1 <= len(slot.get("constraints") or ()) <= most
         )
-    if overfull:  # hostile round 9: max_slot_rules=1 beside cells of three slot rules passed
+    if overfull:
         failures.append(
             f"data/tasks: {overfull} hidden cells hold a number of slot rules outside 1..config."
-            f"generation.max_slot_rules={settings.max_slot_rules}"
+            f"generation.max_slot_rules={most}"
         )
-    limit = settings.dfs_node_limit
+
+
+def _search_counts(meta: pl.DataFrame, limit: int, failures: list[str]) -> None:
+    """Each task's canonical search count fits ``dfs_node_limit``: capped exactly above it
+    (hostile round 9: dfs_node_limit=2 beside uncapped counts of 32 passed)."""
     miscounted = meta.filter(
         (pl.col("dfs_nodes") > limit + 1) | (pl.col("dfs_capped") != (pl.col("dfs_nodes") > limit))
     ).height
-    if miscounted:  # hostile round 9: dfs_node_limit=2 beside uncapped counts of 32 passed
+    if miscounted:
         failures.append(
             f"metadata.parquet: {miscounted} tasks' canonical search counts do not fit "
             f"config.generation.dfs_node_limit={limit}"
         )
+
+
+def _targets(path: Path, meta: pl.DataFrame, settings: Any, failures: list[str]) -> None:
+    """Each task at least ``min_depth`` deep (capped by its cells holding decoys, as generation
+    caps it), ``min_resistant_share`` met where it applies, and the answers cross-checked by
+    ``crosscheck_solver``."""
+    from pipeline.generation.resist import resistant_enough, target_rung
+
+    try:
+        rows = (
+            read_arrow_table(read_bytes(path, "data/answers.parquet"), "data/answers.parquet")
+            .select(["task_id", "roles", "crosscheck"])
+            .to_pylist()
+        )
+    except (ReleaseError, KeyError, ValueError):
+        return  # the table's own check names what is wrong with it
     by_id = {row["task_id"]: row for row in meta.iter_rows(named=True)}
-    wanted = rung_index(settings.min_depth)
     shallow, unresisted, solvers = [], [], set()
     for row in rows:
         found = by_id.get(row["task_id"])
         if found is None:
             continue
         cells = sum(1 for role in row["roles"] or () if role.get("decoys"))
-        target = min(wanted, SLOT if cells == 0 else ONE_ROUND if cells == 1 else SEARCH)
-        if found["depth"] is None or found["depth"] < target:
+        if found["depth"] is None or found["depth"] < target_rung(cells, settings.min_depth):
             shallow.append(row["task_id"])
         share = settings.min_resistant_share if cells >= 2 else 0.0
         if share > 0 and not resistant_enough(found["resistant_decoys"] or 0, found["n_decoys"], share):
