@@ -28,11 +28,13 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## Create .venv and install the pinned dependencies
 
+# pytest may cache the test modules it rewrites (their asserts): with PYTHONDONTWRITEBYTECODE
+# set, every run rewrote all of them in each worker, about 5 s a worker on this machine
 test: $(STAMP) ## Run the quick test suite (what CI runs)
-	$(PY) -m pytest
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 
 test-slow: $(STAMP) browser verifiers-env train-deps ## Run the slow tests too (first installs Chromium and Playwright: make browser; the verifiers venv: make verifiers-env; torch: make train-deps)
-	$(PY) -m pytest -m "slow or not slow"
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -m "slow or not slow"
 
 PLAYWRIGHT := playwright==1.65.2
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
