@@ -59,7 +59,9 @@ def compose_config(overrides: list[str], name: str = "config", folder: str = "")
 
 
 # a test's temporary folder (pytest's tmp_path and tmp_path_factory, with or without xdist)
-_TEMPORARY = re.compile(re.escape(tempfile.gettempdir()) + r"/pytest-of-[^/]+/pytest-\d+/(?:popen-gw\d+/)?[^/,\]]+")
+_TEMPORARY = re.compile(
+    re.escape(tempfile.gettempdir()) + r"/pytest-of-[^/]+/pytest-\d+/(?:popen-gw\d+/)?[^/,\]]+"
+)
 _STAND_IN = "/__gridbench_test_folder_"
 
 
@@ -68,7 +70,7 @@ def _compose(overrides: list[str], name: str, folder: str):
         return compose(config_name=name, overrides=overrides)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _composed(shape: tuple[str, ...], name: str, folder: str):
     return _compose(list(shape), name, folder)
 
