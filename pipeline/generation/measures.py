@@ -24,8 +24,6 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from gridbench_core.records import Distance, Effort, Measures
 from gridbench_core.task import Answer, GlobalRule, Task
 from gridbench_core.vocabulary import RuleKind
@@ -170,6 +168,8 @@ class CanonicalSearch:
         and its completions the rows past the last depth whose lower-bound totals hold. The
         same counts as the depth-first definition, at a fraction of the cost on large trees;
         past the node limit the completions are not counted (``run`` reports the cap)."""
+        import numpy as np  # here: a command's start-up imports this module, not numpy
+
         count, limit = len(self.cells), self.node_limit
         if count == 0:
             self.completions = int(not self.broken_from_start and self._lower_bounds_hold())
