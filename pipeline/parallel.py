@@ -466,12 +466,34 @@ def _pool_imap(
         if not finished:
             # An error or Ctrl-C: stop the workers now rather than when their jobs end. The
             # futures are not cancelled first, so that the pool marks them broken cleanly.
-            for process in list((getattr(pool, "_processes", None) or {}).values()):
-                process.terminate()
+            _stop_workers(pool)
             if shared:  # the block's pool is gone with its workers
                 _Shared.pool, _Shared.workers = None, 0
         if not (shared and finished):
             pool.shutdown(wait=finished)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """End the pool's workers now, none of them halfway through sending a result: a worker
+    killed between the header and the end of a message leaves the pool's manager thread
+    waiting for the rest for ever, and the interpreter joins that thread at exit (the command
+    would hang after its last line). The result queue's write lock is held while the workers
+    die (a worker holds it while it sends; one killed holding it is waited for 5 s at most)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    lock: Any = getattr(getattr(pool, "_result_queue", None), "_wlock", None)
+    # a broken pool's manager thread stops its workers itself, and reads no more
+    held = lock is not None and not getattr(pool, "_broken", False) and lock.acquire(timeout=5)
+    try:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=5)
+    finally:
+        if held:
+            lock.release()
 
 
 def _batches(jobs: Sequence[Job], cpus: int, batch_size: int) -> list[list[Job]]:

@@ -126,3 +126,36 @@ def test_warm_starts_the_fork_server_the_first_pool_then_uses_and_one_worker_sta
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:4] == ["None", "True", "[1, 2, 3]", "True"], out.stdout
+
+
+def test_a_run_stopped_early_stops_its_pool_cleanly(tmp_path):
+    """A run left before its end (an error in the loop, Ctrl-C, a generator closed early) stops
+    its workers, none of them halfway through sending a result (here 4 MB ones): the pool's
+    manager thread would wait for the rest of that message for ever, and the interpreter
+    joins it at exit, so the command would hang after its last line."""
+    import subprocess
+    import sys
+
+    from tests import ROOT
+
+    script = tmp_path / "early.py"
+    script.write_text(
+        "import os, concurrent.futures.process as cfp\n"
+        "from pipeline.parallel import parallel_imap\n"
+        "def big(n):\n"
+        "    return bytes(4 << 20)\n"
+        "if __name__ == '__main__':\n"
+        "    for _ in range(5):\n"
+        "        before = set(cfp._threads_wakeups)\n"
+        "        results = parallel_imap(big, list(range(8)), 2, '', show=False)\n"
+        "        next(results)\n"
+        "        results.close()\n"
+        "        for thread in [t for t in cfp._threads_wakeups if t not in before]:\n"
+        "            thread.join(timeout=10)\n"
+        "            if thread.is_alive():\n"
+        "                print('stuck', flush=True)\n"
+        "                os._exit(1)  # it would hang at exit\n"
+        "    print('clean', flush=True)\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert (out.returncode, out.stdout) == (0, "clean\n"), out.stdout + out.stderr[-2000:]
