@@ -243,10 +243,9 @@ def main() -> None:
             row(label, [r[figure] for r in runs["after"]], before, "s")
 
         if not args.no_train:
-            # a shard is one of the four parts (shard k: part k mod 4, 5x5 to 10x10): shards of
-            # a quarter of the size (1,000 at most, the default) give every part its share, so
-            # the rate is the 100,000-task set's (one shard of 1,000 was all 5x5, the cheapest)
-            shard = max(1, min(1000, args.train_size // 4))
+            from bench_train import sampling_shard_size  # a script beside this one
+
+            shard = sampling_shard_size(args.train_size)
             print(f"-- make train size={args.train_size} shard_size={shard} (2 workers)")
 
             def train(name: str, checkout: Path) -> dict[str, float]:

@@ -36,6 +36,14 @@ def disk_bytes(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
 
 
+def sampling_shard_size(size: int) -> int:
+    """The shard size that samples a training set of ``size`` tasks as the full build would: a
+    shard is one of the four parts (shard k: part k mod 4, 5x5 to 10x10), so shards of a
+    quarter of the size (1,000 at most, the default) give every part its share (one shard of
+    1,000 was all 5x5, the cheapest part)."""
+    return max(1, min(1000, size // 4))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", type=int, default=10_000)
@@ -44,10 +52,7 @@ def main() -> None:
     args, _ = parser.parse_known_args()  # make bench passes its ARGS to every script
     if args.quick:
         args.size = 1000
-    # a shard is one of the four parts (shard k: part k mod 4, 5x5 to 10x10): shards of a
-    # quarter of the size (1,000 at most, the default) give every part its share, so the rate
-    # is the 100,000-task set's (one shard of 1,000 was all 5x5, the cheapest part)
-    shard = max(1, min(1000, args.size // 4))
+    shard = sampling_shard_size(args.size)
     with tempfile.TemporaryDirectory() as folder:
         name = f"bench-train-{args.size}"
         seconds, peak = run(
