@@ -84,6 +84,7 @@ bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_direction.py --build 6
 	$(PY) bench/bench_seeds.py $(ARGS)
 	$(PY) bench/bench_train.py $(ARGS)
+	$(PY) bench/bench_floor.py $(ARGS)
 	$(PY) bench/bench_adaptive.py
 	@if [ -n "$(REFERENCE)" ]; then $(PY) bench/bench_reference.py --reference $(REFERENCE) --runs 3; fi
 	$(PY) bench/bench_speed.py $(if $(BEFORE),--before $(BEFORE)) $(ARGS)

@@ -31,14 +31,17 @@ def _differs(what: str, claimed: Any, found: Any) -> str:
     return f"measures.{what} claims {str(claimed)[:80]} but the task gives {str(found)[:80]}"
 
 
-def measure_claims(task: Task, answer: Answer, solver: SolverSettings) -> list[str]:
+def measure_claims(
+    task: Task, answer: Answer, solver: SolverSettings, model: CpSatModel | None = None
+) -> list[str]:
     """Every difficulty claim of ``answer`` that the task's files do not give (empty when all
-    hold, or when the answer claims no measures)."""
+    hold, or when the answer claims no measures); ``model``: the task's CP-SAT model with the
+    answer's truth (built when not given)."""
     claimed = answer.measures
     if claimed is None:
         return []
     problems = _depth(task, claimed) + _counts(task, answer, claimed)
-    problems += _search(task, claimed) + _distance(task, answer, claimed, solver)
+    problems += _search(task, claimed) + _distance(task, answer, claimed, solver, model)
     return problems
 
 
@@ -104,9 +107,15 @@ def _search(task: Task, claimed: Measures) -> list[str]:
     return []
 
 
-def _distance(task: Task, answer: Answer, claimed: Measures, solver: SolverSettings) -> list[str]:
+def _distance(
+    task: Task,
+    answer: Answer,
+    claimed: Measures,
+    solver: SolverSettings,
+    model: CpSatModel | None = None,
+) -> list[str]:
     distance = claimed.distance_to_ambiguity
-    model = CpSatModel(task, solver, answer.truth_choice())
+    model = model or CpSatModel(task, solver, answer.truth_choice())
     best = model.least_loosening_to_ambiguity()
     if best.status not in (FEASIBLE, INFEASIBLE):
         return [f"measures.distance_to_ambiguity: the solve returned {best.status} (not checked)"]

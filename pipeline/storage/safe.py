@@ -214,10 +214,12 @@ def unsafe_text(text: str, limit: int) -> str:
     """Why ``text`` cannot be shown safely ("" when it can): longer than ``limit``
     characters, or holding a control character (terminal escapes included), a bidirectional
     override or another invisible formatting character."""
-    import unicodedata
-
     if len(text) > limit:
         return f"{len(text)} characters (at most {limit})"
+    if text.isascii() and text.isprintable():
+        return ""  # printable ASCII holds none of them (nearly every word of a task: no scan)
+    import unicodedata
+
     for char in text:
         if char in BIDI:
             return f"a bidirectional control character U+{ord(char):04X}"
