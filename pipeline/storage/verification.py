@@ -657,6 +657,7 @@ def verify_shard(args: tuple[str, str, dict[str, str], SolverSettings, str | Non
                 _, _, reasons = prove_data(
                     task, answers[task_id], f"tasks/{domain}/{task_id}.json", solver, milp
                 )
+                reasons += _shard_count(answers[task_id])
             except (TaskFormatError, UserError, KeyError, TypeError, ValueError, OverflowError) as error:
                 failures.append(f"{relative}: row {number} malformed: {str(error)[:200]}")
                 continue
@@ -668,6 +669,29 @@ def verify_shard(args: tuple[str, str, dict[str, str], SolverSettings, str | Non
             f"shards/{name}/answers.parquet: {len(extra)} answers of no task ({extra[0][:40]}, ...)"
         )
     return out
+
+
+def _shard_count(answer: dict[str, Any]) -> list[str]:
+    """A shard's canonical count is taken to the node limit every shard is built with (the
+    generator's default): capped exactly one above it, or at most it (the count itself is
+    derived again by :func:`prove_data`, which cannot tell a count capped at N from one that
+    stopped at N - 1 in a tree of exactly N nodes: this says which limit it was)."""
+    from pipeline.generation.keys import GenerationSettings
+
+    measures = answer.get("measures")
+    if not isinstance(measures, dict):
+        return []
+    nodes, capped, limit = (
+        measures.get("dfs_nodes"),
+        measures.get("dfs_capped"),
+        GenerationSettings().dfs_node_limit,
+    )
+    if isinstance(nodes, int) and capped is (nodes > limit) and nodes <= limit + 1:
+        return []
+    return [
+        f"measures.dfs_nodes claims {str(nodes)[:20]} (capped: {str(capped)[:8]}), which does not fit the "
+        f"shards' dfs_node_limit={limit}"
+    ]
 
 
 def check_sharded(path: Path, settings: VerifySettings, report: VerifyReport) -> None:

@@ -111,7 +111,7 @@ LIES = [
         (_depth(rung=2, name="probing"), r"measures.depth names rung 2 'probing'"),
         (lambda m: m.update(search_space=m["search_space"] * 2), r"measures.search_space claims"),
         (lambda m: m["effort"].update(search_capped=True), r"effort.search_nodes claims"),
-        (lambda m: m.update(dfs_capped=True), r"measures.dfs_nodes claims"),
+        (lambda m: m.update(dfs_nodes=m["dfs_nodes"] + 2, dfs_capped=True), r"measures.dfs_nodes claims"),
     ],
 ]
 
@@ -192,3 +192,37 @@ def test_a_distance_claimed_of_a_rule_that_needs_more_units_is_refused():
         if found >= 2:
             break
     assert found >= 2
+
+
+def test_the_canonical_count_is_accepted_at_every_limit_and_refused_when_flipped():
+    """A capped count claims the limit it was counted to and one more; verify counts to one
+    node fewer and must see the cap. Before, it counted to the claimed number, so a task whose
+    tree holds exactly limit + 1 nodes (one in the 100,000-task training set) was refused
+    although its claim was true. Each limit around the tree's size, as the generator counts."""
+    from pipeline.generation import GenerationSettings, TaskKey, generate_task
+    from pipeline.generation.measures import CanonicalSearch
+    from pipeline.storage.claimed import _search
+
+    made = generate_task(TaskKey("course", 5, 5, 6, 6, 8, 0, 0), GenerationSettings())
+    size, _, capped = CanonicalSearch(made.task, 10**9).run()
+    assert not capped and size > 3
+    for limit in sorted({0, 1, 2, size - 2, size - 1, size, size + 1, size + 5}):
+        nodes, _, capped = CanonicalSearch(made.task, limit).run()
+        assert capped == (size > limit) and nodes == (limit + 1 if capped else size)
+        claim = SimpleNamespace(dfs_nodes=nodes, dfs_capped=capped)
+        assert _search(made.task, claim) == [], (limit, nodes, capped)  # type: ignore[arg-type]
+        flipped = SimpleNamespace(dfs_nodes=nodes, dfs_capped=not capped)
+        # the tree's own size is true both ways: uncapped, and capped at one node fewer
+        assert (_search(made.task, flipped) == []) == (nodes == size), (limit, nodes, not capped)  # type: ignore[arg-type]
+    for lie in ((size + 1, True), (size - 1, False), (size + 1, False), (0, True), (-1, False)):
+        claim = SimpleNamespace(dfs_nodes=lie[0], dfs_capped=lie[1])
+        assert _search(made.task, claim), lie  # type: ignore[arg-type]
+
+
+def test_a_count_claimed_capped_below_the_configured_limit_is_refused(small_release, tmp_path):
+    """A tree of N nodes claimed capped at N (as if counted to N - 1) is true of the tree but
+    not of the release's dfs_node_limit: the metadata check ties every capped count to it."""
+    _, report = _forge(small_release, tmp_path, [(lambda m: m.update(dfs_capped=True), "")])
+    assert any("canonical search counts do not fit" in failure for failure in report.file_failures), (
+        report.file_failures
+    )

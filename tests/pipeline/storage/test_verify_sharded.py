@@ -533,3 +533,24 @@ def test_a_malformed_row_says_what_is_wrong_to_two_hundred_characters(copy):
     assert unclaimed.startswith("shards/00000/answers.parquet: 1 answers of no task (course-")
     head = "shards/00000/tasks-course.parquet: row 0 malformed: "
     assert line.startswith(head) and len(line) - len(head) <= 200 and len(line) > len(head) + 10
+
+
+def test_a_count_claimed_capped_below_the_shards_limit_is_named(copy):
+    """A tree of N nodes claimed capped at N (counted to N - 1) is true of the tree, so only
+    the shards' dfs_node_limit (the generator's default, what every shard is built with) says
+    it is not this build's count."""
+    path = copy / "shards" / "00000" / "answers.parquet"
+    rows, schema = _rows(path)
+    measures = dict(rows[0]["measures"])
+    assert not measures["dfs_capped"]
+    rows[0] = {**rows[0], "measures": {**measures, "dfs_capped": True}}
+    _write_rows(path, rows, schema)
+    out = verify_shard(_shard_args(copy))
+    assert out["task_failures"] == [
+        [
+            rows[0]["task_id"],
+            f"shards/00000/tasks-{rows[0]['task_id'].split('-')[0]}.parquet: measures.dfs_nodes claims "
+            f"{measures['dfs_nodes']} (capped: True), which does not fit the shards' dfs_node_limit=50000",
+        ]
+    ]
+    assert out["proved"] == 3
