@@ -17,9 +17,9 @@ the 2 cores' wall of the 100,000-task training set and of the 324-task release i
 but the solvers cost nothing (the floor) and as measured (generation only: no writing, no
 start-up).
 
-    .venv/bin/python bench/bench_floor.py              # 48 tasks a part and of the release
-    .venv/bin/python bench/bench_floor.py --tasks 120
-    make bench ARGS=--quick                      # 12 tasks each
+    .venv/bin/python bench/bench_floor.py              # 120 tasks a part and of the release
+    .venv/bin/python bench/bench_floor.py --tasks 480
+    make bench ARGS=--quick                      # 24 tasks each
 """
 
 from __future__ import annotations
@@ -65,8 +65,9 @@ def _count_solves() -> None:
     timed(milp, "_solve_cbc", "milp ms")
 
 
-def _measure(label: str, make) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    """Run ``make()`` (it returns the number of tasks made); per task: CPU, solver ms, counts."""
+def _measure(label: str, make, show: bool = True) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Run ``make()`` (it returns the number of tasks made); per task: CPU, solver ms, counts
+    (printed unless ``show`` is False)."""
     SPENT.clear()
     start = time.process_time()
     tasks = make()
@@ -81,11 +82,12 @@ def _measure(label: str, make) -> dict[str, float]:  # type: ignore[no-untyped-d
         "solves": SPENT["cp-sat solves"] / tasks,
         "models": SPENT["cp-sat models"] / tasks,
     }
-    print(
-        f"  {label:34s} {cpu:6.1f} ms CPU a task; in the solvers {solver:5.1f} ms ({solver / cpu:4.0%}: "
-        f"CP-SAT {row['cp-sat']:.1f} in {row['solves']:.1f} solves, its protos {row['parse']:.1f} in "
-        f"{row['models']:.1f} models, MILP {row['milp']:.1f})"
-    )
+    if show:
+        print(
+            f"  {label:34s} {cpu:6.1f} ms CPU a task; in the solvers {solver:5.1f} ms ({solver / cpu:4.0%}: "
+            f"CP-SAT {row['cp-sat']:.1f} in {row['solves']:.1f} solves, its protos {row['parse']:.1f} in "
+            f"{row['models']:.1f} models, MILP {row['milp']:.1f})"
+        )
     return row
 
 
@@ -122,7 +124,7 @@ def _train_parts(count: int) -> list[dict[str, float]]:
     return rows
 
 
-def _release(count: int) -> dict[str, float]:
+def _release(count: int, show: bool = True) -> dict[str, float]:
     from hydra import compose, initialize_config_dir
 
     from gridbench_core.paths import CONF_DIR
@@ -140,7 +142,7 @@ def _release(count: int) -> dict[str, float]:
             generate_task(key, settings)
         return len(sample)
 
-    return _measure(f"default release ({len(keys)} tasks)", make)
+    return _measure(f"default release ({len(keys)} tasks)", make, show)
 
 
 def main() -> None:
@@ -148,14 +150,14 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--tasks", type=int, default=48, help="tasks of each training part and of the release"
+        "--tasks", type=int, default=120, help="tasks of each training part and of the release"
     )
-    parser.add_argument("--quick", action="store_true", help="12 tasks each")
+    parser.add_argument("--quick", action="store_true", help="24 tasks each")
     args, _ = parser.parse_known_args()  # make bench passes its ARGS to every script
     if args.quick:
-        args.tasks = 12
+        args.tasks = 24
     _count_solves()
-    _release(2)  # the solvers' libraries loaded and warm: no import is any stage's cost
+    _release(2, show=False)  # the solvers' libraries loaded and warm: no import is any stage's cost
     print(f"== the solvers' floor ({args.tasks} tasks each, one process, generation only)")
     parts = _train_parts(args.tasks)
     release = _release(args.tasks)
