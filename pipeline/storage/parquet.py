@@ -63,7 +63,10 @@ def read_arrow_table(data: bytes, relative: str, schema: Any = None) -> Any:
 
     allowance = MAX_TABLE_EXPANSION * max(len(data), 1024 * 1024)
     try:
-        handle = pq.ParquetFile(io.BytesIO(data))
+        # pre_buffer off: bytes in memory gain nothing from it, and it starts Arrow's I/O pool,
+        # a thread that can still run at interpreter exit ('terminate called without an active
+        # exception', an abort one CI run met in a command that read a release)
+        handle = pq.ParquetFile(io.BytesIO(data), pre_buffer=False)
         meta = handle.metadata
         chunks = [
             meta.row_group(g).column(c) for g in range(meta.num_row_groups) for c in range(meta.num_columns)
@@ -83,7 +86,7 @@ def read_arrow_table(data: bytes, relative: str, schema: Any = None) -> Any:
             found = ", ".join(f"{f.name}: {f.type}" for f in handle.schema_arrow)[:300]
             raise ReleaseError(f"{relative}: its columns are not the declared ones (found {found})")
         leaves = [handle.schema.column(i).path for i in range(len(handle.schema))]
-        encoded = pq.ParquetFile(io.BytesIO(data), read_dictionary=leaves)
+        encoded = pq.ParquetFile(io.BytesIO(data), read_dictionary=leaves, pre_buffer=False)
         decoded = 0
         for group in range(meta.num_row_groups):  # one at a time: Arrow reads nested columns
             # with their dictionaries kept only within one row group (a legitimate file
