@@ -34,6 +34,7 @@ from gridbench_core.paths import SCHEMA_DIR
 from gridbench_core.task import Answer, Task, TaskFormatError
 from gridbench_core.task_io import answer_from_dict, task_from_dict
 from pipeline.generation.instruction import rendered_instruction
+from pipeline.generation.keys import GenerationSettings
 from pipeline.generation.seal import Sealed, seal
 from pipeline.parallel import parallel_imap
 from pipeline.storage.claimed import measure_claims
@@ -624,6 +625,7 @@ def verify_shard(args: tuple[str, str, dict[str, str], SolverSettings, str | Non
     failures: list[str] = out["failures"]
     task_failures: list[list[str]] = out["task_failures"]
     answers: dict[str, dict[str, Any]] = {}
+    limit = GenerationSettings().dfs_node_limit  # what every shard's canonical count is taken to
     relative = f"shards/{name}/answers.parquet"
     try:
         for row in read_arrow_table(read_bytes(base, relative), relative, schema_of(ANSWER)).to_pylist():
@@ -657,7 +659,7 @@ def verify_shard(args: tuple[str, str, dict[str, str], SolverSettings, str | Non
                 _, _, reasons = prove_data(
                     task, answers[task_id], f"tasks/{domain}/{task_id}.json", solver, milp
                 )
-                reasons += _shard_count(answers[task_id])
+                reasons += _shard_count(answers[task_id], limit)
             except (TaskFormatError, UserError, KeyError, TypeError, ValueError, OverflowError) as error:
                 failures.append(f"{relative}: row {number} malformed: {str(error)[:200]}")
                 continue
@@ -671,21 +673,15 @@ def verify_shard(args: tuple[str, str, dict[str, str], SolverSettings, str | Non
     return out
 
 
-def _shard_count(answer: dict[str, Any]) -> list[str]:
-    """A shard's canonical count is taken to the node limit every shard is built with (the
-    generator's default): capped exactly one above it, or at most it (the count itself is
-    derived again by :func:`prove_data`, which cannot tell a count capped at N from one that
-    stopped at N - 1 in a tree of exactly N nodes: this says which limit it was)."""
-    from pipeline.generation.keys import GenerationSettings
-
+def _shard_count(answer: dict[str, Any], limit: int) -> list[str]:
+    """A shard's canonical count is taken to ``limit``, the node limit every shard is built
+    with (the generator's default): capped exactly one above it, or at most it (the count
+    itself is derived again by :func:`prove_data`, which cannot tell a count capped at N from
+    one that stopped at N - 1 in a tree of exactly N nodes: this says which limit it was)."""
     measures = answer.get("measures")
     if not isinstance(measures, dict):
         return []
-    nodes, capped, limit = (
-        measures.get("dfs_nodes"),
-        measures.get("dfs_capped"),
-        GenerationSettings().dfs_node_limit,
-    )
+    nodes, capped = measures.get("dfs_nodes"), measures.get("dfs_capped")
     if isinstance(nodes, int) and capped is (nodes > limit) and nodes <= limit + 1:
         return []
     return [

@@ -8,6 +8,7 @@ ones hit."""
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import json
 from pathlib import Path
@@ -22,9 +23,14 @@ from gridbench_core.paths import SCHEMA_DIR
 from pipeline.storage.verification import schema_errors
 
 
+@functools.cache
+def _reference_validator(kind: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json.loads((SCHEMA_DIR / f"{kind}.schema.json").read_text()))
+
+
 def reference(kind: str, data: Any) -> list[str]:
     """What ``jsonschema`` alone reports (the messages verify has always given)."""
-    validator = jsonschema.Draft202012Validator(json.loads((SCHEMA_DIR / f"{kind}.schema.json").read_text()))
+    validator = _reference_validator(kind)
     return [
         f"schema error in {kind} file at {list(problem.path)[:6]}: {problem.message[:160]}"
         for problem in itertools.islice(validator.iter_errors(data), 5)
