@@ -344,6 +344,28 @@ def _fast_validators() -> dict[str, Any]:
     return {kind: jsonschema_rs.Draft202012Validator(schema) for kind, schema in _schemas().items()}
 
 
+_JSON_TYPES = frozenset({dict, list, str, int, float, bool, type(None)})
+
+
+def _plain_json(data: Any) -> bool:
+    """Whether ``data`` holds only what JSON text parses to (exact types, string keys): the
+    fast validator reads a tuple as an array and a whole ``Decimal`` as an integer, where
+    ``jsonschema`` refuses both, so anything else is left to ``jsonschema``."""
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind not in _JSON_TYPES:
+            return False
+        if kind is dict:
+            if any(type(key) is not str for key in value):
+                return False
+            stack.extend(value.values())
+        elif kind is list:
+            stack.extend(value)
+    return True
+
+
 def schema_errors(kind: str, data: Any) -> list[str]:
     """Where ``data`` breaks the JSON Schema of a ``kind`` file (``task`` or ``answer``), at
     most five, each one line. A document is judged by ``jsonschema-rs`` first (the same draft,
@@ -352,7 +374,7 @@ def schema_errors(kind: str, data: Any) -> list[str]:
     errors are the ones reported, so what the two accept is held equal by
     tests/pipeline/storage/test_schema_validators.py."""
     try:
-        if _fast_validators()[kind].is_valid(data):
+        if _plain_json(data) and _fast_validators()[kind].is_valid(data):
             return []
     except Exception:  # noqa: S110 - a value it cannot convert: jsonschema judges the document
         pass

@@ -8,6 +8,7 @@ ones hit."""
 from __future__ import annotations
 
 import copy
+import decimal
 import functools
 import itertools
 import json
@@ -107,6 +108,18 @@ def test_a_damaged_file_is_judged_as_jsonschema_judges_it(documents, data):
     kind, document = data.draw(st.sampled_from(documents))
     damaged = _damage(document, data)
     assert schema_errors(kind, damaged) == reference(kind, damaged)
+
+
+def test_values_json_text_cannot_hold_are_judged_as_jsonschema_judges_them(documents):
+    """A tuple where an array goes and a whole Decimal where an integer goes pass jsonschema-rs
+    and fail jsonschema (found by an outside audit): in-memory documents get jsonschema's word."""
+    task = next(document for kind, document in documents if kind == "task")
+    for damaged in (
+        {**task, "grid": tuple(task["grid"])},
+        {**task, "rows": decimal.Decimal(task["rows"])},
+    ):
+        found = schema_errors("task", damaged)
+        assert found and found == reference("task", damaged)
 
 
 @pytest.mark.parametrize("kind", ["task", "answer"])
