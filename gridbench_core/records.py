@@ -5,6 +5,7 @@ without a default is there, so a renamed key is an error, never a silent 0."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -19,22 +20,35 @@ def record_from(cls: type[Record], data: Any, where: str) -> Record:
     records are read too; keys this code does not know are ignored."""
     if not isinstance(data, dict):
         raise UserError(f"{where}: must be a JSON object, got {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
     values = {}
-    for item in dataclasses.fields(cls):  # type: ignore[arg-type]
-        required = item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING
-        if item.name not in data:
+    for name, required, nested in _plan(cls):  # type: ignore[arg-type]  # a class is hashable
+        if name not in data:
             if required:
-                raise UserError(f"{where}: missing field {item.name!r}")
+                raise UserError(f"{where}: missing field {name!r}")
             continue
-        value = data[item.name]
-        nested = _record_type(hints[item.name])
+        value = data[name]
         if nested is not None and value is not None:
-            value = record_from(nested, value, f"{where}.{item.name}")
-        elif item.name in ("failures",) and isinstance(value, list):
+            value = record_from(nested, value, f"{where}.{name}")
+        elif name in ("failures",) and isinstance(value, list):
             value = tuple(str(v) for v in value)
-        values[item.name] = value
+        values[name] = value
     return cls(**values)
+
+
+@functools.cache
+def _plan(cls: type) -> tuple[tuple[str, bool, type | None], ...]:
+    """Each field of the record class ``cls``: its name, whether it is required, the record
+    class it nests (None for a plain value). Read once per class: resolving the annotations
+    (strings here) was most of the cost of reading an answer back."""
+    hints = typing.get_type_hints(cls)
+    return tuple(
+        (
+            item.name,
+            item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING,
+            _record_type(hints[item.name]),
+        )
+        for item in dataclasses.fields(cls)
+    )
 
 
 def _record_type(hint: Any) -> type | None:

@@ -24,6 +24,10 @@ import sys
 import uuid
 from typing import Any
 
+# isort: split
+import gridbench.adapters._openenv_web  # noqa: F401  # first: OpenEnv's server without its web UI
+
+# isort: split
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 from openenv.core.env_server import create_app

@@ -226,3 +226,20 @@ def test_a_bad_reset_over_plain_http_is_a_422_naming_it(release):
     reply = client.post("/reset", json={"task_id": "nope"})
     assert reply.status_code == 422 and "task_id='nope' is not a task" in reply.json()["detail"], reply.text
     assert client.post("/reset", json={"seed": 0}).status_code == 200
+
+
+def test_the_adapter_imports_openenv_without_its_web_ui_which_still_loads_when_asked():
+    """OpenEnv's server package imports Gradio (seconds) for a web UI the adapter never serves:
+    a fresh interpreter importing the adapter has not imported Gradio, and the package's two web
+    names are still OpenEnv's own, imported on first use."""
+    code = (
+        "import sys, gridbench.adapters.openenv_env\n"
+        "assert 'gradio' not in sys.modules, 'gradio imported'\n"
+        "import openenv.core.env_server as server\n"
+        "from openenv.core.env_server.web_interface import WebInterfaceManager as direct\n"
+        "assert server.WebInterfaceManager is direct and 'gradio' in sys.modules\n"
+        "assert server.create_web_interface_app.__module__ == direct.__module__\n"
+        "try:\n    server.no_such_name\nexcept AttributeError:\n    print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
