@@ -10,13 +10,14 @@ into a Hydra entry point with the same behaviour everywhere:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import itertools
 import re
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import hydra
@@ -54,14 +55,18 @@ def _first_line(error: BaseException) -> str:
     return head
 
 
-def precheck(folder: str, name: str, argv: list[str]) -> None:
+def precheck(folder: str, name: str, argv: list[str]) -> bool:
     """Compose the command line's overrides once, outside Hydra, and resolve every
     interpolation, so that Hydra's own errors and those of an interpolation (which would
     otherwise fail only inside the job) become one line and exit 2. A multirun composes each
-    value of each swept key; Hydra's flags (``--help``, ``--cfg``, ...) are left to Hydra."""
+    value of each swept key; Hydra's flags (``--help``, ``--cfg``, ...) are left to Hydra.
+
+    True when the command line is one plain run whose composition sets no ``hydra.mode``
+    (and no override names a key of Hydra's): the mode Hydra would compose the configuration
+    once more to read (:func:`_mode_read`) is then known to be none."""
     multirun = any(arg in ("-m", "--multirun") for arg in argv)
     if any(arg.startswith("--") and arg != "--multirun" for arg in argv):
-        return
+        return False
     overrides = [arg for arg in argv if not arg.startswith("-")]
     if len(overrides) > MAX_OVERRIDES:
         fail(
@@ -84,6 +89,30 @@ def precheck(folder: str, name: str, argv: list[str]) -> None:
             _resolved(cfg)
             if multirun:
                 _check_launcher(cfg)
+    return (
+        not any(arg.startswith("-") for arg in argv)
+        and cfg.hydra.get("mode") is None
+        and not any(str(p.key_or_group).startswith("hydra") for p in parsed)
+    )
+
+
+@contextlib.contextmanager
+def _mode_read(known: bool) -> Iterator[None]:
+    """Hydra composes a run's configuration twice: once only to read ``hydra.mode`` (``None``
+    unless a configuration sets it), once to run it. When :func:`precheck` has composed the
+    same command line and found no mode, Hydra is told so instead of composing a third time
+    (about 0.1 s of every command); otherwise Hydra reads it as usual."""
+    from hydra._internal.hydra import Hydra
+
+    if not known:
+        yield
+        return
+    real = Hydra.get_mode
+    Hydra.get_mode = lambda self, config_name, overrides: None  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Hydra.get_mode = real  # type: ignore[method-assign]
 
 
 def _parsed(override: str) -> Any:
@@ -278,8 +307,9 @@ def command(
             # "leaked semaphore" warnings and a partial folder left for the next build
             signal.signal(signal.SIGTERM, _terminate)
             try:
-                precheck(folder if folder == "apps" else "", config_name, sys.argv[1:])
-                task()
+                known = precheck(folder if folder == "apps" else "", config_name, sys.argv[1:])
+                with _mode_read(known):
+                    task()
             except Terminated:
                 print(
                     "terminated (SIGTERM); nothing half-written is kept, run the command again",

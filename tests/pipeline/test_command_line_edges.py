@@ -332,3 +332,41 @@ def test_a_whole_wheel_reads_its_own_data(tmp_path):
     done = _run_installed(site, tmp_path, "verify", "release=x")
     assert done.returncode == 2 and "x is not a release" in done.stderr, done.stderr
     assert "FOREIGN" not in done.stderr
+
+
+# -- Hydra's reading of the mode -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "known"),
+    [
+        (["release=/nowhere"], True),
+        (["release=/nowhere", "verify.workers=1"], True),
+        (["release=/nowhere", "hydra.job.name=x"], False),
+        (["release=/nowhere", "hydra.mode=MULTIRUN"], False),
+        (["release=/nowhere", "-m"], False),
+        (["release=/nowhere", "--multirun"], False),
+    ],
+)
+def test_hydra_composes_only_to_read_a_mode_it_cannot_know(argv, known, monkeypatch, capsys):
+    """A plain run whose composition sets no ``hydra.mode`` runs without Hydra composing it once
+    more to read the mode; a command line naming Hydra's keys or a multirun has Hydra read it as
+    before (as does any Hydra flag: the pre-check leaves those to Hydra). The command's answer
+    is the same either way."""
+    from hydra._internal.hydra import Hydra
+
+    from gridbench.commands.verify import main
+    from pipeline.cli import precheck
+
+    if not any(arg.startswith("-") for arg in argv):
+        assert precheck("apps", "verify", argv) is known
+    asked = []
+    real = Hydra.get_mode
+    monkeypatch.setattr(Hydra, "get_mode", lambda self, **kw: asked.append(kw) or real(self, **kw))
+    monkeypatch.setattr(sys, "argv", ["verify", *argv])
+    with pytest.raises(SystemExit) as stopped:
+        main()
+    assert Hydra.get_mode is not real  # the spy is back in place once the command has run
+    assert len(asked) == (0 if known else 1)
+    assert stopped.value.code == 2
+    assert "/nowhere is not a release" in capsys.readouterr().err
