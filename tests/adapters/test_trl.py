@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import pytest
-from transformers.utils import get_json_schema
 
 import gridbench
 from gridbench.adapters.trl import environments
@@ -45,6 +44,8 @@ def rollout(factories, row, moves) -> tuple[str, list[dict], float]:
 
 
 def test_schemas_seen_by_the_model_match_the_episode_tools(release):
+    from transformers.utils import get_json_schema  # slow to import: only where this runs
+
     rows, factories = environments(release=str(release))
     assert sorted(factories) == ["course", "toy"] and len(rows) == 8
     for domain, factory in factories.items():
