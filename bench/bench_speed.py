@@ -115,8 +115,9 @@ def run(checkout: Path, args: list[str], cwd: Path) -> dict[str, object]:
     return {"wall": wall, "out": out.stdout}
 
 
-def measured(checkout: Path, args: list[str], cwd: Path) -> dict[str, float]:
-    """:func:`run` with the CPU and peak RSS of the command (``wait4``'s usage)."""
+def measured(checkout: Path, args: list[str], cwd: Path, code: int = 0) -> dict[str, float]:
+    """:func:`run` with the CPU and peak RSS of the command (``wait4``'s usage); it must exit
+    with ``code``."""
     environment = {**os.environ, "PYTHONPATH": str(checkout)}
     start = time.perf_counter()
     process = subprocess.Popen(
@@ -124,7 +125,7 @@ def measured(checkout: Path, args: list[str], cwd: Path) -> dict[str, float]:
     )
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
+    if os.waitstatus_to_exitcode(status) != code:
         error = process.stderr.read().decode()[-2000:] if process.stderr else ""
         raise SystemExit(f"{checkout}: {' '.join(args[:4])} failed: {error}")
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024.0}
@@ -230,13 +231,25 @@ def main() -> None:
 
         def startup(name: str, checkout: Path) -> dict[str, float]:
             cfg = measured(checkout, ["-m", script(checkout), "release", "--cfg", "job"], work)
+            # the path of every real run up to its work: imports, the pre-check's composition,
+            # Hydra's own (the body then refuses the missing release)
+            plain = measured(checkout, ["-m", script(checkout), "verify", "release=nowhere"], work, 2)
+            openenv = measured(checkout, ["-c", "import gridbench.adapters.openenv_env"], work)
             pool = run(checkout, ["-c", POOL], work)
-            return {"cfg_wall": cfg["wall"], "cfg_cpu": cfg["cpu"], "pool": float(str(pool["out"]).strip())}
+            return {
+                "cfg_wall": cfg["wall"],
+                "cfg_cpu": cfg["cpu"],
+                "plain_cpu": plain["cpu"],
+                "openenv_wall": openenv["wall"],
+                "pool": float(str(pool["out"]).strip()),
+            }
 
         runs = paired(checkouts, max(args.runs, 3), startup)
         for figure, label in (
             ("cfg_wall", "imports + Hydra, wall"),
             ("cfg_cpu", "imports + Hydra, CPU"),
+            ("plain_cpu", "verify release=nowhere, CPU"),
+            ("openenv_wall", "OpenEnv adapter import, wall"),
             ("pool", "2-worker pool start, wall"),
         ):
             before = [r[figure] for r in runs.get("before", [])] or None
