@@ -73,6 +73,5 @@ def test_the_compose_helper_gives_what_hydra_composes():
 
     for name, folder, overrides in COMPOSITIONS:
         assert seen(compose_config(overrides, name, folder)) == seen(_compose(overrides, name, folder))
-        assert seen(compose_config(overrides, name, folder)) == seen(_compose(overrides, name, folder))
     with pytest.raises(ConfigCompositionException, match="agent.kwargs.depth"):
         compose_config(["release=/x", "agent.kwargs.depth=3"], "evaluate", "apps")

@@ -228,18 +228,32 @@ def test_a_bad_reset_over_plain_http_is_a_422_naming_it(release):
     assert client.post("/reset", json={"seed": 0}).status_code == 200
 
 
-def test_the_adapter_imports_openenv_without_its_web_ui_which_still_loads_when_asked():
+def test_the_adapter_imports_openenv_without_its_web_ui():
     """OpenEnv's server package imports Gradio (seconds) for a web UI the adapter never serves:
-    a fresh interpreter importing the adapter has not imported Gradio, and the package's two web
-    names are still OpenEnv's own, imported on first use."""
+    a fresh interpreter importing the adapter has not imported Gradio, the package's two web
+    names wait for their first use, and any other missing name is still an AttributeError."""
     code = (
         "import sys, gridbench.adapters.openenv_env\n"
         "assert 'gradio' not in sys.modules, 'gradio imported'\n"
         "import openenv.core.env_server as server\n"
+        "assert not {'create_web_interface_app', 'WebInterfaceManager'} & set(vars(server))\n"
+        "try:\n    server.no_such_name\nexcept AttributeError:\n    print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+@pytest.mark.slow  # imports Gradio
+def test_openenv_s_web_names_still_load_when_asked():
+    """After the adapter's import, ``openenv.core.env_server``'s two web names are OpenEnv's own
+    (its web interface and Gradio imported then), as they were before."""
+    code = (
+        "import sys, gridbench.adapters.openenv_env\n"
+        "import openenv.core.env_server as server\n"
         "from openenv.core.env_server.web_interface import WebInterfaceManager as direct\n"
         "assert server.WebInterfaceManager is direct and 'gradio' in sys.modules\n"
         "assert server.create_web_interface_app.__module__ == direct.__module__\n"
-        "try:\n    server.no_such_name\nexcept AttributeError:\n    print('ok')\n"
+        "print('ok')\n"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -340,12 +340,9 @@ def test_a_whole_wheel_reads_its_own_data(tmp_path):
 @pytest.mark.parametrize(
     ("argv", "known"),
     [
-        (["release=/nowhere"], True),
         (["release=/nowhere", "verify.workers=1"], True),
-        (["release=/nowhere", "hydra.job.name=x"], False),
         (["release=/nowhere", "hydra.mode=MULTIRUN"], False),
         (["release=/nowhere", "-m"], False),
-        (["release=/nowhere", "--multirun"], False),
     ],
 )
 def test_hydra_composes_only_to_read_a_mode_it_cannot_know(argv, known, monkeypatch, capsys):
