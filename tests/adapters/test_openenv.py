@@ -239,6 +239,11 @@ def test_the_adapter_imports_openenv_without_its_web_ui():
         "assert not {'create_web_interface_app', 'WebInterfaceManager'} & set(vars(server))\n"
         "try:\n    server.no_such_name\nexcept AttributeError:\n    print('ok')\n"
     )
+    _in_a_fresh_interpreter(code)
+
+
+def _in_a_fresh_interpreter(code: str) -> None:
+    """Run ``code`` in a new Python process (nothing of this one imported); it prints ``ok``."""
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
@@ -255,5 +260,4 @@ def test_openenv_s_web_names_still_load_when_asked():
         "assert server.create_web_interface_app.__module__ == direct.__module__\n"
         "print('ok')\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+    _in_a_fresh_interpreter(code)
