@@ -300,13 +300,6 @@ class ViewConfig:
     release: str = ""  # the release of the runs (grids, truth); "": outputs/releases/<runs_root's name>
 
 
-# the schemas register_configs stores (ConfigStore keeps them as "<name>.yaml")
-_SCHEMAS = {
-    f"base_{name}.yaml"
-    for name in ("config", "verify", "import", "evaluate", "report", "view", "audit", "hub", "train")
-}
-
-
 def register_configs() -> None:
     """Register the schemas so that a misspelt key fails with a message naming it. Group
     files are typed through the fields of the top-level schema, so no group is registered
@@ -316,17 +309,21 @@ def register_configs() -> None:
     if not OmegaConf.has_resolver("path"):
         OmegaConf.register_new_resolver("path", paths.default)
     store = ConfigStore.instance()
-    if _SCHEMAS <= store.repo.keys():
+    schemas = {
+        "base_config": Config,
+        "base_verify": VerifyConfig,
+        "base_import": ImportConfig,
+        "base_evaluate": EvaluateConfig,
+        "base_report": ReportConfig,
+        "base_view": ViewConfig,
+        "base_audit": AuditConfig,
+        "base_hub": HubConfig,
+        "base_train": TrainConfig,
+    }
+    if all(f"{name}.yaml" in store.repo for name in schemas):  # stored as "<name>.yaml"
         return
-    store.store(name="base_config", node=Config)
-    store.store(name="base_verify", node=VerifyConfig)
-    store.store(name="base_import", node=ImportConfig)
-    store.store(name="base_evaluate", node=EvaluateConfig)
-    store.store(name="base_report", node=ReportConfig)
-    store.store(name="base_view", node=ViewConfig)
-    store.store(name="base_audit", node=AuditConfig)
-    store.store(name="base_hub", node=HubConfig)
-    store.store(name="base_train", node=TrainConfig)
+    for name, node in schemas.items():
+        store.store(name=name, node=node)
 
 
 def generation_settings(cfg: DictConfig) -> GenerationSettings:
