@@ -85,8 +85,9 @@ def _with_values(shape: tuple[str, ...], name: str, folder: str):
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parsed = OverridesParser.create().parse_overrides(list(shape))
-    plain = [p for p in parsed if _plain_value(p, folder)]
-    structure = tuple(text for text, p in zip(shape, parsed, strict=True) if not _plain_value(p, folder))
+    is_plain = [_plain_value(p, folder) for p in parsed]
+    plain = [p for p, flag in zip(parsed, is_plain, strict=True) if flag]
+    structure = tuple(text for text, flag in zip(shape, is_plain, strict=True) if not flag)
     config = copy.deepcopy(_composed(structure, name, folder))
     ConfigLoaderImpl._apply_overrides_to_config(plain, config)
     return config
@@ -94,7 +95,8 @@ def _with_values(shape: tuple[str, ...], name: str, folder: str):
 
 def _plain_value(override, folder: str) -> bool:
     """Whether Hydra applies ``override`` as a value after composing (its defaults list takes
-    it as a config override: no group of that name, no package) and nothing else of it matters:
+    it as a config override: its whole key names no group, as Hydra asks, and it has no
+    package) and nothing else of it matters:
     not an addition, a deletion, a sweep, a dict value or a key of Hydra's."""
     key = str(override.key_or_group)
     return not (
@@ -106,7 +108,7 @@ def _plain_value(override, folder: str) -> bool:
         or key.startswith("hydra")
         or "/" in key
         or isinstance(override.value(), dict)
-        or _is_group(folder, key.split(".")[0])
+        or _is_group(folder, key)
     )
 
 
