@@ -38,10 +38,11 @@ def compose_config(overrides: list[str], name: str = "config", folder: str = "")
     """Hydra's composition of ``name`` (in ``conf/<folder>``) with ``overrides``. Tests compose
     the same configurations again and again, differing only in their temporary folders and in
     plain values (about 330 compositions of 38 structures, 23 s of the quick suite): each
-    structure (the overrides that choose config groups, add, delete or touch Hydra's keys) is
+    structure (the overrides that choose, add or delete config groups, or set Hydra's keys) is
     composed once by Hydra, and a copy of it gets the plain values set by Hydra's own step
     for them (:func:`_with_values`) and the test's folders back (stood in for while composing).
-    A composition that fails, or an override this cannot place, is composed as given."""
+    A line with any other addition, deletion or dict value, and a composition that fails, is
+    composed as given."""
     folders: list[str] = []
 
     def stand_in(match: re.Match[str]) -> str:
@@ -78,8 +79,8 @@ def _composed(shape: tuple[str, ...], name: str, folder: str):
 
 def _with_values(shape: tuple[str, ...], name: str, folder: str):
     """The composition of ``shape``: Hydra composes its structure (cached), then sets its plain
-    values on a copy as Hydra's composition does after building the defaults list
-    (``ConfigLoaderImpl._apply_overrides_to_config``, in struct mode: an unknown key or a
+    values on a copy, in their order, as Hydra's composition does after building the defaults
+    list (``ConfigLoaderImpl._apply_overrides_to_config``, in struct mode: an unknown key or a
     wrong type raises, and the caller then composes the whole line)."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -93,23 +94,28 @@ def _with_values(shape: tuple[str, ...], name: str, folder: str):
     return config
 
 
+class _WholeLine(Exception):
+    """A line whose config overrides are not all plain values: Hydra composes it whole."""
+
+
 def _plain_value(override, folder: str) -> bool:
-    """Whether Hydra applies ``override`` as a value after composing (its defaults list takes
-    it as a config override: its whole key names no group, as Hydra asks, and it has no
-    package) and nothing else of it matters:
-    not an addition, a deletion, a sweep, a dict value or a key of Hydra's."""
+    """Whether ``override`` is a plain value Hydra sets after composing (True), or part of the
+    structure (False: a config group choice, addition or deletion, as Hydra's defaults list
+    tells them, by the whole key; a sweep; a key of Hydra's). Any other config override (an
+    addition, a forced one, a deletion, a dict value) is applied by Hydra in the line's order
+    among the plain values, so the line is composed whole (:class:`_WholeLine`)."""
     key = str(override.key_or_group)
-    return not (
-        override.is_add()
-        or override.is_force_add()
-        or override.is_delete()
-        or override.is_sweep_override()
+    if (
+        override.is_sweep_override()
         or override.package is not None
         or key.startswith("hydra")
         or "/" in key
-        or isinstance(override.value(), dict)
-        or _is_group(folder, key)
-    )
+        or (_is_group(folder, key) and not isinstance(override.value(), dict))
+    ):
+        return False
+    if override.is_add() or override.is_force_add() or override.is_delete() or isinstance(override.value(), dict):
+        raise _WholeLine(override.input_line)
+    return True
 
 
 @functools.cache

@@ -51,6 +51,9 @@ COMPOSITIONS = [
     ("evaluate", "apps", ["agent=search", "release=/x", "+agent.kwargs.depth=3", "workers=1"]),
     ("evaluate", "apps", ["release=/x", "failure_rates=[0.0,0.5]", "env.check_budget=paper"]),
     ("train", "apps", ["size=8", "shard_size=4", "domains=[course,toy]", "hydra.job.name=x"]),
+    # a plain value before a forced addition or a dict value of the same key: Hydra's order
+    ("config", "", ["release.name=b", "++release.name=a", "grid=5x5"]),
+    ("config", "", ["release.name=b", "release={name:a}"]),
 ]
 
 
@@ -75,3 +78,5 @@ def test_the_compose_helper_gives_what_hydra_composes():
         assert seen(compose_config(overrides, name, folder)) == seen(_compose(overrides, name, folder))
     with pytest.raises(ConfigCompositionException, match="agent.kwargs.depth"):
         compose_config(["release=/x", "agent.kwargs.depth=3"], "evaluate", "apps")
+    with pytest.raises(ConfigCompositionException, match="agent.kwargs.a"):  # added after it is set
+        compose_config(["release=/x", "agent.kwargs.a=2", "+agent.kwargs.a=1"], "evaluate", "apps")
