@@ -113,7 +113,8 @@ def _plain_value(override, folder: str) -> bool:
         or (_is_group(folder, key) and not isinstance(override.value(), dict))
     ):
         return False
-    if override.is_add() or override.is_force_add() or override.is_delete() or isinstance(override.value(), dict):
+    value_like = override.is_add() or override.is_force_add() or override.is_delete()
+    if value_like or isinstance(override.value(), dict):
         raise _WholeLine(override.input_line)
     return True
 
