@@ -17,6 +17,7 @@ import itertools
 import re
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -89,11 +90,17 @@ def precheck(folder: str, name: str, argv: list[str]) -> bool:
             _resolved(cfg)
             if multirun:
                 _check_launcher(cfg)
-    return (
-        not any(arg.startswith("-") for arg in argv)
-        and cfg.hydra.get("mode") is None
-        and not any(str(p.key_or_group).startswith("hydra") for p in parsed)
-    )
+    if any(arg.startswith("-") for arg in argv) or any(
+        str(p.key_or_group).startswith("hydra") for p in parsed
+    ):
+        return False
+    try:
+        return cfg.hydra.get("mode") is None
+    except Exception:  # a mode that does not resolve: Hydra's own reading (it swallows that)
+        return False
+
+
+_MODE = threading.local()  # ``known``: this thread's command has no hydra.mode to read
 
 
 @contextlib.contextmanager
@@ -101,18 +108,31 @@ def _mode_read(known: bool) -> Iterator[None]:
     """Hydra composes a run's configuration twice: once only to read ``hydra.mode`` (``None``
     unless a configuration sets it), once to run it. When :func:`precheck` has composed the
     same command line and found no mode, Hydra is told so instead of composing a third time
-    (about 0.1 s of every command); otherwise Hydra reads it as usual."""
+    (about 0.1 s of every command); otherwise Hydra reads it as usual. ``Hydra.get_mode`` is
+    wrapped once a process and asks this thread's flag, so commands running in other threads
+    read their own modes."""
     from hydra._internal.hydra import Hydra
 
-    if not known:
-        yield
-        return
-    real = Hydra.get_mode
-    Hydra.get_mode = lambda self, config_name, overrides: None  # type: ignore[method-assign]
+    with _WRAPPING:
+        if not getattr(Hydra.get_mode, "_gridbench", False):
+            real = Hydra.get_mode
+
+            def get_mode(self: Any, config_name: Any, overrides: Any) -> Any:
+                if getattr(_MODE, "known", False):
+                    return None
+                return real(self, config_name=config_name, overrides=overrides)
+
+            get_mode._gridbench = True  # type: ignore[attr-defined]
+            Hydra.get_mode = get_mode  # type: ignore[method-assign]
+    before = getattr(_MODE, "known", False)
+    _MODE.known = known
     try:
         yield
     finally:
-        Hydra.get_mode = real  # type: ignore[method-assign]
+        _MODE.known = before
+
+
+_WRAPPING = threading.Lock()
 
 
 def _parsed(override: str) -> Any:

@@ -342,6 +342,7 @@ def test_a_whole_wheel_reads_its_own_data(tmp_path):
     [
         (["release=/nowhere", "verify.workers=1"], True),
         (["release=/nowhere", "hydra.mode=MULTIRUN"], False),
+        (["release=/nowhere", "hydra.mode=${oc.env:GRIDBENCH_NO_SUCH_MODE}"], False),  # Hydra's to read
         (["release=/nowhere", "-m"], False),
     ],
 )
@@ -367,3 +368,32 @@ def test_hydra_composes_only_to_read_a_mode_it_cannot_know(argv, known, monkeypa
     assert len(asked) == (0 if known else 1)
     assert stopped.value.code == 2
     assert "/nowhere is not a release" in capsys.readouterr().err
+
+
+def test_a_known_mode_is_this_thread_s_only(monkeypatch):
+    """Two commands in two threads: the one whose mode is known skips Hydra's reading, the other
+    (inside it in time) still reads its own, and after both Hydra reads every mode again."""
+    import threading
+
+    from hydra._internal.hydra import Hydra
+
+    from pipeline.cli import _mode_read
+
+    monkeypatch.setattr(Hydra, "get_mode", lambda self, config_name, overrides: "read")
+    inside, done, seen = threading.Event(), threading.Event(), {}
+
+    def known() -> None:
+        with _mode_read(True):
+            seen["known"] = Hydra.get_mode(None, config_name="x", overrides=[])
+            inside.set()
+            done.wait(10)
+
+    thread = threading.Thread(target=known)
+    thread.start()
+    inside.wait(10)
+    with _mode_read(False):
+        seen["unknown"] = Hydra.get_mode(None, config_name="x", overrides=[])
+    done.set()
+    thread.join(10)
+    seen["after"] = Hydra.get_mode(None, config_name="x", overrides=[])
+    assert seen == {"known": None, "unknown": "read", "after": "read"}
