@@ -237,6 +237,7 @@ def test_the_adapter_imports_openenv_without_its_web_ui():
         "assert 'gradio' not in sys.modules, 'gradio imported'\n"
         "import openenv.core.env_server as server\n"
         "assert not {'create_web_interface_app', 'WebInterfaceManager'} & set(vars(server))\n"
+        "assert not any('gridbench' in type(f).__module__ for f in sys.meta_path)\n"
         "try:\n    server.no_such_name\nexcept AttributeError:\n    print('ok')\n"
     )
     _in_a_fresh_interpreter(code)
@@ -251,12 +252,23 @@ def _in_a_fresh_interpreter(code: str) -> None:
 @pytest.mark.slow  # imports Gradio
 def test_openenv_s_web_names_still_load_when_asked():
     """After the adapter's import, ``openenv.core.env_server``'s two web names are OpenEnv's own
-    (its web interface and Gradio imported then), as they were before."""
+    (its web interface and Gradio imported then), as they were before; and a thread that
+    imports the web interface while the adapter imports the package gets it (the held-back
+    import is refused only to the adapter's thread)."""
     code = (
-        "import sys, gridbench.adapters.openenv_env\n"
+        "import sys, threading, time\n"
+        "got = {}\n"
+        "def web():\n"
+        "    time.sleep(0.2)\n"
+        "    from openenv.core.env_server.web_interface import WebInterfaceManager\n"
+        "    got['web'] = WebInterfaceManager\n"
+        "other = threading.Thread(target=web)\n"
+        "other.start()\n"
+        "import gridbench.adapters.openenv_env\n"
+        "other.join()\n"
         "import openenv.core.env_server as server\n"
         "from openenv.core.env_server.web_interface import WebInterfaceManager as direct\n"
-        "assert server.WebInterfaceManager is direct and 'gradio' in sys.modules\n"
+        "assert got['web'] is direct and server.WebInterfaceManager is direct and 'gradio' in sys.modules\n"
         "assert server.create_web_interface_app.__module__ == direct.__module__\n"
         "print('ok')\n"
     )
