@@ -1,5 +1,13 @@
 # Every command of the project. `make help` lists them.
-PYTHON ?= python3
+# The interpreter .venv is made from: the distribution's CPython (/usr/bin/python3) when it is
+# 3.11 or newer and can make a venv, else python3 on PATH; PYTHON=... chooses another. A
+# distribution's build (Debian, Ubuntu, Fedora) is compiled with profile-guided and link-time
+# optimisation into one static executable; pyenv's default build is neither (a shared libpython,
+# no PGO), and runs this project's Python code 10-12% slower on this machine
+# (bench/bench_python.py). Same minor version, same draws: the releases are byte-identical.
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(firstword $(shell for p in /usr/bin/python3 python3; do $$p -c 'import sys, ensurepip, venv; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 && echo $$p; done) python3)
+endif
 VENV := .venv
 PY := $(VENV)/bin/python
 GB := $(VENV)/bin/gridbench
@@ -7,6 +15,7 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 BEFORE ?=
 REFERENCE ?=
+OTHER ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help install test test-slow browser verifiers-env train-deps lint mutate bench release train verify import audit eval show report view hub clean
@@ -70,7 +79,7 @@ lint: $(STAMP) ## ruff and mypy on the packages (strict on gridbench_core and gr
 mutate: $(STAMP) ## Mutation testing (mutmut) of the proving, verifying and scoring code, two groups side by side: make mutate ARGS="verify env"
 	$(PY) tests/mutation/mutate.py $(ARGS)
 
-bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed); BEFORE=PATH: speed against that checkout; REFERENCE=PATH: against uservan/AgentCE_Bench
+bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed); BEFORE=PATH: speed against that checkout; REFERENCE=PATH: against uservan/AgentCE_Bench; OTHER=PYTHON: this venv's interpreter against another venv's
 	$(PY) bench/bench_generate.py $(ARGS)
 	$(PY) bench/bench_env.py
 	$(PY) bench/bench_runner.py
@@ -85,6 +94,7 @@ bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_seeds.py $(ARGS)
 	$(PY) bench/bench_train.py $(ARGS)
 	$(PY) bench/bench_floor.py $(ARGS)
+	$(PY) bench/bench_python.py $(if $(OTHER),--other $(OTHER)) $(ARGS)
 	$(PY) bench/bench_adaptive.py
 	@if [ -n "$(REFERENCE)" ]; then $(PY) bench/bench_reference.py --reference $(REFERENCE) --runs 3; fi
 	$(PY) bench/bench_speed.py $(if $(BEFORE),--before $(BEFORE)) $(ARGS)
