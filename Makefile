@@ -1,12 +1,13 @@
 # Every command of the project. `make help` lists them.
-# The interpreter .venv is made from: the distribution's CPython (/usr/bin/python3) when it is
-# 3.11 or newer and can make a venv, else python3 on PATH; PYTHON=... chooses another. A
-# distribution's build (Debian, Ubuntu, Fedora) is compiled with profile-guided and link-time
-# optimisation into one static executable; pyenv's default build is neither (a shared libpython,
-# no PGO), and runs this project's Python code 10-12% slower on this machine
-# (bench/bench_python.py). Same minor version, same draws: the releases are byte-identical.
+# The interpreter .venv is made from: python3 on PATH, or the distribution's CPython
+# (/usr/bin/python3) when that is the same version (3.11 with 3.11) and can make a venv;
+# PYTHON=... chooses another. A distribution's build (Debian, Ubuntu, Fedora) is compiled with
+# profile-guided and link-time optimisation into one static executable; pyenv's default build
+# is neither (a shared libpython, no PGO) and runs this project's Python code 7-13% slower on
+# this machine (bench/bench_python.py). Same version, same draws: the releases are byte-identical.
 ifeq ($(origin PYTHON),undefined)
-PYTHON := $(firstword $(shell for p in /usr/bin/python3 python3; do $$p -c 'import sys, ensurepip, venv; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 && echo $$p; done) python3)
+VERSION_OF = $(shell $(1) -c 'import sys, ensurepip, venv; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYTHON := $(if $(and $(call VERSION_OF,python3),$(filter $(call VERSION_OF,python3),$(call VERSION_OF,/usr/bin/python3))),/usr/bin/python3,python3)
 endif
 VENV := .venv
 PY := $(VENV)/bin/python

@@ -1,9 +1,9 @@
 """Which CPython build runs the generator faster (issue 30): the same checkout's generation, in
 one process per interpreter, alternated so that both see the same load.
 
-``make install`` makes .venv from the distribution's CPython (/usr/bin/python3) when it is 3.11
-or newer: Debian, Ubuntu and Fedora compile it with profile-guided and link-time optimisation
-into one static executable. pyenv's default build (python3 on this machine's PATH) is neither:
+``make install`` makes .venv from the distribution's CPython (/usr/bin/python3) when it is the
+version python3 is: Debian, Ubuntu and Fedora compile it with profile-guided and link-time
+optimisation into one static executable. pyenv's default build (python3 on this machine's PATH) is neither:
 a shared libpython, no PGO. Same minor version, same draws, the same bytes; only the speed
 differs. This script measures by how much, on the generation a release and a training set do
 (the certificate, the measures, the repair's solves: CP-SAT's own time is the same C++ in both).
