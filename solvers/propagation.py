@@ -87,9 +87,23 @@ def spreads(rows: list[LinearRow]) -> list[int]:
     ]
 
 
+def entailed(row: LinearRow) -> bool:
+    """Whether ``row`` holds whichever of its options every cell takes (its least favourable
+    options still meet the bound): then no domain drawn from those options can break it or lose
+    an option to it, and propagation need never look at it. A row with a cell that has no
+    option is never entailed (propagation reports that cell's wipe-out)."""
+    cells = row.coefficients.values()
+    if not all(cells):
+        return False
+    if row.upper:
+        return row.constant + sum(max(c.values()) for c in cells) <= row.bound
+    return row.constant + sum(min(c.values()) for c in cells) >= row.bound
+
+
 def _round(rows: list[LinearRow], domains: dict[Cell, set[str]], spread: list[int]) -> set[tuple[Cell, str]]:
     """The options one round eliminates, judged on the domains at the start of the round
-    (``spread``: :func:`spreads` of ``rows``; a row with that much slack is not scanned)."""
+    (``spread``: :func:`spreads` of ``rows``; a row with that much slack is not scanned, and
+    the caller leaves out the rows that are :func:`entailed`)."""
     removed: set[tuple[Cell, str]] = set()
     for row, widest in zip(rows, spread, strict=True):
         pick = min if row.upper else max
@@ -130,7 +144,9 @@ def propagate(task: Task, options: Mapping[Cell, list[str]] | None = None) -> Pr
 
 
 def _propagate(task: Task, options: Mapping[Cell, list[str]]) -> Propagation:
-    rows = linear_rows(task, options)
+    # an entailed row removes nothing in any round (its worst case meets the bound), so the
+    # rounds judge only the others: the same removals, round by round
+    rows = [row for row in linear_rows(task, options) if not entailed(row)]
     spread = spreads(rows)
     domains = {cell: set(ids) for cell, ids in options.items()}
     first: dict[Cell, frozenset[str]] | None = None
