@@ -82,18 +82,31 @@ def uniform_sampler(domain: Domain, rng: random.Random) -> dict[str, Value]:
     ``sample`` draws, from the same stream (``randint(low, high)`` is ``low +
     _randbelow(high - low + 1)`` and ``choice(values)`` is ``values[_randbelow(len(values))]``
     in CPython's ``random``; tests/pipeline/generation/test_sampling_stream.py holds it to that),
-    without their call layers: the generator's hottest draw."""
-    below = rng._randbelow  # type: ignore[attr-defined]
-    return {
-        name: low + below(width) if values is None else values[below(width)]
-        for name, low, width, values in _plan_of(domain.attributes)
-    }
+    without their call layers: the generator's hottest draw. For a ``random.Random`` itself,
+    ``_randbelow`` (``_randbelow_with_getrandbits``: ``getrandbits(n.bit_length())`` until the
+    draw is below ``n``) is written out here; a subclass, which may draw otherwise, is asked."""
+    plan = _plan_of(domain.attributes)
+    if type(rng) is not random.Random:
+        below = rng._randbelow  # type: ignore[attr-defined]
+        return {
+            name: low + below(width) if values is None else values[below(width)]
+            for name, low, width, values, _ in plan
+        }
+    getrandbits = rng.getrandbits
+    record: dict[str, Value] = {}
+    for name, low, width, values, bits in plan:
+        drawn = getrandbits(bits)
+        while drawn >= width:
+            drawn = getrandbits(bits)
+        record[name] = low + drawn if values is None else values[drawn]
+    return record
 
 
-_PLANS: dict[int, tuple[tuple[Attribute, ...], tuple[tuple[str, int, int, tuple[str, ...] | None], ...]]] = {}
+Plan = tuple[tuple[str, int, int, "tuple[str, ...] | None", int], ...]
+_PLANS: dict[int, tuple[tuple[Attribute, ...], Plan]] = {}
 
 
-def _plan_of(attributes: tuple[Attribute, ...]) -> tuple[tuple[str, int, int, tuple[str, ...] | None], ...]:
+def _plan_of(attributes: tuple[Attribute, ...]) -> Plan:
     """:func:`_draw_plan` of these very attributes (remembered by identity, and kept alive)."""
     known = _PLANS.get(id(attributes))
     if known is None or known[0] is not attributes:
@@ -101,21 +114,21 @@ def _plan_of(attributes: tuple[Attribute, ...]) -> tuple[tuple[str, int, int, tu
     return known[1]
 
 
-def _draw_plan(
-    attributes: tuple[Attribute, ...],
-) -> tuple[tuple[str, int, int, tuple[str, ...] | None], ...]:
-    """Per attribute: its name, the lowest value, how many values, and the values of a
-    categorical one (None for a numeric one)."""
-    plan: list[tuple[str, int, int, tuple[str, ...] | None]] = []
+def _draw_plan(attributes: tuple[Attribute, ...]) -> Plan:
+    """Per attribute: its name, the lowest value, how many values, the values of a categorical
+    one (None for a numeric one), and the bits ``_randbelow`` draws for that many values."""
+    plan: list[tuple[str, int, int, tuple[str, ...] | None, int]] = []
     for attribute in attributes:
         if isinstance(attribute, NumericAttribute):
             if attribute.high < attribute.low:  # what randint would refuse
                 raise ValueError(f"empty range for randrange({attribute.low}, {attribute.high + 1})")
-            plan.append((attribute.name, attribute.low, attribute.high - attribute.low + 1, None))
+            width = attribute.high - attribute.low + 1
+            plan.append((attribute.name, attribute.low, width, None, width.bit_length()))
         else:
             if not attribute.values:
                 raise IndexError("Cannot choose from an empty sequence")
-            plan.append((attribute.name, 0, len(attribute.values), attribute.values))
+            width = len(attribute.values)
+            plan.append((attribute.name, 0, width, attribute.values, width.bit_length()))
     return tuple(plan)
 
 
@@ -161,8 +174,19 @@ class Domain:
         words = self.name_words
         if not words:
             raise IndexError("Cannot choose from an empty sequence")
-        below = rng._randbelow  # type: ignore[attr-defined]
-        return f"{words[below(len(words))]} {100 + below(900)}"
+        if type(rng) is not random.Random:  # a subclass may draw otherwise: ask it
+            below = rng._randbelow  # type: ignore[attr-defined]
+            return f"{words[below(len(words))]} {100 + below(900)}"
+        # _randbelow written out, as in uniform_sampler: 900 values take 10 bits
+        getrandbits, count = rng.getrandbits, len(words)
+        bits = count.bit_length()
+        word = getrandbits(bits)
+        while word >= count:
+            word = getrandbits(bits)
+        number = getrandbits(10)
+        while number >= 900:
+            number = getrandbits(10)
+        return f"{words[word]} {100 + number}"
 
     def validate(self) -> None:
         """Raise :class:`DomainError` naming the first inconsistency."""

@@ -18,19 +18,37 @@ def _by_sample(attributes, rng: random.Random) -> dict:  # type: ignore[no-untyp
     return {attribute.name: attribute.sample(rng) for attribute in attributes}
 
 
-def _same_stream(ours_draw, theirs_draw) -> None:  # type: ignore[no-untyped-def]
+class _Sub(random.Random):
+    """A subclass: ``random`` keeps ``_randbelow_with_getrandbits`` for it."""
+
+
+class _OwnRandom(random.Random):
+    """A subclass with its own ``random()``: ``random`` then draws below ``n`` from ``random()``
+    (``_randbelow_without_getrandbits``), which the sampler must ask for, not write out."""
+
+    def random(self) -> float:
+        return super().random()
+
+
+GENERATORS = [random.Random, _Sub, _OwnRandom]
+
+
+def _same_stream(ours_draw, theirs_draw, make=random.Random) -> None:  # type: ignore[no-untyped-def]
     """Over 50 seeds, 20 draws each: the same values, and the same generator state after."""
     for seed in range(50):
-        ours, theirs = random.Random(seed), random.Random(seed)
+        ours, theirs = make(seed), make(seed)
         for _ in range(20):
             assert ours_draw(ours) == theirs_draw(theirs)
         assert ours.getstate() == theirs.getstate()
 
 
+@pytest.mark.parametrize("make", GENERATORS)
 @pytest.mark.parametrize("name", domain_names())
-def test_every_domain_draws_what_its_attributes_draw(name):
+def test_every_domain_draws_what_its_attributes_draw(name, make):
     domain = get_domain(name)
-    _same_stream(lambda rng: uniform_sampler(domain, rng), lambda rng: _by_sample(domain.attributes, rng))
+    _same_stream(
+        lambda rng: uniform_sampler(domain, rng), lambda rng: _by_sample(domain.attributes, rng), make
+    )
 
 
 class _Domain:
@@ -56,11 +74,12 @@ class _Domain:
         )
     ),
     st.integers(0, 2**64),
+    st.sampled_from(GENERATORS),
 )
-def test_edge_ranges_draw_the_same_values_and_leave_the_same_state(attributes, seed):
+def test_edge_ranges_draw_the_same_values_and_leave_the_same_state(attributes, seed, make):
     """Single-value ranges, ranges past 2**64, one-value and long categorical lists."""
     domain = _Domain(attributes)
-    ours, theirs = random.Random(seed), random.Random(seed)
+    ours, theirs = make(seed), make(seed)
     for _ in range(5):
         assert uniform_sampler(domain, ours) == _by_sample(attributes, theirs)  # type: ignore[arg-type]
     assert ours.getstate() == theirs.getstate()
@@ -72,10 +91,13 @@ def test_an_empty_range_is_refused_as_randint_refuses_it():
         uniform_sampler(domain, random.Random(0))  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("make", GENERATORS)
 @pytest.mark.parametrize("name", domain_names())
-def test_names_draw_what_choice_and_randint_draw(name):
+def test_names_draw_what_choice_and_randint_draw(name, make):
     domain = get_domain(name)
-    _same_stream(domain.sample_name, lambda rng: f"{rng.choice(domain.name_words)} {rng.randint(100, 999)}")
+    _same_stream(
+        domain.sample_name, lambda rng: f"{rng.choice(domain.name_words)} {rng.randint(100, 999)}", make
+    )
 
 
 @given(st.integers(0, 2**64), st.lists(st.integers(-5, 120), max_size=4))
