@@ -62,10 +62,20 @@ DOTTED = re.compile(
 )
 
 
+def _statements(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and every statement below it (a docstring's owner is always a statement, or
+    the module: no expression needs visiting, which was most of a whole ``ast.walk``)."""
+    yield node
+    for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+        for child in getattr(node, name, None) or ():
+            if isinstance(child, ast.stmt | ast.excepthandler | ast.match_case):
+                yield from _statements(child)
+
+
 def _python_prose(path: Path) -> Iterator[tuple[int, str]]:
     """The docstrings and comments of a Python file, with their first line."""
     source = path.read_text()
-    for node in ast.walk(parse_source(source)):
+    for node in _statements(parse_source(source)):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             body = node.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
