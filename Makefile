@@ -5,10 +5,13 @@
 # profile-guided and link-time optimisation into one static executable; pyenv's default build
 # is neither (a shared libpython, no PGO) and runs this project's Python code 7-13% slower on
 # this machine (bench/bench_python.py). Same version, same draws: the releases are byte-identical.
-ifeq ($(origin PYTHON),undefined)
+# Worked out the first time a recipe needs it (not for `make help`), then remembered.
 VERSION_OF = $(shell $(1) -c 'import sys, ensurepip, venv; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
-PYTHON := $(if $(and $(call VERSION_OF,python3),$(filter $(call VERSION_OF,python3),$(call VERSION_OF,/usr/bin/python3))),/usr/bin/python3,python3)
+ifeq ($(origin PYTHON),undefined)
+PYTHON = $(eval PYTHON := $(if $(and $(call VERSION_OF,python3),$(filter $(call VERSION_OF,python3),$(call VERSION_OF,/usr/bin/python3))),/usr/bin/python3,python3))$(PYTHON)
 endif
+# the interpreter a python runs on (a venv's: the one it was made from), as one real path
+BASE_OF = $(shell $(1) -c 'import os, sys; print(os.path.realpath(sys._base_executable))' 2>/dev/null)
 VENV := .venv
 PY := $(VENV)/bin/python
 GB := $(VENV)/bin/gridbench
@@ -25,6 +28,10 @@ help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
+	@# a .venv another interpreter made is made anew: venv over it would keep that one's python
+	@# beside this one's standard library (a .venv that no longer starts)
+	@if [ -e $(VENV)/pyvenv.cfg ] && [ "$(call BASE_OF,$(PY))" != "$(call BASE_OF,$(PYTHON))" ]; then \
+		echo "$(VENV) was made by another interpreter than $(PYTHON): made anew"; rm -rf $(VENV); fi
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]' --config-settings editable_mode=compat
@@ -36,7 +43,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m compileall -q gridbench_core domains solvers pipeline gridbench tests bench > /dev/null
 	touch $(STAMP)
 
-install: $(STAMP) ## Create .venv and install the pinned dependencies
+install: ## Create .venv and install the pinned dependencies (anew when PYTHON=... names another interpreter)
+	@if [ -e $(STAMP) ] && [ "$(call BASE_OF,$(PY))" != "$(call BASE_OF,$(PYTHON))" ]; then rm -f $(STAMP); fi
+	@$(MAKE) --no-print-directory $(STAMP) PYTHON='$(PYTHON)'
 
 # pytest may cache the test modules it rewrites (their asserts): with PYTHONDONTWRITEBYTECODE
 # set, every run rewrote all of them in each worker, about 5 s a worker on this machine
@@ -63,6 +72,8 @@ train-deps: $(STAMP) ## torch (CPU) and accelerate in .venv, for the training ex
 VERIFIERS := verifiers==0.4.0
 VF_VENV := .venv-verifiers
 $(VF_VENV)/.installed: pyproject.toml
+	@if [ -e $(VF_VENV)/pyvenv.cfg ] && [ "$(call BASE_OF,$(VF_VENV)/bin/python)" != "$(call BASE_OF,$(PYTHON))" ]; then \
+		echo "$(VF_VENV) was made by another interpreter than $(PYTHON): made anew"; rm -rf $(VF_VENV); fi
 	$(PYTHON) -m venv $(VF_VENV)
 	$(VF_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(VF_VENV)/bin/python -m pip install --quiet '$(VERIFIERS)' $$($(PYTHON) -c "import tomllib; print(' '.join(d for d in tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'] if not d.startswith('openai')))")
