@@ -29,6 +29,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -91,7 +92,9 @@ def _measure(label: str, make, show: bool = True) -> dict[str, float]:  # type: 
     return row
 
 
-def _train_parts(count: int) -> list[dict[str, float]]:
+def train_datasets(count: int) -> list[tuple[str, Any]]:
+    """``(grid, dataset)`` of each training part (``conf/apps/train.yaml``), ``count`` tasks
+    each, seed 3 (bench/bench_python.py generates the same)."""
     from hydra import compose, initialize_config_dir
 
     from gridbench_core.paths import CONF_DIR
@@ -102,25 +105,34 @@ def _train_parts(count: int) -> list[dict[str, float]]:
     register_configs()
     with initialize_config_dir(config_dir=str(CONF_DIR / "apps"), version_base=None):
         train = compose(config_name="train")
-    rows = []
-    for part in train.parts:
-        dataset = create_dataset(
-            domains=list(train.domains),
-            size=count,
-            seed=3,
-            grid=str(part.grid),
-            hidden_slots=range(part.hidden_slots[0], part.hidden_slots[1] + 1),
-            decoy_budgets=range(part.decoy_budgets[0], part.decoy_budgets[1] + 1),
-            candidates_per_slot=int(train.candidates_per_slot),
-            settings=GenerationSettings(crosscheck=bool(train.crosscheck)),
+    return [
+        (
+            str(part.grid),
+            create_dataset(
+                domains=list(train.domains),
+                size=count,
+                seed=3,
+                grid=str(part.grid),
+                hidden_slots=range(part.hidden_slots[0], part.hidden_slots[1] + 1),
+                decoy_budgets=range(part.decoy_budgets[0], part.decoy_budgets[1] + 1),
+                candidates_per_slot=int(train.candidates_per_slot),
+                settings=GenerationSettings(crosscheck=bool(train.crosscheck)),
+            ),
         )
+        for part in train.parts
+    ]
+
+
+def _train_parts(count: int) -> list[dict[str, float]]:
+    rows = []
+    for grid, dataset in train_datasets(count):
 
         def make(dataset=dataset) -> int:  # type: ignore[no-untyped-def]
             for index in range(count):
                 dataset.made(index)
             return count
 
-        rows.append(_measure(f"train part {part.grid}", make))
+        rows.append(_measure(f"train part {grid}", make))
     return rows
 
 

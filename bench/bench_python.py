@@ -53,19 +53,17 @@ def describe(python: str) -> str:
 def _inner(tasks: int) -> None:
     """Generate the sample and print CPU ms a task (release sample, training tasks)."""
     sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_floor import train_datasets
     from hydra import compose, initialize_config_dir
 
     from gridbench_core.paths import CONF_DIR
     from pipeline.config import generation_settings, register_configs, release_keys
     from pipeline.generation.build import generate_task
-    from pipeline.generation.dataset import create_dataset
-    from pipeline.generation.keys import GenerationSettings
 
     register_configs()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config")
-    with initialize_config_dir(config_dir=str(CONF_DIR / "apps"), version_base=None):
-        train = compose(config_name="train")
     settings, keys = generation_settings(cfg), release_keys(cfg)
     sample = keys[:: max(len(keys) // tasks, 1)][:tasks]
     generate_task(sample[0], settings)  # the solvers' libraries loaded and warm
@@ -73,19 +71,7 @@ def _inner(tasks: int) -> None:
     for key in sample:
         generate_task(key, settings)
     release = (time.process_time() - start) * 1000.0 / len(sample)
-    datasets = [
-        create_dataset(
-            domains=list(train.domains),
-            size=tasks,
-            seed=3,
-            grid=str(part.grid),
-            hidden_slots=range(part.hidden_slots[0], part.hidden_slots[1] + 1),
-            decoy_budgets=range(part.decoy_budgets[0], part.decoy_budgets[1] + 1),
-            candidates_per_slot=int(train.candidates_per_slot),
-            settings=GenerationSettings(crosscheck=bool(train.crosscheck)),
-        )
-        for part in train.parts
-    ]
+    datasets = [dataset for _, dataset in train_datasets(tasks)]
     start = time.process_time()
     for dataset in datasets:
         for index in range(tasks):
