@@ -12,6 +12,8 @@ PYTHON = $(eval PYTHON := $(if $(and $(call VERSION_OF,python3),$(filter $(call 
 endif
 # the interpreter a python runs on (a venv's: the one it was made from), as one real path
 BASE_OF = $(shell $(1) -c 'import os, sys; print(os.path.realpath(sys._base_executable))' 2>/dev/null)
+# a shell test: the venv $(1) exists and another interpreter than PYTHON made it
+MADE_BY_OTHER = [ -e $(1)/pyvenv.cfg ] && [ "$(call BASE_OF,$(1)/bin/python)" != "$(call BASE_OF,$(PYTHON))" ]
 VENV := .venv
 PY := $(VENV)/bin/python
 GB := $(VENV)/bin/gridbench
@@ -30,7 +32,7 @@ help: ## List the targets
 $(STAMP): pyproject.toml
 	@# a .venv another interpreter made is made anew: venv over it would keep that one's python
 	@# beside this one's standard library (a .venv that no longer starts)
-	@if [ -e $(VENV)/pyvenv.cfg ] && [ "$(call BASE_OF,$(PY))" != "$(call BASE_OF,$(PYTHON))" ]; then \
+	@if $(call MADE_BY_OTHER,$(VENV)); then \
 		echo "$(VENV) was made by another interpreter than $(PYTHON): made anew"; rm -rf $(VENV); fi
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -44,7 +46,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: ## Create .venv and install the pinned dependencies (anew when PYTHON=... names another interpreter)
-	@if [ -e $(STAMP) ] && [ "$(call BASE_OF,$(PY))" != "$(call BASE_OF,$(PYTHON))" ]; then rm -f $(STAMP); fi
+	@if $(call MADE_BY_OTHER,$(VENV)); then rm -f $(STAMP); fi
 	@$(MAKE) --no-print-directory $(STAMP) PYTHON='$(PYTHON)'
 
 # pytest may cache the test modules it rewrites (their asserts): with PYTHONDONTWRITEBYTECODE
@@ -72,7 +74,7 @@ train-deps: $(STAMP) ## torch (CPU) and accelerate in .venv, for the training ex
 VERIFIERS := verifiers==0.4.0
 VF_VENV := .venv-verifiers
 $(VF_VENV)/.installed: pyproject.toml
-	@if [ -e $(VF_VENV)/pyvenv.cfg ] && [ "$(call BASE_OF,$(VF_VENV)/bin/python)" != "$(call BASE_OF,$(PYTHON))" ]; then \
+	@if $(call MADE_BY_OTHER,$(VF_VENV)); then \
 		echo "$(VF_VENV) was made by another interpreter than $(PYTHON): made anew"; rm -rf $(VF_VENV); fi
 	$(PYTHON) -m venv $(VF_VENV)
 	$(VF_VENV)/bin/python -m pip install --quiet --upgrade pip

@@ -35,9 +35,9 @@ def describe(python: str) -> str:
     """Version, and whether the executable loads a shared libpython (pyenv's default) or not."""
     code = (
         "import platform, sys, sysconfig, json; print(json.dumps([platform.python_version(), "
-        "sys.executable, sys._base_executable, sysconfig.get_config_var('CONFIG_ARGS')]))"
+        "sys._base_executable, sysconfig.get_config_var('CONFIG_ARGS')]))"
     )
-    version, executable, base, config = json.loads(
+    version, base, config = json.loads(
         subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout
     )
     try:

@@ -7,6 +7,7 @@ A domain is plain data. It never imports a solver. The generator in ``pipeline/`
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -85,7 +86,11 @@ def uniform_sampler(domain: Domain, rng: random.Random) -> dict[str, Value]:
     without their call layers: the generator's hottest draw. For a ``random.Random`` itself,
     ``_randbelow`` (``_randbelow_with_getrandbits``: ``getrandbits(n.bit_length())`` until the
     draw is below ``n``) is written out here; a subclass, which may draw otherwise, is asked."""
-    plan = _plan_of(domain.attributes)
+    return _draw(_plan_of(domain.attributes), rng)
+
+
+def _draw(plan: Plan, rng: random.Random) -> dict[str, Value]:
+    """One value per entry of ``plan``, drawn as :func:`uniform_sampler` says."""
     if type(rng) is not random.Random:
         below = rng._randbelow  # type: ignore[attr-defined]
         return {
@@ -112,6 +117,12 @@ def _plan_of(attributes: tuple[Attribute, ...]) -> Plan:
     if known is None or known[0] is not attributes:
         known = _PLANS[id(attributes)] = (attributes, _draw_plan(attributes))
     return known[1]
+
+
+@functools.cache
+def _name_plan(words: tuple[str, ...]) -> Plan:
+    """A name's draws as a plan: ``choice(words)``, then ``randint(100, 999)``."""
+    return (("word", 0, len(words), words, len(words).bit_length()), ("number", 100, 900, None, 10))
 
 
 def _draw_plan(attributes: tuple[Attribute, ...]) -> Plan:
@@ -169,24 +180,12 @@ class Domain:
 
     def sample_name(self, rng: random.Random) -> str:
         """A name with no order in it: a random word and a random number (``choice(words)``
-        then ``randint(100, 999)``, drawn through ``_randbelow`` as they draw: one name per
-        item, so their call layers were a cost of their own)."""
-        words = self.name_words
-        if not words:
+        then ``randint(100, 999)``, drawn as :func:`uniform_sampler` draws: one name per item,
+        so their call layers were a cost of their own)."""
+        if not self.name_words:
             raise IndexError("Cannot choose from an empty sequence")
-        if type(rng) is not random.Random:  # a subclass may draw otherwise: ask it
-            below = rng._randbelow  # type: ignore[attr-defined]
-            return f"{words[below(len(words))]} {100 + below(900)}"
-        # _randbelow written out, as in uniform_sampler: 900 values take 10 bits
-        getrandbits, count = rng.getrandbits, len(words)
-        bits = count.bit_length()
-        word = getrandbits(bits)
-        while word >= count:
-            word = getrandbits(bits)
-        number = getrandbits(10)
-        while number >= 900:
-            number = getrandbits(10)
-        return f"{words[word]} {100 + number}"
+        drawn = _draw(_name_plan(tuple(self.name_words)), rng)
+        return f"{drawn['word']} {drawn['number']}"
 
     def validate(self) -> None:
         """Raise :class:`DomainError` naming the first inconsistency."""

@@ -76,12 +76,11 @@ class _Propagator:
         revising every row of the queue (entailed ones included): those only ever answer
         "nothing changed", or a wipe-out when one of their cells came in empty, which is the
         one case where they are revised."""
-        rows_of = self.rows_of
+        rows_of, every = self.rows_of, self.live
         if not all(domains[quiet] for quiet in self.quiet_cells):
-            rows_of = self.every_row_of  # an empty cell: revise as if no row were entailed
-            queue = list(range(len(self.rows))) if cell is None else list(rows_of.get(cell, []))
-        else:
-            queue = list(self.live) if cell is None else list(rows_of.get(cell, []))
+            # an empty cell: revise as if no row were entailed
+            rows_of, every = self.every_row_of, list(range(len(self.rows)))
+        queue = list(every) if cell is None else list(rows_of.get(cell, ()))
         queued = set(queue)
         while queue:
             index = queue.pop()
