@@ -48,6 +48,12 @@ def _version() -> str:
 
 
 SOLVER_VERSION = _version()
+# CP-SAT's presolve probing for the solves whose answer is a status only (the certificate's
+# proofs): 0 proves them in about 0.7x the CPU of its default 2 on these models (5x5 to 20x20,
+# bench/bench_floor.py), with the same deterministic time. Which solution a search finds
+# depends on it, so the solves whose solution is used (repair's counterexamples, the measures'
+# optimisation) keep the default: what a task is made of does not change.
+PROOF_PROBING = 0
 Literal = int  # a variable's index, or ~index for its negation
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -228,9 +234,14 @@ class CpSatModel:
         """A new Boolean variable of the model."""
         return self._proto.new_var(0, 1, name)
 
-    def solve(self, assumptions: Sequence[Literal], relaxed: str | None = None) -> SolveResult:
+    def solve(
+        self, assumptions: Sequence[Literal], relaxed: str | None = None, proof: bool = False
+    ) -> SolveResult:
         """Solve under assumption literals; every rule other than ``relaxed`` is exact
-        (``relaxed="*"``: any one rule may be, the one that gives the smallest loosening)."""
+        (``relaxed="*"``: any one rule may be, the one that gives the smallest loosening).
+        ``proof``: only the status is wanted (a proof's INFEASIBLE, or the one completion a
+        full assignment is), never which solution is found, so CP-SAT's presolve skips its
+        probing (:data:`PROOF_PROBING`)."""
         fixed_rules = [] if relaxed == "*" else [~self.relax[name] for name in self.relax if name != relaxed]
         self.proto.assumptions.clear()
         self.proto.assumptions.extend(list(assumptions) + fixed_rules)
@@ -243,6 +254,8 @@ class CpSatModel:
             parameters.max_deterministic_time = self.settings.deterministic_limit
         parameters.cp_model_presolve = self.settings.presolve
         parameters.linearization_level = self.settings.linearization
+        if proof:
+            parameters.cp_model_probing_level = PROOF_PROBING
         # Ctrl-C is Python's: CP-SAT would otherwise catch it, end the search as if its time
         # limit had passed (an UNKNOWN that generation re-draws, so Ctrl-C never stops it) and
         # leave SIGINT at its default action (a later Ctrl-C kills without a word)
@@ -278,18 +291,19 @@ class CpSatModel:
         literals = [self.literal(cell, item_id) for cell, item_id in assignment.items()]
         if any(literal is None for literal in literals):
             return SolveResult(INFEASIBLE, 0.0)
-        return self.solve(literals)  # type: ignore[arg-type]
+        return self.solve(literals, proof=True)  # type: ignore[arg-type]
 
-    def other_completion(self) -> SolveResult:
-        """Search a completion other than the truth; INFEASIBLE proves uniqueness."""
-        return self.solve([self.forbid_truth])
+    def other_completion(self, proof: bool = False) -> SolveResult:
+        """Search a completion other than the truth; INFEASIBLE proves uniqueness (``proof``:
+        only that status is wanted, not which other completion is found)."""
+        return self.solve([self.forbid_truth], proof=proof)
 
     def item_feasible(self, cell: Cell, item_id: str) -> SolveResult:
         """Is there a feasible completion with ``item_id`` in ``cell``?"""
         literal = self.literal(cell, item_id)
         if literal is None:
             return SolveResult(INFEASIBLE, 0.0)
-        return self.solve([literal])
+        return self.solve([literal], proof=True)
 
     def some_feasible(self, items: Sequence[tuple[Cell, str]]) -> SolveResult:
         """Is there a feasible completion using at least one of ``items``? INFEASIBLE proves
@@ -299,7 +313,7 @@ class CpSatModel:
             return SolveResult(INFEASIBLE, 0.0)
         enable = self.new_bool(f"some_of_{len(self._proto.variables)}")
         self._proto.add(f"bool_or{{literals:[{_ints(literals)}]}}", [enable])
-        return self.solve([enable])
+        return self.solve([enable], proof=True)
 
     def excluding(self, solution: Mapping[Cell, str]) -> Literal:
         """A literal that, assumed, forbids the completion ``solution`` (every one of its

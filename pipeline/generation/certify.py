@@ -23,7 +23,7 @@ def certify(
     truth = answer.truth_choice()
     model = model or CpSatModel(task, settings, truth)
     truth_result = model.check_assignment(truth)
-    other = model.other_completion()
+    other = model.other_completion(proof=True)
     failures: list[str] = []
     if truth_result.status != FEASIBLE:
         failures.append(f"truth is not a feasible completion ({truth_result.status})")

@@ -196,3 +196,35 @@ def test_each_solve_gets_the_settings_seed_workers_and_limits(monkeypatch):
     monkeypatch.setattr(highspy.Highs, "setOptionValue", spy)
     assert milp.crosscheck_answer(made.task, made.answer, settings, "highs").ok
     assert ("random_seed", 7) in options and ("threads", 1) in options
+
+
+def test_the_certificate_s_proofs_skip_probing_and_the_solves_whose_solution_is_used_keep_it(monkeypatch):
+    """Probing changes which solution a search finds, never a status: the certificate's proofs
+    run without it (``PROOF_PROBING``), repair's counterexamples and the measures'
+    optimisation with CP-SAT's default, so what a task is made of does not depend on it."""
+    import types
+
+    import solvers.cpsat as cpsat
+    from pipeline.generation import GenerationSettings, TaskKey, generate_task
+    from pipeline.generation.certify import certify
+
+    real = cpsat._helper()
+    default = real.SatParameters().cp_model_probing_level
+    assert default != cpsat.PROOF_PROBING
+    seen: list = []
+
+    class Wrapper(real.SolveWrapper):  # type: ignore[misc, name-defined]
+        def set_parameters(self, parameters):
+            seen.append(parameters.cp_model_probing_level)
+            return super().set_parameters(parameters)
+
+    monkeypatch.setattr(
+        cpsat, "_helper", lambda: types.SimpleNamespace(**{**vars(real), "SolveWrapper": Wrapper})
+    )
+    key = TaskKey("course", 4, 4, 6, 6, 4, 0, 3)
+    made = generate_task(key, GenerationSettings(crosscheck=False))
+    assert seen.count(cpsat.PROOF_PROBING) == 3  # truth, uniqueness, every decoy at once
+    assert seen.count(default) == len(seen) - 3 >= 2  # repair's last solve, the distance
+    seen.clear()
+    certificate = certify(made.task, made.answer, SolverSettings())
+    assert certificate.ok and seen == [cpsat.PROOF_PROBING] * 3
