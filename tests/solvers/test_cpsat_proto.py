@@ -196,6 +196,8 @@ def test_each_solve_gets_the_settings_seed_workers_and_limits(monkeypatch):
     monkeypatch.setattr(highspy.Highs, "setOptionValue", spy)
     assert milp.crosscheck_answer(made.task, made.answer, settings, "highs").ok
     assert ("random_seed", 7) in options and ("threads", 1) in options
+    # no primal heuristic: never part of a proof, and half of what a branching solve cost
+    assert ("mip_heuristic_effort", 0.0) in options and ("mip_heuristic_run_rins", False) in options
 
 
 def test_the_certificate_s_proofs_skip_probing_and_the_solves_whose_solution_is_used_keep_it(monkeypatch):
