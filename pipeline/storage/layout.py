@@ -86,6 +86,28 @@ def check_target(target: Path, overwrite: bool) -> None:
 
 
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "))
+# the C encoder ``_COMPACT.encode`` makes anew at every call (a task file encodes some two
+# hundred values apart), made once: the same bytes, without circular-reference markers (a
+# record is a tree)
+_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+
+
+def _c_compact() -> Any:
+    if _C_ENCODER is None:  # an interpreter without json's C speed-ups
+        return None
+    return _C_ENCODER(
+        None, _COMPACT.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
+    )
+
+
+_C_COMPACT = _c_compact()
+
+
+def _compact(value: Any) -> str:
+    """``value`` as ``_COMPACT.encode`` writes it."""
+    if _C_COMPACT is None:
+        return _COMPACT.encode(value)
+    return "".join(_C_COMPACT(value, 0))
 
 
 def _layout(value: Any, depth: int) -> str:
@@ -93,10 +115,10 @@ def _layout(value: Any, depth: int) -> str:
     per line), compact below: readable, and encoded by the C encoder (an indented
     ``json.dumps`` runs the pure-Python one, 3 s of a 324-task release)."""
     if depth >= 2 or not isinstance(value, dict | list) or not value:
-        return _COMPACT.encode(value)
+        return _compact(value)
     pad = "\n" + " " * (depth + 1)
     if isinstance(value, dict):
-        parts = [f"{_COMPACT.encode(str(k))}: {_layout(v, depth + 1)}" for k, v in value.items()]
+        parts = [f"{_compact(str(k))}: {_layout(v, depth + 1)}" for k, v in value.items()]
         return "{" + pad + ("," + pad).join(parts) + "\n" + " " * depth + "}"
     parts = [_layout(v, depth + 1) for v in value]
     return "[" + pad + ("," + pad).join(parts) + "\n" + " " * depth + "]"
