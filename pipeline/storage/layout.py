@@ -89,18 +89,10 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "))
 # the C encoder ``_COMPACT.encode`` makes anew at every call (a task file encodes some two
 # hundred values apart), made once: the same bytes, without circular-reference markers (a
 # record is a tree)
-_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
-
-
-def _c_compact() -> Any:
-    if _C_ENCODER is None:  # an interpreter without json's C speed-ups
-        return None
-    return _C_ENCODER(
-        None, _COMPACT.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
-    )
-
-
-_C_COMPACT = _c_compact()
+_C_MAKE = getattr(json.encoder, "c_make_encoder", None)  # None without json's C speed-ups
+_C_COMPACT = _C_MAKE and _C_MAKE(
+    None, _COMPACT.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
+)
 
 
 def _compact(value: Any) -> str:

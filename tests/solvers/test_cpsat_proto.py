@@ -157,10 +157,29 @@ def test_generated_tasks_of_every_domain_and_a_caged_grid_give_the_same_proto():
         _same_models(task, truth)
 
 
+def _solve_parameters(monkeypatch, read):  # type: ignore[no-untyped-def]
+    """A list that receives ``read(parameters)`` of every CP-SAT solve from now on."""
+    import types
+
+    import solvers.cpsat as cpsat
+
+    real = cpsat._helper()
+    seen: list = []
+
+    class Wrapper(real.SolveWrapper):  # type: ignore[misc, name-defined]
+        def set_parameters(self, parameters):
+            seen.append(read(parameters))
+            return super().set_parameters(parameters)
+
+    monkeypatch.setattr(
+        cpsat, "_helper", lambda: types.SimpleNamespace(**{**vars(real), "SolveWrapper": Wrapper})
+    )
+    return seen
+
+
 def test_each_solve_gets_the_settings_seed_workers_and_limits(monkeypatch):
     """The certificate records the solver's seed and workers: they are the parameters the
     solve ran with (CP-SAT's, and HiGHS's for the cross-check)."""
-    import types
 
     import highspy
 
@@ -169,17 +188,7 @@ def test_each_solve_gets_the_settings_seed_workers_and_limits(monkeypatch):
     from pipeline.generation import GenerationSettings, TaskKey, generate_task
     from solvers.results import SolverSettings
 
-    real = cpsat._helper()
-    seen: list = []
-
-    class Wrapper(real.SolveWrapper):  # type: ignore[misc, name-defined]
-        def set_parameters(self, parameters):
-            seen.append((parameters.random_seed, parameters.num_workers, parameters.max_time_in_seconds))
-            return super().set_parameters(parameters)
-
-    monkeypatch.setattr(
-        cpsat, "_helper", lambda: types.SimpleNamespace(**{**vars(real), "SolveWrapper": Wrapper})
-    )
+    seen = _solve_parameters(monkeypatch, lambda p: (p.random_seed, p.num_workers, p.max_time_in_seconds))
     made = generate_task(TaskKey("toy", 3, 3, 3, 4, 3, 0, 1), GenerationSettings())
     settings = SolverSettings(seed=7, workers=1, time_limit_s=9.0)
     seen.clear()
@@ -204,25 +213,14 @@ def test_the_certificate_s_proofs_skip_probing_and_the_solves_whose_solution_is_
     """Probing changes which solution a search finds, never a status: the certificate's proofs
     run without it (``PROOF_PROBING``), repair's counterexamples and the measures'
     optimisation with CP-SAT's default, so what a task is made of does not depend on it."""
-    import types
 
     import solvers.cpsat as cpsat
     from pipeline.generation import GenerationSettings, TaskKey, generate_task
     from pipeline.generation.certify import certify
 
-    real = cpsat._helper()
-    default = real.SatParameters().cp_model_probing_level
+    default = cpsat._helper().SatParameters().cp_model_probing_level
     assert default != cpsat.PROOF_PROBING
-    seen: list = []
-
-    class Wrapper(real.SolveWrapper):  # type: ignore[misc, name-defined]
-        def set_parameters(self, parameters):
-            seen.append(parameters.cp_model_probing_level)
-            return super().set_parameters(parameters)
-
-    monkeypatch.setattr(
-        cpsat, "_helper", lambda: types.SimpleNamespace(**{**vars(real), "SolveWrapper": Wrapper})
-    )
+    seen = _solve_parameters(monkeypatch, lambda p: p.cp_model_probing_level)
     key = TaskKey("course", 4, 4, 6, 6, 4, 0, 3)
     made = generate_task(key, GenerationSettings(crosscheck=False))
     assert seen.count(cpsat.PROOF_PROBING) == 3  # truth, uniqueness, every decoy at once
