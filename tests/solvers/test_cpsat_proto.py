@@ -228,3 +228,56 @@ def test_the_certificate_s_proofs_skip_probing_and_the_solves_whose_solution_is_
     seen.clear()
     certificate = certify(made.task, made.answer, SolverSettings())
     assert certificate.ok and seen == [cpsat.PROOF_PROBING] * 3
+
+
+def test_a_failed_uniqueness_proof_names_the_second_completion_the_default_search_finds():
+    """Without probing CP-SAT finds another second completion of this task (found by an
+    outside audit); the certificate's failure, which import and verify record, names the one
+    CP-SAT's default settings find, as before the proofs ran without it."""
+    from gridbench_core.task import Answer, GlobalRule, Slot, SlotRoles, SlotRule
+    from pipeline.generation.certify import certify
+
+    def item(item_id, cost, weight, color):  # type: ignore[no-untyped-def]
+        return {"id": item_id, "name": f"item {item_id}", "cost": cost, "weight": weight, "color": color}
+
+    records = [
+        item("h000", 4, 4, "blue"),
+        item("h001", 4, 0, "green"),
+        item("h002", 4, 1, "green"),
+        item("h100", 4, 1, "blue"),
+        item("h101", 3, 4, "red"),
+        item("h102", 1, 2, "red"),
+    ]
+    task = Task(
+        "prop",
+        "toy",
+        2,
+        1,
+        0,
+        ((None,), (None,)),
+        {record["id"]: record for record in records},
+        (
+            Slot(
+                0,
+                0,
+                ("h000", "h001", "h002"),
+                (SlotRule("weight", "<=", 2), SlotRule("color", "in", ("green", "red"))),
+            ),
+            Slot(1, 0, ("h100", "h101", "h102"), ()),
+        ),
+        (
+            GlobalRule("r0", "count_max", "color", 2, scope="col", equals="green"),
+            GlobalRule("r1", "sum_min", "cost", 7, scope="col"),
+        ),
+    )
+    answer = Answer(
+        "prop", (("h001",), ("h100",)), (SlotRoles(0, 0, "h001", (), ()), SlotRoles(1, 0, "h100", (), ()))
+    )
+    truth = answer.truth_choice()
+    probed = CpSatModel(task, SolverSettings(), truth).other_completion(proof=True).solution
+    default = CpSatModel(task, SolverSettings(), truth).other_completion().solution
+    assert probed != default  # the two searches differ here: the case this test is about
+    certificate = certify(task, answer, SolverSettings())
+    assert not certificate.ok and certificate.uniqueness == "FEASIBLE"
+    cells = ", ".join(f"({r},{c})={i}" for (r, c), i in sorted(default.items()))
+    assert certificate.failures == (f"a second solution exists: {cells}",)
