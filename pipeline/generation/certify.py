@@ -24,9 +24,9 @@ def certify(
     model = model or CpSatModel(task, settings, truth)
     truth_result = model.check_assignment(truth)
     other = model.other_completion(proof=True)
-    if other.status != INFEASIBLE:
-        # not unique (or undecided): ask again as the search always has, so that the second
-        # completion a failure names (recorded by import and verify) is the one it named before
+    if other.status == FEASIBLE:
+        # not unique: ask again as the search always has, so that the second completion a
+        # failure names (recorded by import and verify) is the one it named before
         other = model.other_completion()
     failures: list[str] = []
     if truth_result.status != FEASIBLE:
