@@ -30,12 +30,13 @@ from solvers.ladder import SLOT
 
 
 def _read_task(
-    job: tuple[Task, Answer, Task, int, tuple[int, ...]],
+    job: tuple[Task, Answer, Task, int, tuple[int, ...], bool],
 ) -> tuple[list[DecoyCell], list[Event]]:
-    """One task's decoy cells and bounds-audit events (its control copy and draw given)."""
-    task, answer, control, draw_seed, rungs = job
+    """One task's decoy cells (with their features when asked) and bounds-audit events (its
+    control copy and draw given)."""
+    task, answer, control, draw_seed, rungs, features = job
     with task_memo():
-        return decoy_cells(task, answer), task_events(task, answer, control, draw_seed, rungs)
+        return decoy_cells(task, answer, features), task_events(task, answer, control, draw_seed, rungs)
 
 
 ALPHA = 0.025  # one side of a 95% interval: the chance of a false finding over all readers
@@ -90,6 +91,7 @@ class Reading:
     seed: int
     bound_rungs: tuple[int, ...]
     results: Iterator[tuple[list[DecoyCell], list[Event]]]
+    features: bool = True
 
 
 @contextlib.contextmanager
@@ -98,24 +100,26 @@ def reading(
     seed: int = 0,
     bound_rungs: tuple[int, ...] = (SLOT,),
     workers: int = 1,
+    features: bool = True,
 ) -> Iterator[Reading]:
     """Start reading every task of ``pairs`` (its decoy cells and its part of the bounds
     audit): with ``workers`` > 1 every job is handed to the pool now, so the block can write
     other files while the workers read; :func:`audit` given this ``Reading`` collects the
     results in order (the same report as reading inside it). Leaving the block stops workers
-    still reading (an error, Ctrl-C)."""
+    still reading (an error, Ctrl-C). ``features=False``: the cells carry the policies' picks
+    only, enough for an audit without classifiers (``splits`` 0, no companion)."""
     pairs = list(pairs)
     jobs = [
-        (task, answer, control, draw_seed, bound_rungs)
+        (task, answer, control, draw_seed, bound_rungs, features)
         for (task, answer), (control, draw_seed) in zip(pairs, draws(pairs, seed), strict=True)
     ]
     if workers <= 1 or len(jobs) <= 1:
-        yield Reading(pairs, seed, bound_rungs, map(_read_task, jobs))
+        yield Reading(pairs, seed, bound_rungs, map(_read_task, jobs), features)
         return
     read = parallel_imap(_read_task, jobs, workers, "audit", show=False)
     try:
         first = next(read)  # hands every job to the pool (and waits for the first result)
-        yield Reading(pairs, seed, bound_rungs, itertools.chain([first], read))
+        yield Reading(pairs, seed, bound_rungs, itertools.chain([first], read), features)
     finally:
         read.close()
 
@@ -139,16 +143,21 @@ def audit(
     task is read on its own (its decoy cells, its part of the bounds audit: in ``workers``
     processes when more than one), after the audit's draws are made in order, so the report
     does not depend on ``workers``; ``started``: that reading, begun earlier with
-    :func:`reading` (for the same pairs, seed and rungs) while the caller did other work."""
+    :func:`reading` (for the same pairs, seed and rungs, with the features when the
+    classifiers run) while the caller did other work."""
     step = step or (lambda name: None)
     pairs = list(pairs)
     step("reading the decoy cells")
+    features = splits > 0 or companion is not None  # only the classifiers read the features
     with contextlib.ExitStack() as stack:
         if started is None:
-            started = stack.enter_context(reading(pairs, seed, bound_rungs, workers))
-        elif (started.seed, started.bound_rungs) != (seed, bound_rungs) or [
-            (t.task_id, a.task_id) for t, a in started.pairs
-        ] != [(t.task_id, a.task_id) for t, a in pairs]:
+            started = stack.enter_context(reading(pairs, seed, bound_rungs, workers, features))
+        elif (
+            (started.seed, started.bound_rungs) != (seed, bound_rungs)
+            or (features and not started.features)
+            or [(t.task_id, a.task_id) for t, a in started.pairs]
+            != [(t.task_id, a.task_id) for t, a in pairs]
+        ):
             raise ValueError("audit(started=...): the reading was started for other pairs or settings")
         results = list(started.results)
     cells: list[DecoyCell] = []

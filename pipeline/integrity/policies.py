@@ -109,9 +109,11 @@ POLICIES: dict[str, Policy] = {
 # Collecting cells ---------------------------------------------------------------------------
 
 
-def decoy_cells(task: Task, answer: Answer) -> list[DecoyCell]:
+def decoy_cells(task: Task, answer: Answer, features: bool = True) -> list[DecoyCell]:
     """Every cell of ``task`` with more than one option, with features and policy picks (the
-    per-cell policies above and the visible-cell and joint ones of ``evaluation.joint``)."""
+    per-cell policies above and the visible-cell and joint ones of ``evaluation.joint``).
+    ``features=False``: the picks only, for an audit without classifiers (the policies read
+    the same features; the cells keep none, and the visible-cell ones are not computed)."""
     truth = {(r.row, r.col): r.truth for r in answer.roles}
     all_options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
     board = Board.of(task)
@@ -124,11 +126,13 @@ def decoy_cells(task: Task, answer: Answer) -> list[DecoyCell]:
             continue
         side = candidate_side_features(task, slot, options)
         read = readable_features(task, slot, options, side, all_options)
-        context = [
-            {f"{task.domain}.ctx.{k}": v for k, v in row.items()}
-            for row in context_features(board, where, options, free)
-        ]
-        cell = DecoyCell(task.task_id, task.domain, options, options.index(truth[where]), side, read, context)
+        cell = DecoyCell(task.task_id, task.domain, options, options.index(truth[where]))
+        if features:
+            cell.candidate_side, cell.readable = side, read
+            cell.context = [
+                {f"{task.domain}.ctx.{k}": v for k, v in row.items()}
+                for row in context_features(board, where, options, free)
+            ]
         cell.policy_picks = {
             name: policy(task, slot, options, side, read) for name, policy in POLICIES.items()
         }

@@ -44,7 +44,10 @@ def write_release(
     events = [{"task_id": made.task.task_id, **event} for made in ordered for event in made.events]
     pairs = [(m.task, m.answer) for m in ordered]
     # the audit's workers read the tasks while this process writes the files and the tables
-    with atomic_folder(target, overwrite) as folder, reading(pairs, workers=workers) as started:
+    with (
+        atomic_folder(target, overwrite) as folder,
+        reading(pairs, workers=workers, features=audit_splits > 0) as started,
+    ):
         files: dict[str, str] = {}
         rows, timings = [], []
         task_dicts: dict[str, list[dict[str, Any]]] = {}

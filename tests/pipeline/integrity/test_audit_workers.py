@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from pipeline.integrity import audit, reading
+from pipeline.integrity import audit, decoy_cells, reading
 from pipeline.integrity.tells import bounds_audit
 from pipeline.parallel import _Shared, shared_pool
 from solvers.checker import locally_valid_candidates, task_memo
@@ -41,6 +41,29 @@ def test_a_reading_started_before_other_work_gives_the_same_report():
     with reading(pairs, seed=3, workers=1) as started:
         with pytest.raises(ValueError, match="other pairs or settings"):
             audit(pairs, splits=0, started=started)
+
+
+def test_a_reading_without_features_gives_the_policies_the_same_picks():
+    """A release without classifiers (``audit_splits`` 0) reads the cells without keeping their
+    features: the same options, truths and picks, so the same report; an audit that runs the
+    classifiers refuses such a reading rather than score them on no features."""
+    pairs = _build(8)
+    for task, answer in pairs:
+        full, bare = decoy_cells(task, answer), decoy_cells(task, answer, features=False)
+        assert [(c.options, c.truth, c.policy_picks) for c in bare] == [
+            (c.options, c.truth, c.policy_picks) for c in full
+        ]
+        assert all(c.candidate_side and c.readable and c.context for c in full)
+        assert not any(c.candidate_side or c.readable or c.context for c in bare)
+    expected = audit(pairs, splits=0, workers=1)
+    for workers in (1, 2):
+        with shared_pool(workers), reading(pairs, workers=workers, features=False) as started:
+            assert audit(pairs, splits=0, started=started) == expected
+    with reading(pairs, workers=1, features=False) as started:
+        with pytest.raises(ValueError, match="other pairs or settings"):
+            audit(pairs, splits=2, started=started)
+    with reading(pairs, workers=1) as started:  # with the features: the classifiers run
+        assert audit(pairs, splits=2, started=started)["classifiers"]
 
 
 def test_an_error_while_the_reading_runs_stops_its_workers():
