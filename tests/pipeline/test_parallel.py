@@ -159,3 +159,41 @@ def test_a_run_stopped_early_stops_its_pool_cleanly(tmp_path):
     )
     out = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert (out.returncode, out.stdout) == (0, "clean\n"), out.stdout + out.stderr[-2000:]
+
+
+def test_the_fork_server_imports_the_module_run_with_dash_m_so_workers_import_nothing_again(tmp_path):
+    """Each worker runs the ``python -m`` module again as ``__mp_main__`` before its first job;
+    the fork server has imported that module (and so what it imports), so a worker's run of it
+    imports nothing: the heavy module it imports is loaded by this process and the server only,
+    not once more by every worker (``-m gridbench.commands.release``: Hydra, 0.15 s a worker)."""
+    import subprocess
+    import sys
+    from multiprocessing import get_all_start_methods
+
+    if "forkserver" not in get_all_start_methods():
+        pytest.skip("no fork server on this platform")
+    log = tmp_path / "imports.log"
+    (tmp_path / "probe_heavy.py").write_text(
+        f"import os\nwith open({str(log)!r}, 'a') as f:\n    f.write(f'{{os.getpid()}}\\n')\n"
+    )
+    (tmp_path / "probe_main.py").write_text(
+        "import probe_heavy\n"
+        "if __name__ == '__main__':\n"
+        "    from pipeline import parallel as p\n"
+        "    print(sorted(p.parallel_imap(abs, list(range(-8, 0)), 2, '', show=False)))\n"
+    )
+    from tests import ROOT
+
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    out = subprocess.run(
+        [sys.executable, "-m", "probe_main"],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(list(range(1, 9)))
+    importers = log.read_text().split()
+    assert len(importers) == len(set(importers)) == 2, importers  # this process and the fork server
