@@ -8,6 +8,8 @@ is a :class:`ReleaseError` whose message names the file and the reason.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 import stat
@@ -138,9 +140,34 @@ def _distinct_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return value
 
 
+# the files parsed inside this context's :func:`parsed_once` block (None outside one)
+_PARSED: contextvars.ContextVar[dict[tuple[str, str], Any] | None] = contextvars.ContextVar(
+    "parsed", default=None
+)
+
+
+@contextlib.contextmanager
+def parsed_once() -> Iterator[None]:
+    """Inside the block, :func:`read_json` reads and parses each file once and gives every
+    later reader the same value, which its readers only read (verify's checks of the tables,
+    of the metadata and of the card each read every task and answer file: three parses of
+    each, a second of the default release's). A file that fails to parse fails each time."""
+    token = _PARSED.set({} if _PARSED.get() is None else _PARSED.get())
+    try:
+        yield
+    finally:
+        _PARSED.reset(token)
+
+
 def read_json(root: Path, relative: str) -> Any:
     """The parsed JSON of the regular file ``relative`` under ``root``, within the size and depth limits."""
-    return load_json(read_bytes(root, relative), relative)
+    parsed = _PARSED.get()
+    if parsed is None:
+        return load_json(read_bytes(root, relative), relative)
+    key = (str(root), relative)
+    if key not in parsed:
+        parsed[key] = load_json(read_bytes(root, relative), relative)
+    return parsed[key]
 
 
 def read_user_file(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:

@@ -21,6 +21,7 @@ import itertools
 import json
 import re
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,7 @@ from pipeline.storage.claims import check_claims, json_strings
 from pipeline.storage.layout import sha256
 from pipeline.storage.parquet import read_arrow_table, read_table_rows
 from pipeline.storage.read import has_manifest, read_manifest
-from pipeline.storage.safe import ReleaseError, read_bytes, read_json, unsafe_text, walk
+from pipeline.storage.safe import ReleaseError, parsed_once, read_bytes, read_json, unsafe_text, walk
 from pipeline.storage.shards import TrainPlan, card, is_sharded, read_shards_manifest, shard_jobs
 from pipeline.storage.tables import (
     ANSWER,
@@ -178,10 +179,11 @@ def check_release(
                 "schemas/, metadata.parquet, timings.parquet, README.md, LICENSE; an import's "
                 "import_report.json): a release ships and uploads only those"
             )
-    meta = _check_metadata(path, listed, tasks, failures, damaged)
-    _check_tables(path, listed, tasks, failures, damaged)
-    check_claims(path, manifest, set(listed) - damaged, meta, failures, report.unverified, build_schema)
-    return [name for name in tasks if name.count("/") == 2]
+    with parsed_once():  # the metadata, the tables and the card read every task file
+        meta = _check_metadata(path, listed, tasks, failures, damaged)
+        _check_tables(path, listed, tasks, failures, damaged)
+        check_claims(path, manifest, set(listed) - damaged, meta, failures, report.unverified, build_schema)
+    return task_files(listed)
 
 
 def _check_tables(
@@ -614,19 +616,33 @@ def verify_release(path: Path, settings: VerifySettings) -> VerifyReport:
     sound = check_files(path, manifest, report)
     tasks = [
         name
-        for name in check_release(path, manifest, report, sound, settings.build_schema)
+        for name in task_files(manifest["files"])
         if name in sound and "answers/" + name[len("tasks/") :] in sound
     ]
     jobs = [(str(path), rel, "answers/" + rel[len("tasks/") :], solver, milp) for rel in tasks]
-    seen: dict[str, str] = {}
-    for task_id, domain, reasons in parallel_imap(prove_one, jobs, settings.workers, f"verify {path.name}"):
-        if task_id in seen and not reasons:
-            reasons = [f"the task id appears twice ({seen[task_id]} and again)"]
-        seen.setdefault(task_id, domain)
-        report.tasks[task_id] = domain
-        if reasons:
-            report.failures[task_id].extend(reasons)
+    proofs = parallel_imap(prove_one, jobs, settings.workers, f"verify {path.name}")
+    try:
+        # the first result hands every proof to the workers; this process checks the files,
+        # the tables and the card (its audit: a few seconds) while they prove
+        first = list(itertools.islice(proofs, 1))
+        check_release(path, manifest, report, sound, settings.build_schema)
+        seen: dict[str, str] = {}
+        for task_id, domain, reasons in itertools.chain(first, proofs):
+            if task_id in seen and not reasons:
+                reasons = [f"the task id appears twice ({seen[task_id]} and again)"]
+            seen.setdefault(task_id, domain)
+            report.tasks[task_id] = domain
+            if reasons:
+                report.failures[task_id].extend(reasons)
+    finally:
+        proofs.close()  # an error (or Ctrl-C) stops the workers still proving
     return report
+
+
+def task_files(listed: Mapping[str, Any]) -> list[str]:
+    """The task files of a manifest's ``files`` that are proved: ``tasks/<domain>/<id>.json``
+    (a name of another shape is a failure of :func:`check_release`), sorted."""
+    return sorted(name for name in listed if name.startswith("tasks/") and name.count("/") == 2)
 
 
 def verify_shard(args: tuple[str, str, dict[str, str], SolverSettings, str | None]) -> dict[str, Any]:

@@ -1,0 +1,103 @@
+"""verify proves in its workers while this process checks the files, the tables and the card
+(issue 30), and those checks parse each task and answer file once: the same report as
+before, an error in the checks stops the workers, and a file that fails to parse fails each
+reader with its own message."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import pipeline.storage.safe as safe
+import pipeline.storage.verification as verification
+from pipeline.parallel import _Shared, shared_pool
+from pipeline.storage.safe import ReleaseError, parsed_once, read_json
+from pipeline.storage.verification import VerifySettings, verify_release
+from solvers.results import SolverSettings
+from tests.helpers_release import copy_release, redigest
+
+
+def _verify(release: Path, workers: int) -> tuple[dict, dict, list, list]:
+    report = verify_release(release, VerifySettings(SolverSettings(), None, workers))
+    return dict(report.tasks), dict(report.failures), report.file_failures, report.unverified
+
+
+def test_read_json_parses_a_file_once_inside_a_block_and_afresh_outside(tmp_path, monkeypatch):
+    (tmp_path / "a.json").write_text('{"x": [1, 2]}')
+    (tmp_path / "bad.json").write_text('{"x": ')
+    parses = Counter()
+    real = safe.load_json
+
+    def counting(data, where, *args):
+        parses[where] += 1
+        return real(data, where, *args)
+
+    monkeypatch.setattr(safe, "load_json", counting)
+    with parsed_once():
+        first = read_json(tmp_path, "a.json")
+        with parsed_once():  # a block inside another shares its files
+            assert read_json(tmp_path, "a.json") is first
+        for _ in range(2):  # a file that does not parse fails every reader, with its message
+            with pytest.raises(ReleaseError, match="bad.json: not valid JSON"):
+                read_json(tmp_path, "bad.json")
+    assert parses == {"a.json": 1, "bad.json": 2}
+    (tmp_path / "a.json").write_text('{"x": 3}')  # outside a block every read is afresh
+    assert read_json(tmp_path, "a.json") == {"x": 3}
+    assert parses["a.json"] == 2
+
+
+def test_verify_parses_each_task_and_answer_file_once_in_this_process(small_release, monkeypatch):
+    parses = Counter()
+    real = safe.load_json
+
+    def counting(data, where, *args):
+        parses[where] += 1
+        return real(data, where, *args)
+
+    monkeypatch.setattr(safe, "load_json", counting)
+    tasks, failures, file_failures, _ = _verify(small_release, 1)  # the proofs in this process too
+    assert len(tasks) == 8 and not failures and not file_failures
+    pairs = [name for name in parses if name.startswith(("tasks/", "answers/"))]
+    assert len(pairs) == 16
+    # once for the checks (metadata, tables, card) and once for the task's proof
+    assert all(parses[name] == 2 for name in pairs), parses
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_release_with_damaged_tables_and_a_failing_proof_reports_both(small_release, tmp_path, workers):
+    """Both halves run at once; the report holds what each found, as when they ran in turn."""
+    release = copy_release(small_release, tmp_path / "r")
+    task_file = sorted((release / "tasks").glob("*/*.json"))[0]
+    answer_file = release / "answers" / task_file.parent.name / task_file.name
+    answer = json.loads(answer_file.read_text())
+    role = next(r for r in answer["roles"] if r["decoys"])
+    role["truth"], role["decoys"][0] = role["decoys"][0], role["truth"]  # a decoy named the truth
+    answer_file.write_text(json.dumps(answer))
+    redigest(release, tables=False)  # the data/ tables still hold the old answer
+    tasks, failures, file_failures, _ = _verify(release, workers)
+    assert len(tasks) == 8
+    assert list(failures) == [task_file.stem], failures
+    assert any("data/answers.parquet" in line and task_file.stem in line for line in file_failures)
+    assert (tasks, failures, file_failures) == _verify(release, 3 - workers)[:3]
+
+
+def test_an_error_in_the_checks_stops_the_workers_still_proving(small_release, monkeypatch):
+    """The checks run while the workers prove: an error there (a disk gone, Ctrl-C) ends the
+    run at once, its workers stopped, not left proving."""
+    seen = []
+
+    def broken(*args, **kwargs):
+        pool = _Shared.pool
+        assert pool is not None  # the proofs are in the workers now
+        seen.extend((getattr(pool, "_processes", None) or {}).values())
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(verification, "check_release", broken)
+    with shared_pool(2):
+        with pytest.raises(OSError, match="disk gone"):
+            verify_release(small_release, VerifySettings(SolverSettings(), None, 2))
+        assert _Shared.pool is None
+    assert seen and all(not process.is_alive() for process in seen)
