@@ -297,21 +297,27 @@ def parallel_imap(
     unit: str = "task",
     ordered: bool = True,
     show: bool = True,
+    primed: bool = False,
 ) -> Generator[Any, None, None]:
     """Yield ``function(job)`` for every job (in order unless ``ordered`` is False), on the
-    executor of the enclosing :func:`use_executor` (this machine's pool by default)."""
+    executor of the enclosing :func:`use_executor` (this machine's pool by default).
+    ``primed``: first yield None, once every job is handed to the workers and before any
+    result is waited for, so the caller can work while they run (closing the generator then
+    stops them)."""
     progress = Progress(len(jobs), label, unit) if show else None
     try:
         if _EXECUTOR.kind == "ray" and jobs:
-            yield from _ray_imap(function, jobs, ordered, progress)
+            yield from _ray_imap(function, jobs, ordered, progress, primed)
             return
         if workers <= 1 or len(jobs) <= 1:
+            if primed:
+                yield None
             for job in jobs:
                 yield function(job)
                 if progress:
                     progress.update()
             return
-        yield from _pool_imap(function, jobs, workers, ordered, progress)
+        yield from _pool_imap(function, jobs, workers, ordered, progress, primed)
     finally:
         if progress:
             progress.close()
@@ -442,6 +448,7 @@ def _pool_imap(
     workers: int,
     ordered: bool,
     progress: Progress | None,
+    primed: bool = False,
 ) -> Iterator[Any]:
     """The local pool: a worker that dies (killed, out of memory) is an error, never a hang
     (``multiprocessing.Pool`` would wait forever for its job)."""
@@ -455,6 +462,8 @@ def _pool_imap(
     futures = {pool.submit(function, job): job for job in jobs}
     finished = False
     try:
+        if primed:
+            yield None
         for future in futures if ordered else as_completed(futures):
             try:
                 result = future.result()
@@ -512,7 +521,11 @@ def _batches(jobs: Sequence[Job], cpus: int, batch_size: int) -> list[list[Job]]
 
 
 def _ray_imap(
-    function: Callable[[Job], Any], jobs: Sequence[Job], ordered: bool, progress: Progress | None
+    function: Callable[[Job], Any],
+    jobs: Sequence[Job],
+    ordered: bool,
+    progress: Progress | None,
+    primed: bool = False,
 ) -> Iterator[Any]:
     import ray
 
@@ -522,6 +535,8 @@ def _ray_imap(
     pending = {remote.remote(function, batch): i for i, batch in enumerate(batches)}
     order = list(pending)
     try:
+        if primed:
+            yield None
         if ordered:
             for ref in order:
                 yield from _results(ref, batches[pending[ref]], progress)

@@ -620,14 +620,13 @@ def verify_release(path: Path, settings: VerifySettings) -> VerifyReport:
         if name in sound and "answers/" + name[len("tasks/") :] in sound
     ]
     jobs = [(str(path), rel, "answers/" + rel[len("tasks/") :], solver, milp) for rel in tasks]
-    proofs = parallel_imap(prove_one, jobs, settings.workers, f"verify {path.name}")
+    proofs = parallel_imap(prove_one, jobs, settings.workers, f"verify {path.name}", primed=True)
     try:
-        # the first result hands every proof to the workers; this process checks the files,
-        # the tables and the card (its audit: a few seconds) while they prove
-        first = list(itertools.islice(proofs, 1))
+        next(proofs)  # every proof is handed to the workers: this process checks the files,
+        # the tables and the card (its audit: a few seconds) while they start and prove
         check_release(path, manifest, report, sound, settings.build_schema)
         seen: dict[str, str] = {}
-        for task_id, domain, reasons in itertools.chain(first, proofs):
+        for task_id, domain, reasons in proofs:
             if task_id in seen and not reasons:
                 reasons = [f"the task id appears twice ({seen[task_id]} and again)"]
             seen.setdefault(task_id, domain)

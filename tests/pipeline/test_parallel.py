@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -197,3 +198,28 @@ def test_the_fork_server_imports_the_module_run_with_dash_m_so_workers_import_no
     assert out.stdout.strip() == str(list(range(1, 9)))
     importers = log.read_text().split()
     assert len(importers) == len(set(importers)) == 2, importers  # this process and the fork server
+
+
+def _touch(path: str) -> str:
+    Path(path).write_text("ran")
+    return path
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_primed_run_yields_none_once_every_job_is_handed_out_then_the_results(tmp_path, workers):
+    """verify works while its workers prove: a primed run first yields None without waiting
+    for any result (in this process: before any job ran); the jobs then run with no one
+    asking (in the workers) and the results follow in order."""
+    import time
+
+    paths = [str(tmp_path / f"{n}.txt") for n in range(4)]
+    run = parallel_imap(_touch, paths, workers, "", show=False, primed=True)
+    assert next(run) is None
+    if workers == 1:
+        assert not any(Path(p).exists() for p in paths)
+    else:
+        deadline = time.monotonic() + 60
+        while not all(Path(p).exists() for p in paths) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert all(Path(p).exists() for p in paths)  # ran in the workers, no result asked for
+    assert list(run) == paths
