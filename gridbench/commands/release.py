@@ -43,10 +43,12 @@ def build(cfg: DictConfig) -> int:
     # the workers' fork server imports the generator while this process imports the writer
     warm(workers, "pipeline.storage.cache")
     from pipeline.storage.cache import make_tasks
-    from pipeline.storage.write import write_release
+    from pipeline.storage.write import prepare_writing, write_release
 
     with shared_pool(workers):  # one start-up of the workers for generating and auditing
-        made, reused = make_tasks(keys, settings, Path(release.cache_root), workers, f"release {target.name}")
+        made, reused = make_tasks(
+            keys, settings, Path(release.cache_root), workers, f"release {target.name}", prepare_writing
+        )
         config = plain(cfg)
         config.pop("task", None)
         config.pop("domain", None)

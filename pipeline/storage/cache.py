@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -119,10 +120,24 @@ def _work(args: tuple[TaskKey, GenerationSettings, str | None]) -> tuple[Certifi
 
 
 def make_tasks(
-    keys: list[TaskKey], settings: GenerationSettings, root: Path | None, workers: int, label: str
+    keys: list[TaskKey],
+    settings: GenerationSettings,
+    root: Path | None,
+    workers: int,
+    label: str,
+    meanwhile: Callable[[], object] | None = None,
 ) -> tuple[list[CertifiedTask], int]:
     """Generate (or reuse) every key, in ``workers`` processes, with a progress bar.
-    Returns the tasks in the order of ``keys`` and how many were reused from the store."""
+    Returns the tasks in the order of ``keys`` and how many were reused from the store.
+    ``meanwhile``: called once every key is handed to the workers, while they generate (what
+    this process will need next and can prepare now)."""
     jobs = [(key, settings, str(root) if root else None) for key in keys]
-    results = list(parallel_imap(_work, jobs, workers, label))
+    run = parallel_imap(_work, jobs, workers, label, primed=True)
+    try:
+        next(run)
+        if meanwhile is not None:
+            meanwhile()
+        results = list(run)
+    finally:
+        run.close()  # an error (or Ctrl-C) stops the workers
     return [made for made, _ in results], sum(reused for _, reused in results)

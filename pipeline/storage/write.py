@@ -101,6 +101,15 @@ def write_release(
     return manifest
 
 
+def prepare_writing() -> None:
+    """Load now what writing a release loads on its first table: pyarrow imports pandas the
+    first time it converts Python values (its pandas shim: 0.3 s), so a build calls this while
+    its workers generate rather than after them, when this process is the one still busy."""
+    import pyarrow as pa
+
+    pa.array([0])
+
+
 def data_tables(
     tasks: dict[str, list[dict[str, Any]]],
     answers: list[dict[str, Any]],

@@ -89,3 +89,33 @@ def test_a_cached_task_is_proven_again_before_it_is_reused(tmp_path, edit):
     served, reused = make_task(key, settings, tmp_path)
     assert reused == (edit == "sound")
     assert served.task.to_dict() == made.task.to_dict() and served.answer.to_dict() == made.answer.to_dict()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_make_tasks_calls_meanwhile_once_while_the_workers_generate_and_gives_the_same_tasks(
+    tmp_path, workers
+):
+    """The release prepares its writer while its workers generate: ``meanwhile`` runs once,
+    after every key is handed out and before the tasks are collected, and changes nothing of
+    them; an error in it stops the workers."""
+    from pipeline.parallel import _Shared, shared_pool
+    from pipeline.storage.cache import make_tasks
+
+    keys = [TaskKey("toy", 3, 3, 3, 2, 3, 0, index) for index in range(4)]
+    settings = GenerationSettings()
+    calls = []
+    with shared_pool(workers):
+        made, reused = make_tasks(keys, settings, None, workers, "", lambda: calls.append(_Shared.pool))
+    assert len(calls) == 1 and reused == 0
+    assert (calls[0] is not None) == (workers > 1)  # the workers were started before it ran
+    plain, _ = make_tasks(keys, settings, None, 1, "")
+    assert [m.task.to_dict() for m in made] == [m.task.to_dict() for m in plain]
+    assert [m.answer.to_dict() for m in made] == [m.answer.to_dict() for m in plain]
+
+    def broken():
+        raise OSError("disk gone")
+
+    with shared_pool(workers):
+        with pytest.raises(OSError, match="disk gone"):
+            make_tasks(keys, settings, None, workers, "", broken)
+        assert _Shared.pool is None or workers == 1
