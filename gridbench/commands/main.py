@@ -8,6 +8,7 @@ below ``outputs/`` of the folder the command runs in (``gridbench_core.paths``).
 from __future__ import annotations
 
 import errno
+import gc
 import importlib
 import os
 import sys
@@ -101,6 +102,9 @@ def run() -> None:
     try:
         code = main()
         sys.stdout.flush()
+        # the process ends here: what it holds is freed without the exit's last garbage
+        # collection over all of it (0.2 s of a release's 300 MB; its files are closed)
+        gc.freeze()
     except UserError as error:
         print(f"error: {terminal_text(error, 4000)}", file=sys.stderr)
         sys.exit(2)
