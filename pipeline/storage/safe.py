@@ -14,6 +14,7 @@ import json
 import os
 import stat
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -140,19 +141,29 @@ def _distinct_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return value
 
 
+PARSED_ONCE_BYTES = 256 * 1024 * 1024  # the JSON a parsed_once block keeps (source bytes)
+
+
+@dataclass
+class _Parsed:
+    values: dict[tuple[str, str], Any]
+    room: int  # source bytes still to keep
+
+
 # the files parsed inside this context's :func:`parsed_once` block (None outside one)
-_PARSED: contextvars.ContextVar[dict[tuple[str, str], Any] | None] = contextvars.ContextVar(
-    "parsed", default=None
-)
+_PARSED: contextvars.ContextVar[_Parsed | None] = contextvars.ContextVar("parsed", default=None)
 
 
 @contextlib.contextmanager
-def parsed_once() -> Iterator[None]:
+def parsed_once(limit: int = PARSED_ONCE_BYTES) -> Iterator[None]:
     """Inside the block, :func:`read_json` reads and parses each file once and gives every
     later reader the same value, which its readers only read (verify's checks of the tables,
     of the metadata and of the card each read every task and answer file: three parses of
-    each, a second of the default release's). A file that fails to parse fails each time."""
-    token = _PARSED.set({} if _PARSED.get() is None else _PARSED.get())
+    each, a second of the default release's). It keeps files up to ``limit`` bytes of JSON in
+    all (about 18 MB for the default release); past that a file is parsed at each read, so a
+    very large release costs time, not memory. A file that fails to parse fails each time."""
+    outer = _PARSED.get()
+    token = _PARSED.set(outer if outer is not None else _Parsed({}, limit))
     try:
         yield
     finally:
@@ -162,12 +173,15 @@ def parsed_once() -> Iterator[None]:
 def read_json(root: Path, relative: str) -> Any:
     """The parsed JSON of the regular file ``relative`` under ``root``, within the size and depth limits."""
     parsed = _PARSED.get()
-    if parsed is None:
-        return load_json(read_bytes(root, relative), relative)
     key = (str(root), relative)
-    if key not in parsed:
-        parsed[key] = load_json(read_bytes(root, relative), relative)
-    return parsed[key]
+    if parsed is not None and key in parsed.values:
+        return parsed.values[key]
+    data = read_bytes(root, relative)
+    value = load_json(data, relative)
+    if parsed is not None and len(data) <= parsed.room:
+        parsed.values[key] = value
+        parsed.room -= len(data)
+    return value
 
 
 def read_user_file(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:

@@ -49,6 +49,26 @@ def test_read_json_parses_a_file_once_inside_a_block_and_afresh_outside(tmp_path
     assert parses["a.json"] == 2
 
 
+def test_past_its_limit_a_block_parses_each_read_again_and_keeps_nothing_more(tmp_path, monkeypatch):
+    """A very large release costs parses, not memory: files are kept up to the block's limit
+    (bytes of JSON), the others parsed at each read, every read the file's value."""
+    for name, text in (("a.json", '{"a": 1}'), ("b.json", '{"b": [2, 3]}'), ("c.json", "[4]")):
+        (tmp_path / name).write_text(text)
+    parses = Counter()
+    real = safe.load_json
+
+    def counting(data, where, *args):
+        parses[where] += 1
+        return real(data, where, *args)
+
+    monkeypatch.setattr(safe, "load_json", counting)
+    with parsed_once(limit=len('{"a": 1}') + len("[4]")):
+        for _ in range(3):
+            values = [read_json(tmp_path, name) for name in ("a.json", "b.json", "c.json")]
+            assert values == [{"a": 1}, {"b": [2, 3]}, [4]]
+    assert parses == {"a.json": 1, "b.json": 3, "c.json": 1}
+
+
 def test_verify_parses_each_task_and_answer_file_once_in_this_process(small_release, monkeypatch):
     parses = Counter()
     real = safe.load_json
