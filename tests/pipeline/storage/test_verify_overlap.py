@@ -25,17 +25,23 @@ def _verify(release: Path, workers: int) -> tuple[dict, dict, list, list]:
     return dict(report.tasks), dict(report.failures), report.file_failures, report.unverified
 
 
-def test_read_json_parses_a_file_once_inside_a_block_and_afresh_outside(tmp_path, monkeypatch):
-    (tmp_path / "a.json").write_text('{"x": [1, 2]}')
-    (tmp_path / "bad.json").write_text('{"x": ')
-    parses = Counter()
+@pytest.fixture
+def parses(monkeypatch) -> Counter:
+    """How many times each file is parsed (by the name ``load_json`` is given) while the test runs."""
+    counted: Counter = Counter()
     real = safe.load_json
 
     def counting(data, where, *args):
-        parses[where] += 1
+        counted[where] += 1
         return real(data, where, *args)
 
     monkeypatch.setattr(safe, "load_json", counting)
+    return counted
+
+
+def test_read_json_parses_a_file_once_inside_a_block_and_afresh_outside(tmp_path, parses):
+    (tmp_path / "a.json").write_text('{"x": [1, 2]}')
+    (tmp_path / "bad.json").write_text('{"x": ')
     with parsed_once():
         first = read_json(tmp_path, "a.json")
         with parsed_once():  # a block inside another shares its files
@@ -49,19 +55,11 @@ def test_read_json_parses_a_file_once_inside_a_block_and_afresh_outside(tmp_path
     assert parses["a.json"] == 2
 
 
-def test_past_its_limit_a_block_parses_each_read_again_and_keeps_nothing_more(tmp_path, monkeypatch):
+def test_past_its_limit_a_block_parses_each_read_again_and_keeps_nothing_more(tmp_path, parses):
     """A very large release costs parses, not memory: files are kept up to the block's limit
     (bytes of JSON), the others parsed at each read, every read the file's value."""
     for name, text in (("a.json", '{"a": 1}'), ("b.json", '{"b": [2, 3]}'), ("c.json", "[4]")):
         (tmp_path / name).write_text(text)
-    parses = Counter()
-    real = safe.load_json
-
-    def counting(data, where, *args):
-        parses[where] += 1
-        return real(data, where, *args)
-
-    monkeypatch.setattr(safe, "load_json", counting)
     with parsed_once(limit=len('{"a": 1}') + len("[4]")):
         for _ in range(3):
             values = [read_json(tmp_path, name) for name in ("a.json", "b.json", "c.json")]
@@ -69,15 +67,7 @@ def test_past_its_limit_a_block_parses_each_read_again_and_keeps_nothing_more(tm
     assert parses == {"a.json": 1, "b.json": 3, "c.json": 1}
 
 
-def test_verify_parses_each_task_and_answer_file_once_in_this_process(small_release, monkeypatch):
-    parses = Counter()
-    real = safe.load_json
-
-    def counting(data, where, *args):
-        parses[where] += 1
-        return real(data, where, *args)
-
-    monkeypatch.setattr(safe, "load_json", counting)
+def test_verify_parses_each_task_and_answer_file_once_in_this_process(small_release, parses):
     tasks, failures, file_failures, _ = _verify(small_release, 1)  # the proofs in this process too
     assert len(tasks) == 8 and not failures and not file_failures
     pairs = [name for name in parses if name.startswith(("tasks/", "answers/"))]
