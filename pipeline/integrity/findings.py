@@ -5,7 +5,6 @@ reader above chance + :data:`TOLERANCE` (a score test, the readers judged togeth
 from __future__ import annotations
 
 import contextlib
-import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -116,10 +115,10 @@ def reading(
     if workers <= 1 or len(jobs) <= 1:
         yield Reading(pairs, seed, bound_rungs, map(_read_task, jobs), features)
         return
-    read = parallel_imap(_read_task, jobs, workers, "audit", show=False)
+    read = parallel_imap(_read_task, jobs, workers, "audit", show=False, primed=True)
     try:
-        first = next(read)  # hands every job to the pool (and waits for the first result)
-        yield Reading(pairs, seed, bound_rungs, itertools.chain([first], read), features)
+        next(read)  # hands every job to the pool
+        yield Reading(pairs, seed, bound_rungs, read, features)
     finally:
         read.close()
 
