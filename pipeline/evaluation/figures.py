@@ -12,17 +12,15 @@ differ by colour, marker and line style; steps and tokens have their own panels.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
+import polars as pl
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import polars as pl  # noqa: E402
-from matplotlib.ticker import PercentFormatter  # noqa: E402
+from gridbench_core.errors import terminal_text
+from gridbench_core.stats import wilson
 
-from gridbench_core.errors import terminal_text  # noqa: E402
-from gridbench_core.stats import wilson  # noqa: E402
+if TYPE_CHECKING:
+    from types import ModuleType
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 LINES = ("-", "--", ":", "-.")
@@ -35,6 +33,17 @@ MAX_INCHES = 30.0
 MAX_LABELLED = 400
 MAX_TICKS = 40
 MAX_PANELS = 8
+
+
+def pyplot() -> ModuleType:
+    """matplotlib's pyplot on the Agg back-end, imported when a figure is drawn (0.2-0.3 s:
+    a command or test that only reads results never pays it)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def label(value: Any) -> str:
@@ -74,6 +83,8 @@ def _grid_panel(
     row_keys = sorted({k[0] for k in data})
     col_keys = sorted({k[1] for k in data})
     grid = [[data.get((r, c), (float("nan"),))[0] for c in col_keys] for r in row_keys]
+    import matplotlib
+
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad=EMPTY)
     image = axis.imshow(grid, vmin=0, vmax=1, cmap=cmap, aspect="auto", origin=origin)
     shown_cols, shown_rows = _ticks(len(col_keys)), _ticks(len(row_keys))
@@ -124,6 +135,7 @@ def heatmap(frame: pl.DataFrame, run: str, release: str, out: Path) -> Path:
     width = min(max(part["decoy_budget"].n_unique(), 2), MAX_LABELLED)
     height = min(max(part["hidden_slots"].n_unique(), 2), MAX_LABELLED)
     size = bounded(max(7.0, 0.95 * width * len(rates) + 1.8), 0.8 * height + 1.8)
+    plt = pyplot()
     figure, axes = plt.subplots(1, len(rates), figsize=size, squeeze=False, layout="constrained")
     image = None
     for axis, rate in zip(axes[0], rates, strict=True):
@@ -148,6 +160,7 @@ def domain_heatmap(frame: pl.DataFrame, rate: float, release: str, out: Path) ->
     part = frame.filter(pl.col("failure_rate") == rate)
     runs = part["run"].n_unique()
     domains = part["domain"].n_unique()
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=bounded(1.2 * domains + 4.2, 0.8 * runs + 1.9))
     image = _grid_panel(axis, part, "run", "domain", ("domain", ""), origin="upper")
     figure.colorbar(image, ax=axis, shrink=0.85, label="success")
@@ -197,6 +210,9 @@ def success_vs_budget(frame: pl.DataFrame, rate: float, release: str, out: Path)
     runs = sorted(set(part["run"].to_list()))
     series = {run: _series(part.filter(pl.col("run") == run), budgets) for run in runs}
     token_runs = [run for run in runs if any(v > 0 for v in series[run]["tokens"] if v == v)]
+    from matplotlib.ticker import PercentFormatter
+
+    plt = pyplot()
     figure = plt.figure(figsize=bounded(max(8.0, 0.7 * len(budgets) + 4.0), 8.2))
     grid = figure.add_gridspec(2, 2 if token_runs else 1, height_ratios=(1.25, 1.0))
     lower = [figure.add_subplot(grid[1, k]) for k in range(2 if token_runs else 1)]

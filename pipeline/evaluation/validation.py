@@ -18,16 +18,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import matplotlib
+import polars as pl
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import polars as pl  # noqa: E402
-
-from gridbench_core.stats import wilson  # noqa: E402
-from pipeline.storage.depth import depth_table  # noqa: E402
-from pipeline.storage.read import read_metadata  # noqa: E402
-from solvers.ladder import FIXPOINT, ONE_ROUND, PROBING, RUNGS  # noqa: E402
+from gridbench_core.stats import wilson
+from pipeline.evaluation.figures import pyplot
+from pipeline.storage.depth import depth_table
+from pipeline.storage.read import read_metadata
+from solvers.ladder import FIXPOINT, ONE_ROUND, PROBING, RUNGS
 
 Z = 1.959964
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -149,6 +146,7 @@ def calls_panel(axis, calls: pl.DataFrame, source: str) -> None:  # type: ignore
 def validation_figure(meta: pl.DataFrame, calls: pl.DataFrame, source: str, title: str, out: Path) -> Path:
     """Draw the three parts into ``out`` (a PNG) and return its path."""
     budgets = sorted(set(meta["decoy_budget"].to_list()))
+    plt = pyplot()
     fig = plt.figure(figsize=(15, 8.5))
     grid = fig.add_gridspec(2, 2, height_ratios=[1, 1], hspace=0.45, wspace=0.2)
     calls_panel(fig.add_subplot(grid[0, 0]), calls, source)

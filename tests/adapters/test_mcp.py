@@ -8,10 +8,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
 
 import gridbench
 from gridbench.env import openai_schemas
@@ -19,6 +19,17 @@ from gridbench.env.tools import RESULT_SCHEMA
 from gridbench_core.errors import UserError
 from tests import ROOT
 from tests.adapters.helpers import solving_moves
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+
+def mcp_client(*args: object) -> Client:
+    """mcp's client, imported where a test opens one (mcp takes half a second to import: the
+    test worker that runs none of these tests never pays it)."""
+    from mcp import Client
+
+    return Client(*args)
 
 
 @pytest.fixture(scope="session")
@@ -58,8 +69,10 @@ def test_a_task_is_played_to_success_over_stdio(release):
     record = gridbench.load_release(release).filter(domains=["toy"], hidden_slots=[4])[0]
     args = ["-m", "gridbench.mcp", f"release={release}", f"task={record.task_id}"]
 
+    from mcp import StdioServerParameters
+
     async def main() -> dict:
-        async with Client(StdioServerParameters(command=sys.executable, args=args)) as client:
+        async with mcp_client(StdioServerParameters(command=sys.executable, args=args)) as client:
             return await play(client, record)
 
     score = anyio.run(main)
@@ -104,7 +117,7 @@ def test_over_http_every_session_plays_its_own_episode_of_the_task_it_names(rele
     assert line.startswith(f"gridbench MCP server at {url}:") and "?task=TASK_ID" in line
 
     async def main() -> tuple[dict, dict, dict]:
-        async with Client(url) as a, Client(f"{url}?task={second.task_id}&seed=3") as b:
+        async with mcp_client(url) as a, mcp_client(f"{url}?task={second.task_id}&seed=3") as b:
             a_score = await play(a, first)  # the server's task; plays to done
             b_task = json.loads((await b.read_resource("gridbench://task")).contents[0].text)
             assert b_task["task_id"] == second.task_id  # the task this session named
@@ -118,10 +131,10 @@ def test_over_http_every_session_plays_its_own_episode_of_the_task_it_names(rele
                     graded = ("success", "fraction_correct", "wrong_cells", "decoy_cells_correct")
                     assert all(mid[key] is None for key in graded), mid
             b_score = json.loads((await b.read_resource("gridbench://score")).contents[0].text)
-        async with Client(url) as c:  # a new session of the same task: a fresh episode
+        async with mcp_client(url) as c:  # a new session of the same task: a fresh episode
             reply = await c.call_tool("get_current_grid_state", {})
             assert not reply.is_error and len(reply.structured_content["data"]["empty_cells"]) == 4
-        async with Client(f"{url}?task=nope") as d:  # an unknown task: an MCP error naming it
+        async with mcp_client(f"{url}?task=nope") as d:  # an unknown task: an MCP error naming it
             with pytest.raises(Exception, match="'nope' is not among the tasks"):
                 await d.list_tools()
         return a_score, b_score, {}
@@ -224,15 +237,15 @@ def test_over_http_a_task_is_graded_for_one_session_unless_told_otherwise(releas
         return json.loads((await client.read_resource("gridbench://score")).contents[0].text)
 
     async def main() -> tuple[dict, dict, dict]:
-        async with Client(url) as guess:  # one cell set, then done: a guess to be graded
+        async with mcp_client(url) as guess:  # one cell set, then done: a guess to be graded
             await guess.call_tool(*moves[0])
             await guess.call_tool("done", {})
             first = await score_of(guess)
-        async with Client(url) as real:
+        async with mcp_client(url) as real:
             for name, arguments in moves:
                 await real.call_tool(name, arguments)
             second = await score_of(real)
-        async with Client(f"{url}?task={other.task_id}") as elsewhere:
+        async with mcp_client(f"{url}?task={other.task_id}") as elsewhere:
             for name, arguments in solving_moves(other):
                 await elsewhere.call_tool(name, arguments)
             third = await score_of(elsewhere)

@@ -6,19 +6,25 @@ one line. The real Trainer with a torch model is the slow test."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-pytest.importorskip("transformers")
+import gridbench
+from gridbench.agents.llm.chat import scripted_chat
+from gridbench.agents.llm.loop import Reply
+from gridbench_core.errors import UserError
 
-from transformers import TrainerControl, TrainerState, TrainingArguments  # noqa: E402
-from transformers.trainer_callback import CallbackHandler  # noqa: E402
 
-import gridbench  # noqa: E402
-from gridbench.adapters.validation import ValidationCallback, metrics_of, validate, validation_slice  # noqa: E402
-from gridbench.agents.llm.chat import scripted_chat  # noqa: E402
-from gridbench.agents.llm.loop import Reply  # noqa: E402
-from gridbench_core.errors import UserError  # noqa: E402
+@pytest.fixture(scope="module")
+def v():
+    """The validation adapter, imported where these tests run: it subclasses transformers'
+    callback, half a second to import, which the test worker that runs none of them never pays.
+    Without transformers the tests are skipped."""
+    pytest.importorskip("transformers")
+    import gridbench.adapters.validation
+
+    return gridbench.adapters.validation
 
 
 @pytest.fixture(scope="session")
@@ -36,7 +42,10 @@ class RecordingTrainer:
         self.logged.append(logs)
 
 
-def two_steps(callback: ValidationCallback, tmp_path: Path) -> TrainerState:
+def two_steps(callback: Any, tmp_path: Path) -> Any:
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+    from transformers.trainer_callback import CallbackHandler
+
     handler = CallbackHandler(
         [callback], model=None, processing_class=None, optimizer=None, lr_scheduler=None
     )
@@ -49,11 +58,11 @@ def two_steps(callback: ValidationCallback, tmp_path: Path) -> TrainerState:
     return state
 
 
-def test_the_callback_logs_success_by_h_b_and_depth_on_a_two_step_run(release, tmp_path):
-    tasks = validation_slice(release=str(release), domains=["toy", "course"], per_cell=1)
+def test_the_callback_logs_success_by_h_b_and_depth_on_a_two_step_run(release, tmp_path, v):
+    tasks = v.validation_slice(release=str(release), domains=["toy", "course"], per_cell=1)
     assert [(t.hidden_slots, t.decoy_budget) for t in tasks] == [(2, 0), (2, 3), (4, 0), (4, 3)]
     trainer = RecordingTrainer()
-    callback = ValidationCallback(tasks, every=1, trainer=trainer, chat=scripted_chat(tasks), at_start=True)
+    callback = v.ValidationCallback(tasks, every=1, trainer=trainer, chat=scripted_chat(tasks), at_start=True)
     two_steps(callback, tmp_path)
     assert len(trainer.logged) == 3 and [h["step"] for h in callback.history] == [0, 1, 2]
     logged = trainer.logged[-1]
@@ -74,16 +83,16 @@ def test_the_callback_logs_success_by_h_b_and_depth_on_a_two_step_run(release, t
     assert all(r["end_reason"] == "done" and r["success"] for r in rows)
 
 
-def test_without_a_trainer_the_metrics_go_to_the_log_history(release, tmp_path):
-    tasks = validation_slice(release=str(release), domains="toy", hidden_slots=[4], decoy_budgets=[3])
-    callback = ValidationCallback(tasks, every=2, chat=scripted_chat(tasks))
+def test_without_a_trainer_the_metrics_go_to_the_log_history(release, tmp_path, v):
+    tasks = v.validation_slice(release=str(release), domains="toy", hidden_slots=[4], decoy_budgets=[3])
+    callback = v.ValidationCallback(tasks, every=2, chat=scripted_chat(tasks))
     state = two_steps(callback, tmp_path)
     assert [entry["step"] for entry in state.log_history] == [2]
     assert state.log_history[0]["gridbench/success/H=4,B=3"] == 1.0
 
 
-def test_a_model_that_fails_or_says_nothing_scores_zero_and_never_crashes(release):
-    tasks = validation_slice(release=str(release), domains="course", hidden_slots=[4], decoy_budgets=[3])
+def test_a_model_that_fails_or_says_nothing_scores_zero_and_never_crashes(release, v):
+    tasks = v.validation_slice(release=str(release), domains="course", hidden_slots=[4], decoy_budgets=[3])
 
     def silent(messages, tools):
         return Reply(content="I am thinking.")
@@ -91,17 +100,17 @@ def test_a_model_that_fails_or_says_nothing_scores_zero_and_never_crashes(releas
     def broken(messages, tools):
         raise RuntimeError("out of memory")
 
-    metrics, rows = validate(tasks, silent, max_turns=5, max_reminders=2)
+    metrics, rows = v.validate(tasks, silent, max_turns=5, max_reminders=2)
     assert metrics["gridbench/success"] == 0.0 and rows[0]["end_reason"] == "no_tool_call"
-    metrics, rows = validate(tasks, broken)
+    metrics, rows = v.validate(tasks, broken)
     assert rows[0]["end_reason"] == "api_error" and metrics["gridbench/success"] == 0.0
 
 
-def test_a_generated_slice_is_certified_and_fixed():
-    first = validation_slice(
+def test_a_generated_slice_is_certified_and_fixed(v):
+    first = v.validation_slice(
         domains=["toy"], grid="4x4", hidden_slots=[2, 3], decoy_budgets=[0, 2], per_cell=1
     )
-    again = validation_slice(
+    again = v.validation_slice(
         domains=["toy"], grid="4x4", hidden_slots=[2, 3], decoy_budgets=[0, 2], per_cell=1
     )
     assert [t.task for t in first] == [t.task for t in again]
@@ -112,22 +121,24 @@ def test_a_generated_slice_is_certified_and_fixed():
         (3, 2),
     ]
     assert all(t.answer["certificate"]["ok"] for t in first)
-    assert metrics_of([]) == {}
+    assert v.metrics_of([]) == {}
     assert isinstance(first[0], gridbench.GeneratedTask)
 
 
-def test_bad_arguments_are_one_line(release):
-    tasks = validation_slice(release=str(release), domains="toy", per_cell=1)
+def test_bad_arguments_are_one_line(release, v):
+    tasks = v.validation_slice(release=str(release), domains="toy", per_cell=1)
     with pytest.raises(UserError, match="every=0"):
-        ValidationCallback(tasks, every=0)
+        v.ValidationCallback(tasks, every=0)
     with pytest.raises(UserError, match="tasks: give a non-empty list"):
-        ValidationCallback([1, 2])
+        v.ValidationCallback([1, 2])
     with pytest.raises(UserError, match="failur_rate"):
-        ValidationCallback(tasks, failur_rate=0.1)
+        v.ValidationCallback(tasks, failur_rate=0.1)
     with pytest.raises(UserError, match="per_cell"):
-        validation_slice(release=str(release), per_cell=0)
+        v.validation_slice(release=str(release), per_cell=0)
     with pytest.raises(UserError, match="needs the trainer's model"):
-        ValidationCallback(tasks, every=1).run(TrainerState())
+        from transformers import TrainerState
+
+        v.ValidationCallback(tasks, every=1).run(TrainerState())
 
 
 @pytest.mark.slow

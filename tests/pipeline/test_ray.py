@@ -15,7 +15,6 @@ from pipeline.parallel import Executor, ExecutorError, _batches, parallel_imap, 
 from tests import ROOT
 from tests.helpers_release import compose_config, small_release_overrides
 
-ray = pytest.importorskip("ray")
 RAY = Executor("ray", num_cpus=2)
 
 
@@ -32,7 +31,7 @@ RAY = Executor("ray", num_cpus=2)
 )
 def test_executor_errors_are_one_line(args, needle, tmp_path):
     """First in the module: `auto` must not find the instance the fixture below starts."""
-    if "ray.address=auto" in args and ray.is_initialized():
+    if "ray.address=auto" in args and pytest.importorskip("ray").is_initialized():
         pytest.skip("a Ray instance is running in this process")
     out = subprocess.run(
         [
@@ -55,7 +54,10 @@ def test_executor_errors_are_one_line(args, needle, tmp_path):
 
 @pytest.fixture(scope="module")
 def on_ray():
-    """One local Ray instance for the module (starting one costs seconds)."""
+    """One local Ray instance for the module (starting one costs seconds). Ray is imported here,
+    where a test runs on it, not when the module is collected (a third of a second in every
+    test worker)."""
+    ray = pytest.importorskip("ray")
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the jobs below, by value
     with use_executor(RAY):
         yield

@@ -15,7 +15,6 @@ import json
 from typing import Any
 
 import httpx2
-import openai
 import pytest
 
 from gridbench.agents.llm.loop import MAX_USAGE, AgentLoop, LoopSettings, Reply, parse_reply
@@ -36,6 +35,8 @@ def _settings(**values: Any) -> LLMSettings:
 
 
 def _agent(handler, **values: Any) -> LLMAgent:
+    import openai  # half a second to import: the test worker that runs none of these never pays it
+
     http = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
     client = openai.AsyncOpenAI(
         api_key="sk-any", base_url="http://server.invalid/v1", max_retries=0, http_client=http

@@ -82,7 +82,9 @@ def test_each_recoverable_fault_is_handled_counted_and_the_task_still_solved(
 ):
     loopback, url = server
     loopback.script = Script(at={("*", 2): kind}, timeout_s=2.0)
-    frame = run(release, url, tmp_path, "failure_rates=[0.0]", monkeypatch=monkeypatch)
+    # a time-out fault is cut at 0.6 s (the loopback answers the others in milliseconds)
+    timeout = ["agent.timeout=0.6"] if kind == "timeout" else []
+    frame = run(release, url, tmp_path, "failure_rates=[0.0]", *timeout, monkeypatch=monkeypatch)
     assert frame.height == 8 and frame["success"].all(), frame.select("task_id", "end_reason")
     assert set(frame["end_reason"]) == {"done"}
     column = COUNTER[kind]
@@ -116,7 +118,7 @@ def test_an_api_that_keeps_failing_stops_the_run_and_is_retried_on_resume(
     loopback, url = server
     loopback.script = Script(at={("*", 1): "http_500_always"})
     with pytest.raises(RunStopped, match="all 8 episodes of the first batch ended in api_error"):
-        run(release, url, tmp_path, monkeypatch=monkeypatch)
+        run(release, url, tmp_path, "agent.max_retries=1", monkeypatch=monkeypatch)  # one back-off
     folder = next((tmp_path / release.name).iterdir())
     errors = (folder / "api_errors.jsonl").read_text().splitlines()
     assert len(errors) == 8 and all(json.loads(e)["end_reason"] == "api_error" for e in errors)
@@ -135,7 +137,15 @@ def test_a_run_with_some_api_errors_exits_3_and_says_how_many(release, server, t
     loopback, url = server
     first = sorted(loopback.policy.plans)[0]
     loopback.script = Script(at={(first, 1): "http_500_always"})
-    frame = run(release, url, tmp_path, "failure_rates=[0.0,0.1]", monkeypatch=monkeypatch, code=3)
+    frame = run(
+        release,
+        url,
+        tmp_path,
+        "failure_rates=[0.0,0.1]",
+        "agent.max_retries=1",
+        monkeypatch=monkeypatch,
+        code=3,
+    )
     assert frame.height == 14 and frame["success"].all()
     err = capsys.readouterr().err
     assert "error: 2 of 16 episodes ended in api_error" in err and "make show" in err

@@ -90,9 +90,9 @@ def test_the_good_table_is_reported(good, tmp_path):
 def test_many_distinct_h_and_b_draw_a_bounded_figure(good, tmp_path, monkeypatch):
     """60 H x 60 B (3,600 cells, 60 with data): the figure keeps a bounded size and writes
     no word per cell (it wrote 3,600 "no data" and more: 600 x 600 took more than 4 GB)."""
-    import matplotlib.pyplot as plt
-
     from pipeline.evaluation import figures
+
+    plt = figures.pyplot()
 
     n = 60
     wide = pl.concat([good.head(1)] * n).with_columns(
@@ -110,7 +110,7 @@ def test_many_distinct_h_and_b_draw_a_bounded_figure(good, tmp_path, monkeypatch
             drawn.append((tuple(figure.get_size_inches()), texts, ticks))
         return close(figure)
 
-    monkeypatch.setattr(figures.plt, "close", spy)
+    monkeypatch.setattr(plt, "close", spy)
     _report(wide, tmp_path / "runs")
     assert drawn
     for size, texts, ticks in drawn:
