@@ -200,12 +200,27 @@ def table_garbage(release: Path) -> None:
     redigest(release, tables=False)
 
 
-def table_bomb(release: Path) -> None:
+def _zeros(size: int, rows: int = 1) -> object:
+    """A string column of ``rows`` values of ``size`` NUL characters, built without copying
+    (``bytes(n)`` is zero pages): a bomb costs milliseconds to make, not seconds."""
     import pyarrow as pa
+
+    offsets = pa.array([size * k for k in range(rows + 1)], pa.int32()).buffers()[1]
+    return pa.Array.from_buffers(pa.string(), rows, [None, offsets, pa.py_buffer(bytes(size * rows))])
+
+
+def _write_bomb(table: object, path: Path) -> None:
+    """Written as a compressor packs it; no dictionary or statistics, which would only make
+    writing it slow (the refusal reads the declared sizes)."""
     import pyarrow.parquet as pq
 
-    bomb = pa.table({"task_id": ["x"], "instruction": ["0" * (96 * 1024 * 1024)]})
-    pq.write_table(bomb, _table(release), compression="zstd", compression_level=1)
+    pq.write_table(table, path, compression="zstd", use_dictionary=False, write_statistics=False)
+
+
+def table_bomb(release: Path) -> None:
+    import pyarrow as pa
+
+    _write_bomb(pa.table({"task_id": ["x"], "instruction": _zeros(96 * 1024 * 1024)}), _table(release))
     redigest(release, tables=False)
 
 
@@ -249,15 +264,13 @@ def metadata_extra_column(release: Path) -> None:
 
 
 def metadata_bomb(release: Path) -> None:
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     redigest(release)
     table = pq.read_table(release / "metadata.parquet")
     index = table.schema.get_field_index("depth_rung")
-    bomb = pa.array(["0" * (16 * 1024 * 1024)] * table.num_rows)
-    table = table.set_column(index, "depth_rung", bomb)
-    pq.write_table(table, release / "metadata.parquet", compression="zstd", use_dictionary=False)
+    table = table.set_column(index, "depth_rung", _zeros(16 * 1024 * 1024, table.num_rows))
+    _write_bomb(table, release / "metadata.parquet")
     manifest = _manifest(release)
     manifest["files"]["metadata.parquet"] = hashlib.sha256(
         (release / "metadata.parquet").read_bytes()
