@@ -17,3 +17,13 @@ if sys.platform.startswith("linux"):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except OSError:
         pass
+
+# The server imports the module its command runs with ``python -m`` (pipeline.parallel: so that
+# no worker imports it again); each worker still runs that module as ``__mp_main__``, and
+# runpy warns that it "found it in sys.modules" once per worker. That import was on purpose and
+# the run is the one multiprocessing always makes, so the workers (forked from here) do not warn.
+import warnings  # noqa: E402
+
+warnings.filterwarnings(
+    "ignore", message=r".*found in sys\.modules after import of package", category=RuntimeWarning
+)

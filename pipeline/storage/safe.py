@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,33 @@ def read_bytes(root: Path, relative: str, limit: int | None = None) -> bytes:
         os.close(descriptor)
     if len(data) > limit:
         raise ReleaseError(f"{relative}: larger than {limit} bytes, which is refused")
+    pin = _PINNED.get()
+    if pin is not None and pin[0] == str(root) and relative in pin[1]:
+        if hashlib.sha256(data).hexdigest() != pin[1][relative]:
+            raise ReleaseError(
+                f"{relative}: changed while verify read it (its bytes are no longer those of "
+                "the manifest's digest); verify the release again once nothing writes to it"
+            )
     return data
+
+
+# the digests every read under a root must match (None outside a :func:`pinned` block)
+_PINNED: contextvars.ContextVar[tuple[str, Mapping[str, str]] | None] = contextvars.ContextVar(
+    "pinned", default=None
+)
+
+
+@contextlib.contextmanager
+def pinned(root: Path, digests: Mapping[str, str]) -> Iterator[None]:
+    """Inside the block, a read of a file ``digests`` lists (relative to ``root``) must give
+    the bytes of that digest, or fails: verify judges the bytes its manifest names, never a
+    file changed between its digest check and a later read (its proofs run in other processes
+    beside its checks, each read at its own moment)."""
+    token = _PINNED.set((str(root), digests))
+    try:
+        yield
+    finally:
+        _PINNED.reset(token)
 
 
 def json_depth(value: Any) -> int:
@@ -141,7 +168,9 @@ def _distinct_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return value
 
 
-PARSED_ONCE_BYTES = 256 * 1024 * 1024  # the JSON a parsed_once block keeps (source bytes)
+# the JSON a parsed_once block keeps, in source bytes; a parse can take ten times its text or
+# more (a list of short strings), so this bounds memory to about a third of a gigabyte
+PARSED_ONCE_BYTES = 32 * 1024 * 1024
 
 
 @dataclass
@@ -161,7 +190,7 @@ def parsed_once(limit: int = PARSED_ONCE_BYTES) -> Iterator[None]:
     of the metadata and of the card each read every task and answer file: three parses of
     each, a second of the default release's). It keeps files up to ``limit`` bytes of JSON in
     all (about 18 MB for the default release); past that a file is parsed at each read, so a
-    very large release costs time, not memory. A file that fails to parse fails each time."""
+    very large release costs time, not more memory. A file that fails to parse fails each time."""
     outer = _PARSED.get()
     token = _PARSED.set(outer if outer is not None else _Parsed({}, limit))
     try:

@@ -43,7 +43,7 @@ from pipeline.storage.claims import check_claims, json_strings
 from pipeline.storage.layout import sha256
 from pipeline.storage.parquet import read_arrow_table, read_table_rows
 from pipeline.storage.read import has_manifest, read_manifest
-from pipeline.storage.safe import ReleaseError, parsed_once, read_bytes, read_json, unsafe_text, walk
+from pipeline.storage.safe import ReleaseError, parsed_once, pinned, read_bytes, read_json, unsafe_text, walk
 from pipeline.storage.shards import TrainPlan, card, is_sharded, read_shards_manifest, shard_jobs
 from pipeline.storage.tables import (
     ANSWER,
@@ -513,12 +513,15 @@ def certificate_claims(recorded: Any, proved: Any, crosscheck: Any = None) -> li
     return out
 
 
-def prove_one(args: tuple[str, str, str, SolverSettings, str | None]) -> tuple[str, str, list[str]]:
-    """Load one task/answer pair and return (task_id, domain, failure reasons). ``milp`` names
-    the cross-check solver (``highs`` or ``cbc``), or None for CP-SAT alone."""
-    root, task_rel, answer_rel, solver, milp = args
+def prove_one(args: tuple[Any, ...]) -> tuple[str, str, list[str]]:
+    """Load one task/answer pair and return (task_id, domain, failure reasons): ``(root,
+    task_rel, answer_rel, solver, milp[, digests])``. ``milp`` names the cross-check solver
+    (``highs`` or ``cbc``), or None for CP-SAT alone; ``digests`` (the manifest's, of the two
+    files) pins what is proved to those bytes (:func:`pipeline.storage.safe.pinned`)."""
+    root, task_rel, answer_rel, solver, milp, *rest = args
     try:
-        return _prove(Path(root), task_rel, answer_rel, solver, milp)
+        with pinned(Path(root), rest[0] if rest else {}):
+            return _prove(Path(root), task_rel, answer_rel, solver, milp)
     except ReleaseError as error:
         return task_rel, "?", [str(error)]
     except (
@@ -619,12 +622,18 @@ def verify_release(path: Path, settings: VerifySettings) -> VerifyReport:
         for name in task_files(manifest["files"])
         if name in sound and "answers/" + name[len("tasks/") :] in sound
     ]
-    jobs = [(str(path), rel, "answers/" + rel[len("tasks/") :], solver, milp) for rel in tasks]
+    digests = {relative: manifest["files"][relative] for relative in sound}
+    jobs = []
+    for rel in tasks:
+        answer = "answers/" + rel[len("tasks/") :]
+        jobs.append((str(path), rel, answer, solver, milp, {rel: digests[rel], answer: digests[answer]}))
     proofs = parallel_imap(prove_one, jobs, settings.workers, f"verify {path.name}", primed=True)
     try:
         next(proofs)  # every proof is handed to the workers: this process checks the files,
-        # the tables and the card (its audit: a few seconds) while they start and prove
-        check_release(path, manifest, report, sound, settings.build_schema)
+        # the tables and the card (its audit: a few seconds) while they start and prove; every
+        # read, here and in the workers, is of the bytes whose digests were checked
+        with pinned(path, digests):
+            check_release(path, manifest, report, sound, settings.build_schema)
         seen: dict[str, str] = {}
         for task_id, domain, reasons in proofs:
             if task_id in seen and not reasons:

@@ -177,7 +177,9 @@ def test_the_fork_server_imports_the_module_run_with_dash_m_so_workers_import_no
     (tmp_path / "probe_heavy.py").write_text(
         f"import os\nwith open({str(log)!r}, 'a') as f:\n    f.write(f'{{os.getpid()}}\\n')\n"
     )
-    (tmp_path / "probe_main.py").write_text(
+    (tmp_path / "probe").mkdir()
+    (tmp_path / "probe" / "__init__.py").write_text("")
+    (tmp_path / "probe" / "probe_main.py").write_text(
         "import probe_heavy\n"
         "if __name__ == '__main__':\n"
         "    from pipeline import parallel as p\n"
@@ -187,7 +189,7 @@ def test_the_fork_server_imports_the_module_run_with_dash_m_so_workers_import_no
 
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     out = subprocess.run(
-        [sys.executable, "-m", "probe_main"],
+        [sys.executable, "-m", "probe.probe_main"],  # in a package: runpy's warning case
         cwd=tmp_path,
         env=environment,
         capture_output=True,
@@ -196,6 +198,7 @@ def test_the_fork_server_imports_the_module_run_with_dash_m_so_workers_import_no
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(list(range(1, 9)))
+    assert "RuntimeWarning" not in out.stderr, out.stderr  # runpy's, once a worker (an outside audit)
     importers = log.read_text().split()
     assert len(importers) == len(set(importers)) == 2, importers  # this process and the fork server
 

@@ -111,3 +111,43 @@ def test_an_error_in_the_checks_stops_the_workers_still_proving(small_release, m
             verify_release(small_release, VerifySettings(SolverSettings(), None, 2))
         assert _Shared.pool is None
     assert seen and all(not process.is_alive() for process in seen)
+
+
+def test_a_read_inside_a_pinned_block_must_give_the_bytes_of_its_digest(tmp_path, parses):
+    import hashlib
+
+    from pipeline.storage.safe import pinned, read_bytes
+
+    (tmp_path / "a.json").write_text('{"x": 1}')
+    digests = {"a.json": hashlib.sha256(b'{"x": 1}').hexdigest()}
+    with pinned(tmp_path, digests):
+        assert read_bytes(tmp_path, "a.json") == b'{"x": 1}'
+        (tmp_path / "a.json").write_text('{"x":  1}')  # the same value, other bytes
+        with pytest.raises(ReleaseError, match="a.json: changed while verify read it"):
+            read_json(tmp_path, "a.json")
+        (tmp_path / "b.json").write_text("[]")  # a file the block does not pin reads as it is
+        assert read_json(tmp_path, "b.json") == []
+    assert read_json(tmp_path, "a.json") == {"x": 1}  # outside the block, what the file holds
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_file_changed_after_its_digest_check_fails_verify(small_release, tmp_path, monkeypatch, workers):
+    """The proofs (in the workers) and the checks (here) read each file after the digests are
+    checked: a file rewritten in between, even to the same JSON value, fails the read that
+    meets it; it never passes on bytes the manifest does not name (an outside audit passed a
+    release whose answer was swapped while two workers proved it)."""
+    release = copy_release(small_release, tmp_path / "r")
+    answer = sorted((release / "answers").rglob("*.json"))[0]
+    real = verification.check_files
+
+    def then_rewritten(path, manifest, report):
+        sound = real(path, manifest, report)
+        answer.write_text(json.dumps(json.loads(answer.read_text()), indent=3))  # same value
+        return sound
+
+    monkeypatch.setattr(verification, "check_files", then_rewritten)
+    tasks, failures, file_failures, _ = _verify(release, workers)
+    reasons = [r for rs in failures.values() for r in rs] + file_failures
+    changed = [r for r in reasons if "changed while verify read it" in r]
+    assert changed and all(answer.name in r for r in changed), reasons
+    assert any(answer.stem in task_id or answer.name in r for task_id, rs in failures.items() for r in rs)
