@@ -141,7 +141,7 @@ def _events(manifest: dict[str, Any], meta: pl.DataFrame | None, failures: list[
             continue
         task_id: Any = event.get("task_id")
         attempt: Any = event.get("attempt")
-        if meta is not None and task_id not in redraws:
+        if not isinstance(task_id, str) or (meta is not None and task_id not in redraws):
             failures.append(f"{where} names {_short(task_id)!r}, which is not a task of the release")
         elif not _is_int(attempt) or attempt < 0 or (meta is not None and attempt >= redraws[task_id]):
             failures.append(
@@ -338,7 +338,7 @@ def _targets(path: Path, meta: pl.DataFrame, settings: Any, failures: list[str])
         found = by_id.get(row["task_id"])
         if found is None:
             continue
-        cells = sum(1 for role in row["roles"] or () if role.get("decoys"))
+        cells = sum(1 for role in row["roles"] or () if isinstance(role, dict) and role.get("decoys"))
         if found["depth"] is None or found["depth"] < target_rung(cells, settings.min_depth):
             shallow.append(row["task_id"])
         share = settings.min_resistant_share if cells >= 2 else 0.0

@@ -275,3 +275,37 @@ def test_a_card_written_before_the_commands_moved_is_still_the_card_its_files_gi
         failures, _ = _claim_failures(copy)
         refused = any("README.md: not the card" in failure for failure in failures)
         assert refused is not accepted, (line, failures)
+
+
+def test_an_event_naming_no_string_task_and_a_null_role_are_lines_not_tracebacks(tmp_path):
+    """Found by an outside audit: a build event whose task_id is a list (unhashable) and an
+    answer row whose role is null raised TypeError and AttributeError inside verify."""
+    from types import SimpleNamespace
+
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.storage.claims import _events, _targets
+
+    meta = pl.DataFrame({"task_id": ["t1"], "task_redraws": [2]})
+    failures: list[str] = []
+    event = {"kind": "crosscheck_disagreement", "task_id": ["x"], "attempt": 0}
+    _events({"build_events": [event]}, meta, failures)
+    _events({"build_events": [event]}, None, failures)
+    assert len(failures) == 2 and all("which is not a task of the release" in f for f in failures), failures
+    (tmp_path / "data").mkdir()
+    role = pa.struct([("row", pa.int64()), ("col", pa.int64()), ("decoys", pa.list_(pa.string()))])
+    table = pa.table(
+        {
+            "task_id": ["t1"],
+            "roles": pa.array([[None, {"row": 0, "col": 1, "decoys": ["d"]}]], pa.list_(role)),
+            "crosscheck": pa.array([None], pa.struct([("solver", pa.string())])),
+        }
+    )
+    pq.write_table(table, tmp_path / "data" / "answers.parquet")
+    found = pl.DataFrame({"task_id": ["t1"], "depth": [0], "resistant_decoys": [0], "n_decoys": [1]})
+    settings = SimpleNamespace(min_depth="probing", min_resistant_share=0.0, crosscheck_solver="highs")
+    failures = []
+    _targets(tmp_path, found, settings, failures)  # the null role counts no decoy cell
+    assert failures and "decided below config.generation.min_depth" in failures[0], failures
