@@ -30,3 +30,20 @@ def terminal_text(value: object, limit: int = 2000) -> str:
     if text.isprintable():
         return text
     return "".join(char if char.isprintable() else ascii(char)[1:-1] for char in text)
+
+
+def drop_stdout() -> None:
+    """Point the standard output at /dev/null: what is still buffered for a reader that has
+    gone (``| head``) or for a full disk is dropped, so the exit adds no "Exception ignored"
+    line and no exit code 120. Nothing when there is no standard output at all."""
+    import os
+    import sys
+
+    if sys.stdout is None:
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass

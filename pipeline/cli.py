@@ -24,7 +24,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from gridbench_core.errors import SolverTimeout, Terminated, UserError, terminal_text
+from gridbench_core.errors import SolverTimeout, Terminated, UserError, drop_stdout, terminal_text
 from gridbench_core.paths import CONF_DIR as CONF
 
 USER_ERRORS: tuple[type[BaseException], ...] = (UserError, FileNotFoundError, SolverTimeout)
@@ -39,6 +39,29 @@ def fail(message: str, code: int = 2) -> None:
     shown as escapes) and exit with ``code``."""
     print(f"error: {terminal_text(message, 4000)}", file=sys.stderr)
     sys.exit(code)
+
+
+# What a shell reports for a process ended by SIGPIPE: the reader of its output stopped early
+# (`gridbench verify ... | head -1`); the rest of the output is dropped, the verdict not given
+PIPE_CLOSED = 141
+
+
+def flush_stdout() -> None:
+    """Write out what the command printed: a reader that has gone ends the command with
+    :data:`PIPE_CLOSED`, a full disk (or another writable-fixable error) with its one line."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        drop_stdout()
+        sys.exit(PIPE_CLOSED)
+    except OSError as error:
+        drop_stdout()
+        message = os_error_line(error)
+        if message is None:
+            raise
+        fail(message.replace("to write", "to write the standard output", 1))
 
 
 def _first_line(error: BaseException) -> str:
@@ -330,6 +353,14 @@ def command(
                 known = precheck(folder if folder == "apps" else "", config_name, sys.argv[1:])
                 with _mode_read(known):
                     task()
+                flush_stdout()
+            except SystemExit as stop:
+                if stop.code not in (None, 0):  # its failure is said: what cannot be written is dropped
+                    with contextlib.suppress(OSError, ValueError):
+                        if sys.stdout is not None:
+                            sys.stdout.flush()
+                    drop_stdout()
+                raise
             except Terminated:
                 print(
                     "terminated (SIGTERM); nothing half-written is kept, run the command again",
@@ -359,6 +390,9 @@ def run_cli(body: Callable[[DictConfig], int | None], cfg: DictConfig) -> None:
     except USER_ERRORS as error:
         hint = "; raise solver.time_limit_s" if isinstance(error, SolverTimeout) else ""
         fail(f"{error}{hint}")
+    except BrokenPipeError:  # the reader of its output stopped early (`| head`)
+        drop_stdout()
+        sys.exit(PIPE_CLOSED)
     except OSError as error:
         message = os_error_line(error)
         if message is None:

@@ -218,7 +218,11 @@ class Progress:
         self.done = self.successes = self.api_errors = 0
         self.status: Callable[[], str] | None = None
         self.start = self.last = time.perf_counter()
-        self.bar = tqdm(total=total, desc=label, unit=unit) if sys.stdout.isatty() else None
+        self.bar = (
+            tqdm(total=total, desc=label, unit=unit)
+            if sys.stdout is not None and sys.stdout.isatty()
+            else None
+        )
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._beat: threading.Thread | None = None

@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import gc
 import importlib
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -97,18 +96,20 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """The console script's entry point."""
-    from gridbench_core.errors import UserError, terminal_text
+    from gridbench_core.errors import UserError, drop_stdout, terminal_text
 
     try:
         code = main()
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
         # the process ends here: what it holds is freed without the exit's last garbage
         # collection over all of it (0.2 s of a release's 300 MB; its files are closed)
         gc.freeze()
     except UserError as error:
         print(f"error: {terminal_text(error, 4000)}", file=sys.stderr)
         sys.exit(2)
-    except BrokenPipeError:  # `gridbench verify --help | head`
+    except BrokenPipeError:  # `gridbench verify --help | head`: Hydra's help, a version
+        drop_stdout()
         sys.stderr.close()
         sys.exit(0)
     except OSError as error:
@@ -125,12 +126,9 @@ def output_failed(error: OSError) -> int:
     """The standard output (help, a version, a command's lines) could not be written: a full
     disk, a quota, a file-size limit. One line on stderr, exit code 2; what is still buffered
     for the output is dropped, so that the exit adds no traceback."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):  # no standard output at all
-        pass
+    from gridbench_core.errors import drop_stdout
+
+    drop_stdout()
     where = error.filename or "the standard output"
     print(
         f"error: cannot write {where}: {error.strerror}; free some space (or send the output "

@@ -255,6 +255,66 @@ def test_help_and_version_into_a_full_disk_are_one_line(args, tmp_path):
     assert done.stderr.count("\n") == 1
 
 
+def _verify_into(release: Path, cwd: Path, stdout: str, buffered: bool) -> subprocess.CompletedProcess[str]:
+    """``gridbench verify`` of ``release`` with its standard output a pipe whose reader has
+    gone (``gone``), the full disk (``full``) or closed (``closed``)."""
+    command = [str(GRIDBENCH)] if GRIDBENCH.exists() else [sys.executable, "-m", "gridbench.commands.main"]
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if not buffered:
+        environment["PYTHONUNBUFFERED"] = "1"
+    args = [*command, "verify", f"release={release}", "verify.workers=1"]
+    if stdout == "gone":
+        process = subprocess.Popen(
+            args, cwd=cwd, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.close()  # the reader stops before the command writes a byte (`| head -0`)
+        err = process.stderr.read().decode()
+        return subprocess.CompletedProcess(args, process.wait(timeout=180), "", err)
+    if stdout == "full":
+        with open("/dev/full", "w") as full:
+            return subprocess.run(
+                args, cwd=cwd, env=environment, stdout=full, stderr=subprocess.PIPE, text=True, timeout=180
+            )
+    return subprocess.run(  # no standard output at all
+        args,
+        cwd=cwd,
+        env=environment,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=180,
+        preexec_fn=lambda: os.close(1),
+    )
+
+
+@pytest.mark.parametrize(
+    ("stdout", "buffered"),
+    [
+        ("gone", True),
+        ("full", False),
+        ("closed", True),
+        pytest.param("gone", False, marks=pytest.mark.slow),
+        pytest.param("full", True, marks=pytest.mark.slow),
+    ],
+)
+def test_a_command_whose_output_cannot_be_written_ends_in_one_line_or_none(
+    tiny_release, tmp_path, stdout, buffered
+):
+    """Found by an outside audit: `verify | head -1` exited 120 (buffered) or printed a
+    BrokenPipe traceback through Hydra (unbuffered); into a full disk it added "Exception
+    ignored" and exit 120 to its line; with no standard output it raised AttributeError. A
+    reader that has gone ends the command with 141 (a shell's SIGPIPE) and nothing on stderr;
+    a full disk with one line and exit 2; no standard output at all is a verify like any other."""
+    if stdout == "full" and not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    done = _verify_into(tiny_release, tmp_path, stdout, buffered)
+    expected = {"gone": (141, 0), "full": (2, 1), "closed": (0, 0)}[stdout]
+    assert (done.returncode, done.stderr.count("\n")) == expected, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+    if stdout == "full":
+        assert done.stderr.startswith("error: no space left to write"), done.stderr
+
+
 def test_show_answers_help():
     from gridbench.commands.show import main
 
