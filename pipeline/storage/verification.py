@@ -513,6 +513,42 @@ def certificate_claims(recorded: Any, proved: Any, crosscheck: Any = None) -> li
     return out
 
 
+# what a recorded MILP cross-check must say of a task whose certificate the re-proof holds
+CROSSCHECK_PROVED = (
+    ("truth_feasible", True),
+    ("unique", True),
+    ("decoys_infeasible", True),
+    ("most_decoys_used", 0),
+    ("ok", True),
+)
+
+
+def crosscheck_claims(recorded: Any) -> list[str]:
+    """What the answer's cross-check record says against a task that CP-SAT has just proved
+    (the truth feasible, unique, every decoy wrong): each verdict must be the proved one, no
+    second completion recorded, every status text that can be shown. An answer without a
+    cross-check record claims nothing. Found by an outside audit: a record claiming ``unique``
+    false and a status with a direction override passed."""
+    if recorded is None:
+        return []
+    out = [
+        f"crosscheck.{key} records {str(getattr(recorded, key))[:40]} but the task is proved "
+        f"({key} {expected}): the record contradicts the proofs"
+        for key, expected in CROSSCHECK_PROVED
+        if getattr(recorded, key) != expected or type(getattr(recorded, key)) is not type(expected)
+    ]
+    if recorded.counterexample is not None:
+        out.append("crosscheck.counterexample records a second completion, but uniqueness is proved")
+    statuses = recorded.statuses if isinstance(recorded.statuses, dict) else {"": recorded.statuses}
+    for key, value in statuses.items():
+        for text in (key, value):
+            why = unsafe_text(text, 64) if isinstance(text, str) else "not text"
+            if why:
+                out.append(f"crosscheck.statuses {ascii(str(text)[:40])} cannot be shown safely: {why}")
+                break
+    return out
+
+
 def prove_one(args: tuple[Any, ...]) -> tuple[str, str, list[str]]:
     """Load one task/answer pair and return (task_id, domain, failure reasons): ``(root,
     task_rel, answer_rel, solver, milp[, digests])``. ``milp`` names the cross-check solver
@@ -583,6 +619,7 @@ def _prove_data_once(
         reasons += list(sealed.certificate.failures)
         if sealed.certificate.ok:
             reasons += certificate_claims(answer.certificate, sealed.certificate, answer.crosscheck)
+            reasons += crosscheck_claims(answer.crosscheck)
             reasons += measure_claims(task, answer, solver, model)
     if milp and sealed.crosscheck is None:  # certificate failed: cross-check it on its own
         sealed = Sealed(sealed.certificate, None, crosscheck_answer(task, answer, solver, milp))

@@ -67,6 +67,44 @@ def test_a_solver_version_with_an_escape_is_not_shown_and_fails(where):
     assert "\x1b" not in reasons[0]
 
 
+TRUE_CROSSCHECK = {
+    "solver": "highs",
+    "solver_version": "highs 1.12.0",
+    "truth_feasible": True,
+    "unique": True,
+    "decoys_infeasible": True,
+    "most_decoys_used": 0,
+    "statuses": {"most_decoys": "FEASIBLE"},
+    "ok": True,
+}
+
+
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        ({}, None),
+        ({"unique": False}, "crosscheck.unique records False"),
+        ({"decoys_infeasible": False, "most_decoys_used": 2}, "crosscheck.decoys_infeasible records False"),
+        ({"truth_feasible": False}, "crosscheck.truth_feasible records False"),
+        ({"ok": False}, "crosscheck.ok records False"),
+        ({"counterexample": {"(0,0)": "x"}}, "crosscheck.counterexample records a second completion"),
+        ({"statuses": {"most_decoys": "INFEASIBLE\u202e"}}, "crosscheck.statuses"),
+    ],
+)
+def test_a_crosscheck_record_that_contradicts_the_proofs_is_named(edit, named):
+    """Found by an outside audit: the answer's cross-check record was never read, so one
+    claiming that the MILP found the task ambiguous (or a status with a direction override)
+    passed. Against a task CP-SAT proves, each verdict must be the proved one."""
+    answer = _with_certificate(ANSWER)
+    answer["crosscheck"] = {**TRUE_CROSSCHECK, **edit}
+    reasons = _prove(TASK.to_dict(), answer)
+    if named is None:
+        assert reasons == []
+    else:
+        assert reasons and all(r.startswith(named.split(" records")[0]) for r in reasons[:1]), reasons
+        assert any(named in r for r in reasons) and "\u202e" not in "".join(reasons), reasons
+
+
 def test_an_item_that_no_cell_shows_or_offers_is_refused():
     task = TASK.to_dict()
     spare = dict(task["items"][0], id="zz_the_truth_is_" + task["items"][0]["id"])
