@@ -690,12 +690,21 @@ def task_files(listed: Mapping[str, Any]) -> list[str]:
     return sorted(name for name in listed if name.startswith("tasks/") and name.count("/") == 2)
 
 
-def verify_shard(args: tuple[str, str, dict[str, str], SolverSettings, str | None]) -> dict[str, Any]:
+def verify_shard(args: tuple[Any, ...]) -> dict[str, Any]:
     """Re-prove every task of one shard: its tables' schemas, and each task with CP-SAT (and
     the MILP when ``milp`` names one). Returns the shard's name, rows per domain, the
     [task id, domain] of every row, tasks proved, the failures of named tasks ([task id,
-    reason]) and the others (a malformed row is a failure of that row, not of the run)."""
-    root, name, files, solver, milp = args
+    reason]) and the others (a malformed row is a failure of that row, not of the run).
+    ``(root, name, files, solver, milp[, digests])``: ``digests`` (the manifest's, of the
+    shard's files) pins what is read to those bytes (:func:`pipeline.storage.safe.pinned`)."""
+    root, name, files, solver, milp, *rest = args
+    with pinned(Path(root), rest[0] if rest else {}):
+        return _verify_shard(root, name, files, solver, milp)
+
+
+def _verify_shard(
+    root: str, name: str, files: dict[str, str], solver: SolverSettings, milp: str | None
+) -> dict[str, Any]:
     base = Path(root)
     out: dict[str, Any] = {
         "shard": name,
@@ -781,6 +790,14 @@ def check_sharded(path: Path, settings: VerifySettings, report: VerifyReport) ->
     task id twice)."""
     manifest = read_shards_manifest(path)
     sound = check_files(path, manifest, report)
+    # every later read, here and in the workers, is of the bytes whose digests were checked
+    with pinned(path, {relative: manifest["files"][relative] for relative in sound}):
+        _check_shards(path, settings, report, manifest, sound)
+
+
+def _check_shards(
+    path: Path, settings: VerifySettings, report: VerifyReport, manifest: dict[str, Any], sound: set[str]
+) -> None:
     failures = report.file_failures
     plan: dict[str, dict[str, Any]] = {}
     try:
@@ -831,7 +848,8 @@ def check_sharded(path: Path, settings: VerifySettings, report: VerifyReport) ->
             failures.append(f"shards/{name}: a file of the shard is missing or changed")
             continue
         grids[str(record.get("grid"))] += record["tasks"]
-        jobs.append((str(path), name, record["files"], settings.solver, settings.milp))
+        pins = {relative: manifest["files"][relative] for relative in listed}
+        jobs.append((str(path), name, record["files"], settings.solver, settings.milp, pins))
     rows = 0
     per_domain: Counter[str] = Counter()
     ids: Counter[str] = Counter()

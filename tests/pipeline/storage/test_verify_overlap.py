@@ -151,3 +151,26 @@ def test_a_file_changed_after_its_digest_check_fails_verify(small_release, tmp_p
     changed = [r for r in reasons if "changed while verify read it" in r]
     assert changed and all(answer.name in r for r in changed), reasons
     assert any(answer.stem in task_id or answer.name in r for task_id, rs in failures.items() for r in rs)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_shard_table_changed_after_its_digest_check_fails_verify(
+    sharded_release, tmp_path, monkeypatch, workers
+):
+    """The same for a sharded release: a shard's table rewritten after the digest check (the
+    same rows, other bytes) fails the shard's read in its worker."""
+    import pyarrow.parquet as pq
+
+    release = copy_release(sharded_release, tmp_path / "r")
+    table = sorted(release.glob("shards/*/answers.parquet"))[0]
+    real = verification.check_files
+
+    def then_rewritten(path, manifest, report):
+        sound = real(path, manifest, report)
+        pq.write_table(pq.read_table(table), table, compression="gzip")  # the same rows
+        return sound
+
+    monkeypatch.setattr(verification, "check_files", then_rewritten)
+    report = verify_release(release, VerifySettings(SolverSettings(), None, workers))
+    reasons = report.file_failures + [r for rs in report.failures.values() for r in rs]
+    assert any("answers.parquet: changed while verify read it" in r for r in reasons), reasons
