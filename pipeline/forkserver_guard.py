@@ -10,6 +10,13 @@ from __future__ import annotations
 import signal
 import sys
 
+# Ctrl-C is the command's to handle (it stops its pool and says one line). The server ignores
+# it once its imports are done (multiprocessing.forkserver.main); a Ctrl-C during those imports
+# (the first half second of every pool: verify hands its proofs out first) printed the
+# server's KeyboardInterrupt traceback after the command's line. Its workers, forked from it,
+# ignore it from their first instant too (their setup says so again).
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+
 if sys.platform.startswith("linux"):
     try:
         import ctypes
@@ -27,3 +34,32 @@ import warnings  # noqa: E402
 warnings.filterwarnings(
     "ignore", message=r".*found in sys\.modules after import of package", category=RuntimeWarning
 )
+
+# A worker forked while its command stops (Ctrl-C in a pool's first second) finds the
+# semaphores the command shared with it already removed, and its start fails: the server's
+# child then prints that traceback after the command's one line. Such a worker exits quietly;
+# any other error is shown as before.
+_shown = sys.excepthook
+_GONE = (FileNotFoundError, EOFError, ConnectionError)
+
+
+def _starting(trace: object) -> bool:
+    """Whether ``trace`` passes through multiprocessing's start of a child (spawn._main)."""
+    while trace is not None:
+        code = trace.tb_frame.f_code  # type: ignore[attr-defined]
+        if code.co_name == "_main" and code.co_filename.replace("\\", "/").endswith(
+            "multiprocessing/spawn.py"
+        ):
+            return True
+        trace = trace.tb_next  # type: ignore[attr-defined]
+    return False
+
+
+def quiet_when_orphaned(kind: type[BaseException], value: BaseException, trace: object) -> None:
+    """``sys.excepthook`` of the server and its children (see above)."""
+    if isinstance(value, _GONE) and _starting(trace):
+        return
+    _shown(kind, value, trace)  # type: ignore[arg-type]
+
+
+sys.excepthook = quiet_when_orphaned

@@ -226,3 +226,39 @@ def test_a_primed_run_yields_none_once_every_job_is_handed_out_then_the_results(
             time.sleep(0.01)
         assert all(Path(p).exists() for p in paths)  # ran in the workers, no result asked for
     assert list(run) == paths
+
+
+def test_the_fork_server_and_its_children_stay_quiet_when_their_command_stops():
+    """Found by an outside audit: a Ctrl-C in a pool's first second printed the fork server's
+    KeyboardInterrupt (it was still importing) or a starting worker's FileNotFoundError (its
+    command had removed the semaphores) after the command's one line. The server ignores
+    Ctrl-C from its first import on, and a child whose start fails that way exits quietly;
+    any other error is still shown."""
+    import subprocess
+    import sys
+
+    from tests import ROOT
+
+    probe = (
+        "import signal, sys\n"
+        "import pipeline.forkserver_guard as guard\n"
+        "assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN\n"
+        "assert sys.excepthook is guard.quiet_when_orphaned\n"
+        "where = '/usr/lib/python3/multiprocessing/spawn.py'\n"
+        "code = compile('def _main(error):\\n    raise error\\n', where, 'exec')\n"
+        "space = {}\n"
+        "exec(code, space)\n"
+        "for error in (FileNotFoundError(2, 'No such file or directory'), ValueError('a real bug')):\n"
+        "    try:\n"
+        "        space['_main'](error)\n"
+        "    except Exception:\n"
+        "        sys.excepthook(*sys.exc_info())\n"
+        "try:\n"
+        "    raise FileNotFoundError(2, 'elsewhere')\n"
+        "except Exception:\n"
+        "    sys.excepthook(*sys.exc_info())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "a real bug" in out.stderr and "elsewhere" in out.stderr  # shown
+    assert "No such file or directory" not in out.stderr  # the orphaned start: quiet
