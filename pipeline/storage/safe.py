@@ -89,30 +89,47 @@ def read_bytes(root: Path, relative: str, limit: int | None = None) -> bytes:
     if len(data) > limit:
         raise ReleaseError(f"{relative}: larger than {limit} bytes, which is refused")
     pin = _PINNED.get()
-    if pin is not None and pin[0] == str(root) and relative in pin[1]:
-        if hashlib.sha256(data).hexdigest() != pin[1][relative]:
-            raise ReleaseError(
+    if pin is not None and pin.root == str(root) and relative in pin.digests:
+        if hashlib.sha256(data).hexdigest() != pin.digests[relative]:
+            message = (
                 f"{relative}: changed while verify read it (its bytes are no longer those of "
                 "the manifest's digest); verify the release again once nothing writes to it"
             )
+            pin.changed.append(message)  # said even where a reader skips what it cannot read
+            raise ReleaseError(message)
     return data
 
 
+@dataclass
+class Pin:
+    """What a :func:`pinned` block holds: the digests its reads must match, and the reads
+    that did not (each a failure line, whatever the reader did with the error)."""
+
+    root: str
+    digests: Mapping[str, str]
+    changed: list[str]
+
+    def failures(self, already: list[str]) -> list[str]:
+        """The changed reads not among ``already`` (each once)."""
+        return [line for line in dict.fromkeys(self.changed) if line not in already]
+
+
 # the digests every read under a root must match (None outside a :func:`pinned` block)
-_PINNED: contextvars.ContextVar[tuple[str, Mapping[str, str]] | None] = contextvars.ContextVar(
-    "pinned", default=None
-)
+_PINNED: contextvars.ContextVar[Pin | None] = contextvars.ContextVar("pinned", default=None)
 
 
 @contextlib.contextmanager
-def pinned(root: Path, digests: Mapping[str, str]) -> Iterator[None]:
+def pinned(root: Path, digests: Mapping[str, str]) -> Iterator[Pin]:
     """Inside the block, a read of a file ``digests`` lists (relative to ``root``) must give
     the bytes of that digest, or fails: verify judges the bytes its manifest names, never a
     file changed between its digest check and a later read (its proofs run in other processes
-    beside its checks, each read at its own moment)."""
-    token = _PINNED.set((str(root), digests))
+    beside its checks, each read at its own moment). Every such read is also kept in the
+    :class:`Pin` the block gives, so that a check that skips a file it cannot read (the
+    table's own check names why) cannot turn a change into a pass."""
+    pin = Pin(str(root), digests, [])
+    token = _PINNED.set(pin)
     try:
-        yield
+        yield pin
     finally:
         _PINNED.reset(token)
 

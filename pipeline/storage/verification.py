@@ -556,8 +556,9 @@ def prove_one(args: tuple[Any, ...]) -> tuple[str, str, list[str]]:
     files) pins what is proved to those bytes (:func:`pipeline.storage.safe.pinned`)."""
     root, task_rel, answer_rel, solver, milp, *rest = args
     try:
-        with pinned(Path(root), rest[0] if rest else {}):
-            return _prove(Path(root), task_rel, answer_rel, solver, milp)
+        with pinned(Path(root), rest[0] if rest else {}) as pin:
+            task_id, domain, reasons = _prove(Path(root), task_rel, answer_rel, solver, milp)
+        return task_id, domain, reasons + pin.failures(reasons)
     except ReleaseError as error:
         return task_rel, "?", [str(error)]
     except (
@@ -669,8 +670,9 @@ def verify_release(path: Path, settings: VerifySettings) -> VerifyReport:
         next(proofs)  # every proof is handed to the workers: this process checks the files,
         # the tables and the card (its audit: a few seconds) while they start and prove; every
         # read, here and in the workers, is of the bytes whose digests were checked
-        with pinned(path, digests):
+        with pinned(path, digests) as pin:
             check_release(path, manifest, report, sound, settings.build_schema)
+        report.file_failures += pin.failures(report.file_failures)
         seen: dict[str, str] = {}
         for task_id, domain, reasons in proofs:
             if task_id in seen and not reasons:
@@ -698,8 +700,10 @@ def verify_shard(args: tuple[Any, ...]) -> dict[str, Any]:
     ``(root, name, files, solver, milp[, digests])``: ``digests`` (the manifest's, of the
     shard's files) pins what is read to those bytes (:func:`pipeline.storage.safe.pinned`)."""
     root, name, files, solver, milp, *rest = args
-    with pinned(Path(root), rest[0] if rest else {}):
-        return _verify_shard(root, name, files, solver, milp)
+    with pinned(Path(root), rest[0] if rest else {}) as pin:
+        out = _verify_shard(root, name, files, solver, milp)
+    out["failures"] += pin.failures(out["failures"])
+    return out
 
 
 def _verify_shard(
@@ -791,8 +795,9 @@ def check_sharded(path: Path, settings: VerifySettings, report: VerifyReport) ->
     manifest = read_shards_manifest(path)
     sound = check_files(path, manifest, report)
     # every later read, here and in the workers, is of the bytes whose digests were checked
-    with pinned(path, {relative: manifest["files"][relative] for relative in sound}):
+    with pinned(path, {relative: manifest["files"][relative] for relative in sound}) as pin:
         _check_shards(path, settings, report, manifest, sound)
+    report.file_failures += pin.failures(report.file_failures)
 
 
 def _check_shards(

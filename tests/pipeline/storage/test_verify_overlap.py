@@ -174,3 +174,27 @@ def test_a_shard_table_changed_after_its_digest_check_fails_verify(
     report = verify_release(release, VerifySettings(SolverSettings(), None, workers))
     reasons = report.file_failures + [r for rs in report.failures.values() for r in rs]
     assert any("answers.parquet: changed while verify read it" in r for r in reasons), reasons
+
+
+def test_a_changed_read_is_a_failure_even_where_a_check_skips_the_file(small_release, tmp_path, monkeypatch):
+    """Found by a second outside audit: some checks skip a file they cannot read (the table's
+    own check names why), so a change raced between two reads passed. The pinned block keeps
+    every changed read, and verify reports each, whatever the reader did with the error."""
+    import pyarrow.parquet as pq
+
+    release = copy_release(small_release, tmp_path / "r")
+    table = release / "data" / "answers.parquet"
+
+    def skipping(path, manifest, report, sound, schema):
+        pq.write_table(pq.read_table(table), table, compression="gzip")  # the same rows
+        try:
+            safe.read_bytes(path, "data/answers.parquet")
+        except ReleaseError:
+            pass  # a check that skips what it cannot read
+
+    monkeypatch.setattr(verification, "check_release", skipping)
+    _, failures, file_failures, _ = _verify(release, 1)
+    assert not failures  # the proofs read no table
+    assert any(
+        line.startswith("data/answers.parquet: changed while verify read it") for line in file_failures
+    )
