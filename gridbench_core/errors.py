@@ -47,3 +47,7 @@ def drop_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError):
         pass
+
+
+# what a command says when Ctrl-C stops it (exit 130), while it imports or while it works
+INTERRUPTED = "interrupted (Ctrl-C); nothing half-written is kept, run the command again"

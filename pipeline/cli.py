@@ -24,7 +24,14 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from gridbench_core.errors import SolverTimeout, Terminated, UserError, drop_stdout, terminal_text
+from gridbench_core.errors import (
+    INTERRUPTED,
+    SolverTimeout,
+    Terminated,
+    UserError,
+    drop_stdout,
+    terminal_text,
+)
 from gridbench_core.paths import CONF_DIR as CONF
 
 USER_ERRORS: tuple[type[BaseException], ...] = (UserError, FileNotFoundError, SolverTimeout)
@@ -368,10 +375,7 @@ def command(
                 )
                 sys.exit(143)
             except KeyboardInterrupt:
-                print(
-                    "interrupted (Ctrl-C); nothing half-written is kept, run the command again",
-                    file=sys.stderr,
-                )
+                print(INTERRUPTED, file=sys.stderr)
                 sys.exit(130)
 
         main.__doc__ = body.__doc__

@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """The console script's entry point."""
-    from gridbench_core.errors import UserError, drop_stdout, terminal_text
+    from gridbench_core.errors import INTERRUPTED, UserError, drop_stdout, terminal_text
 
     try:
         code = main()
@@ -108,6 +108,9 @@ def run() -> None:
     except UserError as error:
         print(f"error: {terminal_text(error, 4000)}", file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt:  # while the command is still imported (its own handler is not set yet)
+        print(INTERRUPTED, file=sys.stderr)
+        sys.exit(130)
     except BrokenPipeError:  # `gridbench verify --help | head`: Hydra's help, a version
         drop_stdout()
         sys.stderr.close()

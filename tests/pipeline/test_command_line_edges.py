@@ -457,3 +457,20 @@ def test_a_known_mode_is_this_thread_s_only(monkeypatch):
     thread.join(10)
     seen["after"] = Hydra.get_mode(None, config_name="x", overrides=[])
     assert seen == {"known": None, "unknown": "read", "after": "read"}
+
+
+def test_ctrl_c_while_a_command_is_still_imported_is_one_line():
+    """Found by a second outside audit: a Ctrl-C in a command's first few tenths of a second,
+    while the entry point still imports the command (before its own handler is set), printed
+    a KeyboardInterrupt traceback. It is the command's one line and exit 130."""
+    from gridbench_core.errors import INTERRUPTED
+
+    probe = (
+        "import gridbench.commands.main as entry\n"
+        "def importing():\n"
+        "    raise KeyboardInterrupt\n"
+        "entry.main = importing\n"
+        "entry.run()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (130, INTERRUPTED + "\n")
