@@ -143,7 +143,11 @@ def _events(manifest: dict[str, Any], meta: pl.DataFrame | None, failures: list[
         attempt: Any = event.get("attempt")
         if not isinstance(task_id, str) or (meta is not None and task_id not in redraws):
             failures.append(f"{where} names {_short(task_id)!r}, which is not a task of the release")
-        elif not _is_int(attempt) or attempt < 0 or (meta is not None and attempt >= redraws[task_id]):
+        elif (
+            not _is_int(attempt)
+            or attempt < 0
+            or (meta is not None and (not _is_int(redraws[task_id]) or attempt >= redraws[task_id]))
+        ):
             failures.append(
                 f"{where}: attempt {_short(attempt)!r} is not a draft before the task's final draw"
             )
@@ -342,7 +346,8 @@ def _targets(path: Path, meta: pl.DataFrame, settings: Any, failures: list[str])
         if found["depth"] is None or found["depth"] < target_rung(cells, settings.min_depth):
             shallow.append(row["task_id"])
         share = settings.min_resistant_share if cells >= 2 else 0.0
-        if share > 0 and not resistant_enough(found["resistant_decoys"] or 0, found["n_decoys"], share):
+        decoys = found["n_decoys"] if _is_int(found["n_decoys"]) else 0  # a null: the metadata check names it
+        if share > 0 and not resistant_enough(found["resistant_decoys"] or 0, decoys, share):
             unresisted.append(row["task_id"])
         if isinstance(row["crosscheck"], dict):
             solvers.add(row["crosscheck"].get("solver"))

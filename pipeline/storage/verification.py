@@ -284,7 +284,8 @@ def _check_metadata(
         )
         return None
     expected = {name.rsplit("/", 1)[-1][: -len(".json")]: name for name in tasks}
-    if "task_id" not in meta.columns or sorted(meta["task_id"].to_list()) != sorted(expected):
+    ids = meta["task_id"].to_list() if "task_id" in meta.columns else None
+    if ids is None or not all(isinstance(i, str) for i in ids) or sorted(ids) != sorted(expected):
         failures.append(f"metadata.parquet: its rows ({meta.height}) are not the {len(tasks)} tasks listed")
         return None
     for row in meta.iter_rows(named=True):

@@ -255,6 +255,33 @@ def metadata_value_changed(release: Path) -> None:
     redigest(release)
 
 
+def _null_in_metadata(column: str, **config: object):
+    """Damage: ``column`` null in the last row with decoys (and ``config`` set in the recorded
+    generation config), every digest re-signed. Found by a second outside audit: each raised
+    a TypeError inside verify."""
+
+    def damage(release: Path) -> None:
+        import polars as pl
+
+        redigest(release)
+        meta = pl.read_parquet(release / "metadata.parquet")
+        chosen = meta.filter(pl.col("n_decoys") > 0)["task_id"][-1]
+        value = pl.when(pl.col("task_id") == chosen).then(None).otherwise(pl.col(column))
+        meta.with_columns(value.alias(column)).write_parquet(release / "metadata.parquet")
+        manifest = _manifest(release)
+        data = (release / "metadata.parquet").read_bytes()
+        manifest["files"]["metadata.parquet"] = hashlib.sha256(data).hexdigest()
+        manifest["config"]["generation"].update(config)
+        if column == "task_redraws":
+            event = {"kind": "crosscheck_disagreement", "task_id": chosen, "attempt": 0}
+            manifest["build_events"] = [event]
+            manifest["counts"]["crosscheck_disagreements"] = 1
+        _write_manifest(release, manifest)
+
+    damage.__name__ = f"metadata_null_{column}"
+    return damage
+
+
 def metadata_extra_column(release: Path) -> None:
     import polars as pl
 
@@ -425,6 +452,9 @@ CASES = [
     (table_retyped_column, "its columns are not the declared ones"),
     (metadata_value_changed, "hidden_slots differ from its files"),
     (metadata_extra_column, "its columns are not the declared ones"),
+    (_null_in_metadata("task_id"), "metadata.parquet: its rows (8) are not the 8 tasks listed"),
+    (_null_in_metadata("n_decoys", min_resistant_share=0.5), "n_decoys differ from its files"),
+    (_null_in_metadata("task_redraws"), "task_redraws differ from its files"),
     (metadata_bomb, "uncompressed, which is refused"),
     (table_answers_in_metadata, "carries key-value metadata ('leak')"),
     (table_field_metadata, "column 'instruction' carries metadata"),
