@@ -19,6 +19,18 @@ def _prove(task: dict, answer: dict) -> list[str]:
     return prove_data(task, answer, REL, SOLVER, None)[2]
 
 
+TRUE_CROSSCHECK = {
+    "solver": "highs",
+    "solver_version": "highs 1.12.0",
+    "truth_feasible": True,
+    "unique": True,
+    "decoys_infeasible": True,
+    "most_decoys_used": 0,
+    "statuses": {"most_decoys": "FEASIBLE"},
+    "ok": True,
+}
+
+
 def test_the_true_certificate_record_passes():
     assert _prove(TASK.to_dict(), _with_certificate(ANSWER)) == []
 
@@ -50,14 +62,8 @@ def test_a_solver_version_with_an_escape_is_not_shown_and_fails(where):
     answer = _with_certificate(ANSWER)
     if where == "crosscheck":
         answer["crosscheck"] = {
-            "solver": "highs",
+            **TRUE_CROSSCHECK,
             "solver_version": "highs 1.12.0\x1b[2J",
-            "truth_feasible": True,
-            "unique": True,
-            "decoys_infeasible": True,
-            "most_decoys_used": 0,
-            "statuses": {"most_decoys": "FEASIBLE"},
-            "ok": True,
             "counterexample": None,
         }
     else:
@@ -65,18 +71,6 @@ def test_a_solver_version_with_an_escape_is_not_shown_and_fails(where):
     reasons = _prove(TASK.to_dict(), answer)
     assert len(reasons) == 1 and "solver_version" in reasons[0] and "cannot be shown safely" in reasons[0]
     assert "\x1b" not in reasons[0]
-
-
-TRUE_CROSSCHECK = {
-    "solver": "highs",
-    "solver_version": "highs 1.12.0",
-    "truth_feasible": True,
-    "unique": True,
-    "decoys_infeasible": True,
-    "most_decoys_used": 0,
-    "statuses": {"most_decoys": "FEASIBLE"},
-    "ok": True,
-}
 
 
 @pytest.mark.parametrize(
