@@ -8,10 +8,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 import pytest
+
+# mcp is imported when the tests are collected, on purpose: its stdio client binds the
+# servers' stderr to ``sys.stderr`` at import, and a first import inside a test that captures
+# output (capsys) bound a stream without a file descriptor (a clean CI run failed so)
+from mcp import Client, StdioServerParameters  # noqa: E402
 
 import gridbench
 from gridbench.env import openai_schemas
@@ -20,15 +24,9 @@ from gridbench_core.errors import UserError
 from tests import ROOT
 from tests.adapters.helpers import solving_moves
 
-if TYPE_CHECKING:
-    from mcp import Client
-
 
 def mcp_client(*args: object) -> Client:
-    """mcp's client, imported where a test opens one (mcp takes half a second to import: the
-    test worker that runs none of these tests never pays it)."""
-    from mcp import Client
-
+    """mcp's client."""
     return Client(*args)
 
 
@@ -68,8 +66,6 @@ async def play(client: Client, record) -> dict:
 def test_a_task_is_played_to_success_over_stdio(release):
     record = gridbench.load_release(release).filter(domains=["toy"], hidden_slots=[4])[0]
     args = ["-m", "gridbench.mcp", f"release={release}", f"task={record.task_id}"]
-
-    from mcp import StdioServerParameters
 
     async def main() -> dict:
         async with mcp_client(StdioServerParameters(command=sys.executable, args=args)) as client:
