@@ -32,6 +32,11 @@ def terminal_text(value: object, limit: int = 2000) -> str:
     return "".join(char if char.isprintable() else ascii(char)[1:-1] for char in text)
 
 
+# What a shell reports for a process ended by SIGPIPE: the reader of a command's output stopped
+# early (`gridbench verify ... | head -1`); the rest of the output is dropped, the verdict not given
+PIPE_CLOSED = 141
+
+
 def drop_stdout() -> None:
     """Point the standard output at /dev/null: what is still buffered for a reader that has
     gone (``| head``) or for a full disk is dropped, so the exit adds no "Exception ignored"

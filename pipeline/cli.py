@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gridbench_core.errors import (
     INTERRUPTED,
+    PIPE_CLOSED,
     SolverTimeout,
     Terminated,
     UserError,
@@ -46,11 +47,6 @@ def fail(message: str, code: int = 2) -> None:
     shown as escapes) and exit with ``code``."""
     print(f"error: {terminal_text(message, 4000)}", file=sys.stderr)
     sys.exit(code)
-
-
-# What a shell reports for a process ended by SIGPIPE: the reader of its output stopped early
-# (`gridbench verify ... | head -1`); the rest of the output is dropped, the verdict not given
-PIPE_CLOSED = 141
 
 
 def flush_stdout() -> None:

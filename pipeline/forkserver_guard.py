@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import warnings
 
 # Ctrl-C is the command's to handle (it stops its pool and says one line). The server ignores
 # it once its imports are done (multiprocessing.forkserver.main); a Ctrl-C during those imports
@@ -29,8 +30,6 @@ if sys.platform.startswith("linux"):
 # no worker imports it again); each worker still runs that module as ``__mp_main__``, and
 # runpy warns that it "found it in sys.modules" once per worker. That import was on purpose and
 # the run is the one multiprocessing always makes, so the workers (forked from here) do not warn.
-import warnings  # noqa: E402
-
 warnings.filterwarnings(
     "ignore", message=r".*found in sys\.modules after import of package", category=RuntimeWarning
 )

@@ -33,11 +33,11 @@ def main(argv: list[str]) -> int:
         rate = _number(options, "failure_rate", float)
         trial = _number(options, "trial", int)
         print(show(Path(options["run"]), options["task"], rate, trial))
-    except BrokenPipeError:  # the reader stopped early (`| head`): as every command, 141
-        from gridbench_core.errors import drop_stdout
+    except BrokenPipeError:  # the reader stopped early (`| head`): as every command
+        from gridbench_core.errors import PIPE_CLOSED, drop_stdout
 
         drop_stdout()
-        return 141
+        return PIPE_CLOSED
     except (ValueError, OSError) as error:
         print(f"error: {shown(error, 400)}", file=sys.stderr)
         return 2

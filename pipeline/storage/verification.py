@@ -489,10 +489,10 @@ CERTIFICATE_CLAIMS = (
 )
 
 
-def certificate_claims(recorded: Any, proved: Any, crosscheck: Any = None) -> list[str]:
+def certificate_claims(recorded: Any, proved: Any) -> list[str]:
     """What the answer's certificate record says that the re-proof does not give (each
-    verdict, status and count); its solver's name and version must be text that can be shown.
-    An answer without a certificate record claims nothing (the proofs are run here anyway)."""
+    verdict, status and count); its solver's version must be text that can be shown. An
+    answer without a certificate record claims nothing (the proofs are run here anyway)."""
     if recorded is None:
         return []
     out = [
@@ -501,12 +501,12 @@ def certificate_claims(recorded: Any, proved: Any, crosscheck: Any = None) -> li
         for key in CERTIFICATE_CLAIMS
         if getattr(recorded, key) != getattr(proved, key)
     ]
-    texts = [("certificate.solver_version", recorded.solver_version)]
-    if crosscheck is not None:
-        texts += [
-            ("crosscheck.solver", crosscheck.solver),
-            ("crosscheck.solver_version", crosscheck.solver_version),
-        ]
+    return out + _unsafe_texts([("certificate.solver_version", recorded.solver_version)])
+
+
+def _unsafe_texts(texts: list[tuple[str, Any]]) -> list[str]:
+    """A failure for each (what, value) whose value is not text that can be shown."""
+    out = []
     for what, value in texts:
         why = unsafe_text(value, 64) if isinstance(value, str) else "not text"
         if why:
@@ -527,9 +527,9 @@ CROSSCHECK_PROVED = (
 def crosscheck_claims(recorded: Any) -> list[str]:
     """What the answer's cross-check record says against a task that CP-SAT has just proved
     (the truth feasible, unique, every decoy wrong): each verdict must be the proved one, no
-    second completion recorded, every status text that can be shown. An answer without a
-    cross-check record claims nothing. Found by an outside audit: a record claiming ``unique``
-    false and a status with a direction override passed."""
+    second completion recorded, its solver's name and version and every status text that can
+    be shown. An answer without a cross-check record claims nothing. Found by an outside
+    audit: a record claiming ``unique`` false and a status with a direction override passed."""
     if recorded is None:
         return []
     out = [
@@ -540,14 +540,11 @@ def crosscheck_claims(recorded: Any) -> list[str]:
     ]
     if recorded.counterexample is not None:
         out.append("crosscheck.counterexample records a second completion, but uniqueness is proved")
+    texts = [("crosscheck.solver", recorded.solver), ("crosscheck.solver_version", recorded.solver_version)]
     statuses = recorded.statuses if isinstance(recorded.statuses, dict) else {"": recorded.statuses}
     for key, value in statuses.items():
-        for text in (key, value):
-            why = unsafe_text(text, 64) if isinstance(text, str) else "not text"
-            if why:
-                out.append(f"crosscheck.statuses {ascii(str(text)[:40])} cannot be shown safely: {why}")
-                break
-    return out
+        texts += [("crosscheck.statuses", key), ("crosscheck.statuses", value)]
+    return out + _unsafe_texts(texts)
 
 
 def prove_one(args: tuple[Any, ...]) -> tuple[str, str, list[str]]:
@@ -620,7 +617,7 @@ def _prove_data_once(
         sealed = seal(task, answer, solver, milp=milp, model=model)
         reasons += list(sealed.certificate.failures)
         if sealed.certificate.ok:
-            reasons += certificate_claims(answer.certificate, sealed.certificate, answer.crosscheck)
+            reasons += certificate_claims(answer.certificate, sealed.certificate)
             reasons += crosscheck_claims(answer.crosscheck)
             reasons += measure_claims(task, answer, solver, model)
     if milp and sealed.crosscheck is None:  # certificate failed: cross-check it on its own
