@@ -95,6 +95,11 @@ def test_a_decoy_whose_own_solve_timed_out_is_not_refuted(decoy, monkeypatch):
     certificate = certify(TASK, ANSWER, SETTINGS)
     assert not certificate.ok
     assert any("is not refuted (UNKNOWN)" in f for f in certificate.failures), certificate.failures
+    # the per-decoy solves stop at that time-out (each further one could cost a whole limit)
+    decoys = sum(len(role.decoys) for role in ANSWER.roles)
+    assert injected.calls[3:] == ["item_feasible"] * (decoy + 1), injected.calls
+    untried = decoys - decoy - 1
+    assert (f"{untried} more decoys not tried after that time-out" in certificate.failures) == (untried > 0)
 
 
 def _milp_spy(monkeypatch, injected: Injected) -> None:
