@@ -45,6 +45,9 @@ def test_every_command_module_has_a_main_and_answers_help(tmp_path):
         assert callable(importlib.import_module(command.module).main), name
     out = gridbench("verify", "--help", cwd=tmp_path)
     assert out.returncode == 0 and "release" in out.stdout, out.stderr
+    # its own page: the module's docstring, its usage, its configuration; not Hydra's
+    assert out.stdout.startswith("`python -m gridbench.commands.verify release=PATH"), out.stdout
+    assert "usage: gridbench verify [key=value ...]" in out.stdout and "powered by Hydra" not in out.stdout
     out = gridbench("mcp", "--help", cwd=tmp_path)
     assert out.returncode == 0 and "release" in out.stdout, out.stderr
 

@@ -111,7 +111,7 @@ def run() -> None:
     except KeyboardInterrupt:  # while the command is still imported (its own handler is not set yet)
         print(INTERRUPTED, file=sys.stderr)
         sys.exit(130)
-    except BrokenPipeError:  # `gridbench verify --help | head`: Hydra's help, a version
+    except BrokenPipeError:  # `gridbench verify --help | head`: a help page, a version
         drop_stdout()
         sys.stderr.close()
         sys.exit(0)

@@ -238,7 +238,7 @@ def test_a_read_only_command_writes_nothing_where_it_runs(tiny_release, tmp_path
     "args",
     [
         ["--version"],
-        ["verify", "--help"],  # Hydra's help
+        ["verify", "--help"],  # the command's own help page
         pytest.param(["--help"], marks=pytest.mark.slow),  # the same path as --version
         pytest.param(["mcp", "--help"], marks=pytest.mark.slow),
         pytest.param(["show", "--help"], marks=pytest.mark.slow),
@@ -474,3 +474,25 @@ def test_ctrl_c_while_a_command_is_still_imported_is_one_line():
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr) == (130, INTERRUPTED + "\n")
+
+
+def test_a_command_s_help_is_its_own_page_with_its_configuration(capsys):
+    """``--help`` says what the command does and shows its own groups and configuration
+    (overrides applied), not Hydra's generic page listing every app's groups."""
+    from pipeline.cli import help_page
+
+    about = "`gridbench verify`: re-prove a release.\n\nMore."
+    page = help_page("apps", "verify", ["--help", "release=/some/where"], about, "gridbench verify")
+    assert page.startswith("`gridbench verify`: re-prove a release.\n\nMore.\n\nusage: gridbench verify")
+    assert "release: /some/where" in page and "crosscheck_solver: highs" in page
+    assert "powered by Hydra" not in page and "agent:" not in page and "hydra:" not in page
+    evaluate = help_page("apps", "evaluate", ["-h", "agent=random"], None, "gridbench eval")
+    groups = evaluate.split("== Configuration ==")[0]
+    assert "\nagent: budget_aware, greedy_local, llm, llm_local, random*, search," in groups
+    assert "\n+experiment: paper\n" in groups  # optional: added with +experiment=paper
+    release = help_page("", "config", ["-m", "grid=10x10,5x5", "--help"], None, "gridbench release")
+    assert "grid: 10x10*, 15x15" in release and "  name: 10x10\n" in release  # a sweep's first job
+    with pytest.raises(SystemExit) as stopped:
+        help_page("apps", "evaluate", ["--help", "agent=nope"], None, "gridbench eval")
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.startswith("error: ") and "agent/nope" in err, err
