@@ -249,3 +249,24 @@ def test_one_unit_witnesses_settle_exactly_the_brute_force_distance_one(task, rn
     roles = tuple(SlotRoles(s.row, s.col, truth[(s.row, s.col)], (), ()) for s in task.slots)
     record = distance_to_ambiguity(task, Answer(task.task_id, grid, roles), None, witnesses=witnesses)
     assert (record.units, record.rule) == (1, rule.name)
+
+
+@example(task=BOUNDARY, pick=0)
+@example(task=ROW_REPEAT, pick=1)
+@given(task=small_tasks(), pick=st.integers(0, 63))
+def test_a_truth_that_is_no_completion_is_never_confirmed_by_its_start(task, pick):
+    """HiGHS starts the "most decoys" solve from the truth (a start only bounds its search):
+    a truth that breaks a rule is never taken for a completion, and the optimum over the real
+    completions is still brute force's."""
+    found = completions(task)
+    others = [choice for choice in all_choices(task) if choice not in found]
+    if not others:
+        return
+    truth = others[pick % len(others)]
+    valid = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
+    decoys = {cell: [i for i in ids if i != truth[cell]] for cell, ids in valid.items()}
+    check = crosscheck(task, truth, {c: ids for c, ids in decoys.items() if ids}, solver="highs")
+    assert not check.truth_feasible and not check.ok
+    used = max((sum(choice[c] in decoys[c] for c in choice) for choice in found), default=None)
+    assert check.most_decoys_used == used
+    assert check.decoys_infeasible == (used == 0)
