@@ -58,13 +58,17 @@ def solver_version(solver: str) -> str:
 
 def _passes(constraints: Any, record: Mapping[str, Any]) -> bool:
     for rule in constraints:
-        value = record.get(rule.attribute)
-        ok = {
-            "<=": lambda v, r=rule: isinstance(v, int) and v <= r.value,
-            ">=": lambda v, r=rule: isinstance(v, int) and v >= r.value,
-            "in": lambda v, r=rule: v in r.value,
-            "not_in": lambda v, r=rule: v is not None and v not in r.value,
-        }[rule.op](value)
+        value, op = record.get(rule.attribute), rule.op
+        if op == "<=":
+            ok = isinstance(value, int) and value <= rule.value
+        elif op == ">=":
+            ok = isinstance(value, int) and value >= rule.value
+        elif op == "in":
+            ok = value in rule.value
+        elif op == "not_in":
+            ok = value is not None and value not in rule.value
+        else:
+            raise KeyError(op)
         if not ok:
             return False
     return True
@@ -109,23 +113,23 @@ class MilpModel:
         out = []
         for number, cells in enumerate(rule_groups(rule, self.task.rows, self.task.cols)):
             if rule.kind == RuleKind.REPEAT_MAX:
-                values = sorted(
-                    {str(self.task.items[i][rule.attribute]) for cell in cells for i in self._ids(cell)}
-                )
-                for k, value in enumerate(values):
-                    out.append(
-                        (
-                            f"{number}_v{k}",
-                            *self._sum(cells, lambda rec, v=value: int(str(rec[rule.attribute]) == v)),
-                        )
-                    )
+                # one row per value the group's options and visible cells take (in sorted
+                # order): the visible cells that hold it, the columns that choose it (in cell
+                # order), read in one pass over the group
+                held: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}
+                for r, c in cells:
+                    visible = self.task.grid[r][c]
+                    if visible is not None:
+                        held.setdefault(str(self.task.items[visible][rule.attribute]), ([0], []))[0][0] += 1
+                        continue
+                    for i in self.options[(r, c)]:
+                        entry = held.setdefault(str(self.task.items[i][rule.attribute]), ([0], []))
+                        entry[1].append((self.column[((r, c), i)], 1))
+                for k, value in enumerate(sorted(held)):
+                    out.append((f"{number}_v{k}", held[value][0][0], tuple(held[value][1])))
             else:
                 out.append((str(number), *self._sum(cells, lambda rec: _coefficient(rule, rec))))
         return out
-
-    def _ids(self, cell: Cell) -> list[str]:
-        visible = self.task.grid[cell[0]][cell[1]]
-        return [visible] if visible is not None else self.options[cell]
 
     def _sum(self, cells: Sequence[Cell], coef: Any) -> tuple[int, tuple[tuple[int, int], ...]]:
         constant, terms = 0, []
