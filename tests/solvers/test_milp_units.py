@@ -308,3 +308,39 @@ def test_a_task_whose_hidden_cell_has_no_option_is_infeasible_without_a_solve(so
     model = milp.MilpModel(NO_OPTION, solver=solver)
     for result in (model.most_decoys({}), model.other_completion({(0, 1): "h"})):
         assert result.status == "INFEASIBLE" and result.wall_ms == 0.0
+
+
+def test_highs_runs_without_primal_heuristics_and_starts_most_decoys_from_the_truth(monkeypatch):
+    """What makes the HiGHS cross-check fast, never what proves it: primal heuristics off, and
+    the "most decoys" solve started from the truth (kept only when HiGHS finds it feasible)."""
+    import highspy
+
+    options, starts = {}, []
+    set_option, set_solution = highspy.Highs.setOptionValue, highspy.Highs.setSolution
+
+    def option(self, name, value):
+        options[name] = value
+        return set_option(self, name, value)
+
+    def solution(self, given):
+        starts.append((list(given.col_value), given.value_valid))
+        return set_solution(self, given)
+
+    monkeypatch.setattr(highspy.Highs, "setOptionValue", option)
+    monkeypatch.setattr(highspy.Highs, "setSolution", solution)
+    model = MilpModel(TASK)
+    truth_columns = sorted(model.column[(cell, i)] for cell, i in TRUTH.items())
+    assert crosscheck(TASK, TRUTH, DECOYS).ok  # the one-solve proof
+    assert options["mip_heuristic_run_feasibility_jump"] is False and options["mip_heuristic_effort"] == 0.0
+    for name in ("rins", "rens", "root_reduced_cost", "zi_round", "shifting"):
+        assert options[f"mip_heuristic_run_{name}"] is False, name
+    (values, valid), *more = starts
+    assert not more and valid is True
+    assert [n for n, v in enumerate(values) if v] == truth_columns and set(values) == {0.0, 1.0}
+    starts.clear()
+    assert crosscheck(TASK, TRUTH, {(0, 1): ["A"], (1, 2): ["E", "F"]}).ok  # three solves
+    assert len(starts) == 1 and [n for n, v in enumerate(starts[0][0]) if v] == truth_columns
+    starts.clear()
+    assert model.most_decoys(DECOYS).objective == 0 and not starts  # no hint, no start
+    outside = {**TRUTH, (0, 1): "B"}  # B breaks its slot rule: no column, no start
+    assert model.most_decoys(DECOYS, hint=outside).objective == 0 and not starts

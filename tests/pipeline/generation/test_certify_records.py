@@ -167,3 +167,16 @@ def test_sealing_passes_witnesses_to_the_distance_measure():
     near = seal(tight, ANSWER, SETTINGS, node_limit=100, witnesses=[{(0, 1): "A", (1, 2): "G"}])
     assert near.measures is not None and near.measures.distance_to_ambiguity.units == 1
     assert near.measures.distance_to_ambiguity.rule == "total_weight_min"
+
+
+def test_a_decoy_that_breaks_its_slot_is_named_and_the_decoys_after_it_are_still_solved():
+    # B breaks its slot rule (no literal, no solve); A and C, listed after it, are in completions
+    answer = dataclasses.replace(
+        ANSWER,
+        truth=(("V00", "D", "V02"), ("V10", "V11", "G")),
+        roles=(SlotRoles(0, 1, "D", ("B", "A", "C"), ()), SlotRoles(1, 2, "G", ("E", "F"), ())),
+    )
+    record = certify(OPEN_TASK, answer, SETTINGS)
+    assert "decoy B at (0, 1) breaks a slot rule (should be filtered)" in record.failures
+    assert "decoy A at (0, 1) is not refuted (FEASIBLE)" in record.failures
+    assert "decoy C at (0, 1) is not refuted (FEASIBLE)" in record.failures
