@@ -282,3 +282,62 @@ def test_a_small_draft_takes_the_cut_that_keeps_most_of_a_radius_and_a_caged_one
     candidates = [(first, 1), (second, radii[second] - 1)]  # keeps 2 of R + 1 units against R of R + 1
     assert _least_cut(draft, candidates) == (second, radii[second] - 1)
     assert _deepest_cut(draft, candidates) == (first, 1)
+
+
+def test_the_cut_kept_is_the_share_of_its_radius_exactly_and_ties_are_drawn_at_random():
+    """``_least_cut`` keeps the largest share (w + 1) / (R + 1) of a radius, ``_deepest_cut``
+    the smallest, over every pair of radii and widths of two bounds (an off-by-one in either
+    share flips some pair); equal shares are drawn at random, each one sometimes."""
+    from fractions import Fraction
+
+    from pipeline.generation.repair import _deepest_cut, _least_cut
+
+    draft = _draft()
+    windows = [i for i, bound in enumerate(draft.bounds) if bound.window]
+    assert len(windows) >= 2
+    a, b = windows[:2]
+    for big in range(2, 8):
+        for small in range(1, big):
+            draft.bounds[a].radius, draft.bounds[b].radius = big, small
+            place(draft)
+            assert (radius(draft, draft.bounds[a]), radius(draft, draft.bounds[b])) == (big, small)
+            for wa in range(big):
+                for wb in range(small):
+                    share = {a: Fraction(wa + 1, big + 1), b: Fraction(wb + 1, small + 1)}
+                    candidates = [(a, wa), (b, wb)]
+                    if share[a] == share[b]:
+                        continue
+                    most, least = (a, b) if share[a] > share[b] else (b, a)
+                    assert _least_cut(draft, candidates)[0] == most, (big, small, wa, wb)
+                    assert _deepest_cut(draft, candidates)[0] == least, (big, small, wa, wb)
+    draft.bounds[a].radius, draft.bounds[b].radius = 5, 2
+    place(draft)
+    tied = [(a, 1), (b, 0)]  # 2/6 and 1/3
+    for pick in (_least_cut, _deepest_cut):
+        assert {pick(draft, tied)[0] for _ in range(60)} == {a, b}
+
+
+@pytest.mark.parametrize("caged", [False, True])
+def test_a_small_draft_is_cut_least_and_a_caged_one_deepest(caged, monkeypatch):
+    """tighten hands every window that can exclude the counterexample to ``_least_cut`` (a
+    small draft) or ``_deepest_cut`` (a caged one), and narrows the one it picks."""
+    from pipeline.generation import repair
+
+    draft = _draft()
+    _loosened(draft)
+    other = _virtual_model(draft).other_completion()
+    assert other.status == FEASIBLE
+    asked = []
+    for name in ("_least_cut", "_deepest_cut"):
+        real = getattr(repair, name)
+        monkeypatch.setattr(
+            repair,
+            name,
+            lambda d, found, _name=name, _real=real: asked.append((_name, found)) or _real(d, found),
+        )
+    if caged:
+        monkeypatch.setattr(draft, "cages", [[(0, 0)]])
+    index = tighten(draft, other.solution, 1)
+    [(name, found)] = asked
+    assert name == ("_deepest_cut" if caged else "_least_cut")
+    assert index in [i for i, _ in found] and len(found) >= 1
