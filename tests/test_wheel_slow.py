@@ -72,6 +72,9 @@ def test_the_wheel_installs_anywhere_and_its_command_builds_and_verifies(tmp_pat
     work.mkdir()
     gridbench = str(venv / "bin" / "gridbench")
     assert "release" in run([gridbench, "--help"], work).stdout
+    # a command's own help page reads the packaged configuration and its groups
+    page = run([gridbench, "eval", "--help"], work).stdout
+    assert "usage: gridbench eval" in page and "agent: budget_aware" in page and "+experiment: paper" in page
     run(
         [
             gridbench,
