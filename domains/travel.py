@@ -51,6 +51,8 @@ def travel() -> Domain:
             G("location_repeat_max", RuleKind.REPEAT_MAX, "location"),
             G("daily_duration_max", RuleKind.SUM_MAX, "duration", scope="row"),
             G("rating_total_min", RuleKind.SUM_MIN, "rating"),
+            G("total_duration_max", RuleKind.SUM_MAX, "duration"),
+            G("crowd_total_max", RuleKind.SUM_MAX, "crowd_level"),
         ),
         name_words=(
             "Gallery Tour",
