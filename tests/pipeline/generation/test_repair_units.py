@@ -341,3 +341,44 @@ def test_a_small_draft_is_cut_least_and_a_caged_one_deepest(caged, monkeypatch):
     [(name, found)] = asked
     assert name == ("_deepest_cut" if caged else "_least_cut")
     assert index in [i for i, _ in found] and len(found) >= 1
+
+
+def test_a_one_sided_bound_listed_first_does_not_hide_the_windows_after_it():
+    draft = _draft()
+    _loosened(draft)
+    other = _virtual_model(draft).other_completion()
+    assert other.status == FEASIBLE
+    one_sided = [i for i, bound in enumerate(draft.bounds) if not bound.window]
+    assert one_sided, "the toy draft has a one-sided bound"
+    draft.bounds.insert(0, draft.bounds.pop(one_sided[-1]))
+    place(draft)
+    grid = _grid(draft, other.solution)
+    cutting = [
+        i for i, b in enumerate(draft.bounds) if b.window and separation(draft, b, grid, 1) is not None
+    ]
+    assert cutting, "some window separates the counterexample"
+    index = tighten(draft, other.solution, 1)
+    assert index in cutting
+
+
+def test_repair_counts_every_re_drawn_cell_over_its_rounds(monkeypatch):
+    """With no window able to cut (tighten answers None), every round re-draws the cells its
+    counterexample changed; the stats count all of them, round after round."""
+    from pipeline.generation import repair
+
+    drawn = []
+    monkeypatch.setattr(repair, "tighten", lambda *args, **kwargs: None)
+    real = repair.redraw_cells
+    monkeypatch.setattr(
+        repair, "redraw_cells", lambda draft, cells: drawn.append(len(cells)) or real(draft, cells)
+    )
+    monkeypatch.setattr(repair, "round_budget", lambda *args: 3)
+    draft = _draft()
+    _loosened(draft)
+    stats = RepairStats()
+    try:
+        make_unique(draft, "t", GenerationSettings(), SOLVER, stats)
+    except RepairFailed:
+        pass
+    assert len(drawn) >= 2 and all(drawn), drawn
+    assert stats.cell_redraws == sum(drawn)
