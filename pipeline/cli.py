@@ -411,6 +411,7 @@ def command(
             # pool stopped, nothing half-written kept, one line; it exited 143 with Python's
             # "leaked semaphore" warnings and a partial folder left for the next build
             signal.signal(signal.SIGTERM, _terminate)
+            search = folder if folder == "apps" else ""  # the configuration folder, below conf/
             try:
                 if any(arg in HELP_FLAGS for arg in sys.argv[1:]):
                     module = sys.modules.get(body.__module__)
@@ -422,7 +423,7 @@ def command(
                     )
                     print(
                         help_page(
-                            folder if folder == "apps" else "",
+                            search,
                             config_name,
                             sys.argv[1:],
                             getattr(module, "__doc__", None),
@@ -431,7 +432,7 @@ def command(
                     )
                     flush_stdout()
                     return
-                known = precheck(folder if folder == "apps" else "", config_name, sys.argv[1:])
+                known = precheck(search, config_name, sys.argv[1:])
                 with _mode_read(known):
                     task()
                 flush_stdout()
