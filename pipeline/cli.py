@@ -82,7 +82,9 @@ def _first_line(error: BaseException) -> str:
     return head
 
 
-def precheck(folder: str, name: str, argv: list[str]) -> bool:
+def precheck(
+    folder: str, name: str, argv: list[str], composed: Callable[[DictConfig], None] | None = None
+) -> bool:
     """Compose the command line's overrides once, outside Hydra, and resolve every
     interpolation, so that Hydra's own errors and those of an interpolation (which would
     otherwise fail only inside the job) become one line and exit 2. A multirun composes each
@@ -90,7 +92,11 @@ def precheck(folder: str, name: str, argv: list[str]) -> bool:
 
     True when the command line is one plain run whose composition sets no ``hydra.mode``
     (and no override names a key of Hydra's): the mode Hydra would compose the configuration
-    once more to read (:func:`_mode_read`) is then known to be none."""
+    once more to read (:func:`_mode_read`) is then known to be none.
+
+    ``composed``: called with the configuration of such a run (that also stays in the folder
+    it starts in: no ``hydra.job.chdir``) once it is composed and resolved, before Hydra runs
+    it (what the command can start early: its fork server)."""
     multirun = any(arg in ("-m", "--multirun") for arg in argv)
     if any(arg.startswith("--") and arg != "--multirun" for arg in argv):
         return False
@@ -121,9 +127,13 @@ def precheck(folder: str, name: str, argv: list[str]) -> bool:
     ):
         return False
     try:
-        return cfg.hydra.get("mode") is None
+        known = cfg.hydra.get("mode") is None
+        chdir = bool(cfg.hydra.job.get("chdir"))
     except Exception:  # a mode that does not resolve: Hydra's own reading (it swallows that)
         return False
+    if known and not chdir and composed is not None:  # one run, in the folder it started in
+        composed(cfg)
+    return known
 
 
 _MODE = threading.local()  # ``known``: this thread's command has no hydra.mode to read
@@ -395,9 +405,11 @@ def help_page(folder: str, name: str, argv: list[str], about: str | None, progra
 
 
 def command(
-    config_name: str, folder: str = "apps"
+    config_name: str, folder: str = "apps", early: Callable[[DictConfig], None] | None = None
 ) -> Callable[[Callable[[DictConfig], int | None]], Callable[[], None]]:
-    """Make ``body`` a command over ``conf/<folder>/<config_name>.yaml``."""
+    """Make ``body`` a command over ``conf/<folder>/<config_name>.yaml``. ``early``: called
+    with a plain run's configuration as soon as it is composed, before Hydra runs the body
+    (:func:`precheck`), to start what the body will wait for."""
 
     def decorate(body: Callable[[DictConfig], int | None]) -> Callable[[], None]:
         path = str(CONF / "apps") if folder == "apps" else str(CONF)
@@ -432,7 +444,7 @@ def command(
                     )
                     flush_stdout()
                     return
-                known = precheck(search, config_name, sys.argv[1:])
+                known = precheck(search, config_name, sys.argv[1:], early)
                 with _mode_read(known):
                     task()
                 flush_stdout()

@@ -333,6 +333,7 @@ class _Shared:
     pool: ProcessPoolExecutor | None = None
     workers = 0
     stop_registered = False  # the fork server is stopped when this process exits
+    forked = False  # a pool of this process has asked the fork server for workers
 
 
 @contextlib.contextmanager
@@ -387,6 +388,9 @@ def _stop_fork_server() -> None:
         return
     with contextlib.suppress(OSError):
         os.close(alive)  # the server ends when no process holds this pipe open
+    if not _Shared.forked:  # started early, never used (the command stopped first): no worker
+        with contextlib.suppress(OSError):  # to wait for, and its imports are not waited out
+            os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 5.0
     with contextlib.suppress(ChildProcessError, OSError):
         while os.waitpid(pid, os.WNOHANG) == (0, 0):
@@ -438,6 +442,7 @@ def _new_pool(workers: int, module: str = "") -> ProcessPoolExecutor:
     context = _context()
     if context.get_start_method() == "forkserver":
         _prepare_fork_server(context, module)
+        _Shared.forked = True
     return ProcessPoolExecutor(
         workers,
         mp_context=context,

@@ -163,7 +163,7 @@ def make_as_gridbench(words: list[str]) -> list[str] | None:
 def hydra_config_of(module: str) -> tuple[str, str]:
     """The (folder, config name) a Hydra command composes: ``main = command("name"...)``."""
     source = (ROOT / (module.replace(".", "/") + ".py")).read_text()
-    found = re.search(r'command\("(\w+)"(, folder="root")?\)', source)
+    found = re.search(r'command\("(\w+)"(, folder="root")?[,)]', source)
     assert found, f"{module}: no @command"
     return ("" if found.group(2) else "apps", found.group(1))
 

@@ -496,3 +496,32 @@ def test_a_command_s_help_is_its_own_page_with_its_configuration(capsys):
         help_page("apps", "evaluate", ["--help", "agent=nope"], None, "gridbench eval")
     err = capsys.readouterr().err
     assert stopped.value.code == 2 and err.startswith("error: ") and "agent/nope" in err, err
+
+
+@pytest.mark.parametrize(
+    "argv, workers",
+    [
+        ([], 2),
+        (["release.workers=3"], 3),
+        (["release.workers=1"], None),  # one worker: no fork server
+        (["executor=ray"], None),  # another executor's workers
+        (["-m", "grid=5x5,5x7"], None),  # a sweep: each job is Hydra's to run
+        (["hydra.job.chdir=true"], None),  # workers forked before the run would miss its folder
+    ],
+)
+def test_the_release_starts_its_fork_server_as_soon_as_its_line_is_composed(argv, workers, monkeypatch):
+    """``release`` starts its workers' fork server from the pre-check's composed configuration,
+    before Hydra composes the line again and sets up its run: with the workers it asks for, and
+    not for one worker, another executor (Ray is not started either), a sweep or a run that
+    changes its working folder."""
+    import gridbench.commands.release as release
+    from pipeline.cli import precheck
+
+    started = []
+    monkeypatch.setattr(release, "warm", lambda n, module: started.append((n, module)) if n > 1 else None)
+    try:
+        precheck("", "config", argv, release._early)
+    except SystemExit:
+        pytest.fail(f"{argv}: the pre-check refused the line")
+    assert started == ([] if workers is None else [(workers, "pipeline.storage.cache")])
+    assert "ray" not in sys.modules or not sys.modules["ray"].is_initialized()

@@ -129,6 +129,36 @@ def test_warm_starts_the_fork_server_the_first_pool_then_uses_and_one_worker_sta
     assert out.stdout.split("\n")[:4] == ["None", "True", "[1, 2, 3]", "True"], out.stdout
 
 
+def test_a_fork_server_no_pool_used_is_ended_without_waiting_out_its_imports(tmp_path):
+    """A command starts its fork server early (``warm``), before it checks what it was asked
+    (a release that exists already): when it stops before any pool, the server is ended at
+    once, not waited for while it imports (here a module that takes 20 s to import; the wait
+    would have been the 5 s deadline), and it does not outlive the command."""
+    import subprocess
+    import sys
+    from multiprocessing import get_all_start_methods
+
+    from tests import ROOT
+
+    if "forkserver" not in get_all_start_methods():
+        pytest.skip("no fork server on this platform")
+    (tmp_path / "slow_import.py").write_text("import time\ntime.sleep(20)\n")
+    code = (
+        "import time\n"
+        "from multiprocessing import forkserver as f\n"
+        "from pipeline import parallel as p\n"
+        "p.warm(2, 'slow_import')\n"
+        "print(f._forkserver._forkserver_pid, flush=True)\n"
+        "time.sleep(0.5)\n"  # the server is importing
+    )
+    environment = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=4
+    )
+    assert out.returncode == 0, out.stderr
+    assert not _alive(int(out.stdout.split()[0]))
+
+
 def test_a_run_stopped_early_stops_its_pool_cleanly(tmp_path):
     """A run left before its end (an error in the loop, Ctrl-C, a generator closed early) stops
     its workers, none of them halfway through sending a result (here 4 MB ones): the pool's

@@ -217,3 +217,47 @@ def test_prompts_from_the_task_objects_are_the_prompts_read_from_the_rows(releas
         table_bytes(rows, kind, "t", prompts[::-1])
     with pytest.raises(ValueError, match="not the rows' prompts"):
         table_bytes(rows, kind, "t", prompts[:1])
+
+
+def test_tables_written_without_pandas_are_the_same_bytes_and_pandas_still_loads_after(release):
+    """The release command shows pyarrow no pandas for its first conversion (``prepare_writing``:
+    a third of a second of import saved): its tables are byte for byte those of a process that
+    imported pandas first, and a later ``to_pandas`` still works."""
+    import subprocess
+    import sys
+
+    from tests import ROOT
+
+    code = (
+        "import hashlib, json, sys\n"
+        "from pathlib import Path\n"
+        "if sys.argv[1] == 'pandas':\n"
+        "    import pandas\n"
+        "from pipeline.storage.write import prepare_writing\n"
+        "prepare_writing()\n"
+        "from pipeline.storage.tables import table_bytes, task_type, ANSWER\n"
+        "release = Path(sys.argv[2])\n"
+        "tasks = [json.loads(p.read_text()) for p in sorted(release.glob('tasks/*/*.json'))]\n"
+        "answers = [json.loads(p.read_text()) for p in sorted(release.glob('answers/*/*.json'))]\n"
+        "domain = tasks[0]['domain']\n"
+        "data = table_bytes([t for t in tasks if t['domain'] == domain], task_type(domain), 'x')\n"
+        "data += table_bytes(answers, ANSWER, 'y')\n"
+        "loaded = 'pandas' in sys.modules\n"
+        "import pyarrow as pa\n"
+        "frame = pa.table({'a': [1, 2]}).to_pandas()\n"
+        "print(hashlib.sha256(data).hexdigest(), loaded, type(frame).__name__)\n"
+    )
+    outs = {}
+    for first in ("pandas", "none"):
+        run = subprocess.run(
+            [sys.executable, "-c", code, first, str(release)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == 0, run.stderr
+        outs[first] = run.stdout.split()
+    assert outs["none"][1:] == ["False", "DataFrame"]  # no pandas for writing, there when asked
+    assert outs["pandas"][1:] == ["True", "DataFrame"]
+    assert outs["none"][0] == outs["pandas"][0]
