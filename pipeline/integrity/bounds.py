@@ -174,7 +174,9 @@ def _weight(rule: GlobalRule, record: dict, equals: object) -> int:
 def _sampled_measure(
     task: Task, rule: GlobalRule, options: dict[Cell, list[str]], picks: dict[Cell, np.ndarray]
 ) -> np.ndarray:
-    """The rule's measure (its tightest group) over the sampled completions ``picks``."""
+    """The rule's measure (its tightest group) over the sampled completions ``picks``: per
+    group, each counted value's total (a row; one row unless the rule caps repeats), each open
+    cell adding the weights of its picked options, then the largest row."""
     per_group = []
     for group in rule_groups(rule, task.rows, task.cols):
         records = {cell: [task.items[i] for i in options[cell]] for cell in group if cell in options}
@@ -186,13 +188,25 @@ def _sampled_measure(
                 | {r[rule.attribute] for rs in records.values() for r in rs},
                 key=str,
             )
-        counts = []
-        for equals in values:
-            total = np.full(SAMPLES, sum(_weight(rule, r, equals) for r in fixed), dtype=np.int64)
-            for cell, rows in records.items():
-                total += np.array([_weight(rule, r, equals) for r in rows], dtype=np.int64)[picks[cell]]
-            counts.append(total)
-        per_group.append(np.max(counts, axis=0) if counts else np.zeros(SAMPLES, dtype=np.int64))
+        if not values:
+            per_group.append(np.zeros(SAMPLES, dtype=np.int64))
+            continue
+        if rule.kind == RuleKind.REPEAT_MAX:  # a count per value: each record is one of them
+            row_of = {value: k for k, value in enumerate(values)}
+            start = np.zeros(len(values), dtype=np.int64)
+            for record in fixed:
+                start[row_of[record[rule.attribute]]] += 1
+        else:
+            start = np.array([sum(_weight(rule, r, rule.equals) for r in fixed)], dtype=np.int64)
+        totals = np.repeat(start[:, None], SAMPLES, axis=1)
+        for cell, rows in records.items():
+            if rule.kind == RuleKind.REPEAT_MAX:
+                weights = np.zeros((len(values), len(rows)), dtype=np.int64)
+                weights[[row_of[r[rule.attribute]] for r in rows], np.arange(len(rows))] = 1
+            else:
+                weights = np.array([[_weight(rule, r, rule.equals) for r in rows]], dtype=np.int64)
+            totals += weights[:, picks[cell]]
+        per_group.append(totals.max(axis=0))
     stacked = np.array(per_group)
     return stacked.max(axis=0) if rule.is_upper_bound else stacked.min(axis=0)
 

@@ -149,3 +149,28 @@ def test_the_bounds_audit_fails_a_bin_or_bound_off_its_null_in_either_direction(
         assert len(failures) == 1 and "bin 1/" in failures[0], (off, failures)
         failures = bounds_failures(report(fine, _row(0.4 + off, 0.4)))
         assert len(failures) == 1 and "truth at the bound of cap" in failures[0], (off, failures)
+
+
+def test_the_sampled_measure_is_each_sampled_completion_s_measure():
+    """The one-sided null's measure over its sampled completions (worked out a table per cell
+    and value at once) is, sample by sample, the rule's measure of that completed grid as the
+    checker takes it (``rule_measure`` over each group: the largest count of any value under a
+    repeat cap, the tightest group of a row or column rule)."""
+    import numpy as np
+
+    from pipeline.integrity.bounds import SAMPLES, _measure, _sampled_measure, one_sided, options_of
+
+    checked = set()
+    for task, _ in _build(24):
+        options = options_of(task)
+        draw = np.random.default_rng(7)
+        picks = {cell: draw.integers(0, len(ids), size=SAMPLES) for cell, ids in sorted(options.items())}
+        for rule in one_sided(task):
+            measured = _sampled_measure(task, rule, options, picks)
+            for sample in range(0, SAMPLES, 37):
+                grid = [list(row) for row in task.grid]
+                for (r, c), ids in options.items():
+                    grid[r][c] = ids[picks[(r, c)][sample]]
+                assert measured[sample] == _measure(task, rule, grid), (task.task_id, rule.name, sample)
+            checked.add(str(rule.kind))
+    assert {"repeat_max", "sum_max"} <= checked, checked
