@@ -21,6 +21,10 @@ from gridbench_core.vocabulary import SUM_KINDS, RuleKind, Scope
 from solvers.checker import rule_groups
 
 Features = dict[str, float]
+# the feature names (by their ends) the audit's policies read (:data:`pipeline.integrity.
+# policies.POLICIES`), besides the cell-wide ones of (a): what ``lean`` features keep
+READ_SUFFIXES = (".room", ".abs_gap_to_share", ".abs_residual_rank")
+POLICY_SUFFIXES = (".rank", ".margin", *READ_SUFFIXES)
 
 
 def atypicality(values: list[dict[str, float]]) -> list[float]:
@@ -77,8 +81,9 @@ def _name_number(name: str) -> float:
     return float(digits) / 1000.0 if digits else 0.0
 
 
-def candidate_side_features(task: Task, slot: Slot, options: list[str]) -> list[Features]:
-    """Feature set (a) for every option of one cell."""
+def candidate_side_features(task: Task, slot: Slot, options: list[str], lean: bool = False) -> list[Features]:
+    """Feature set (a) for every option of one cell. ``lean``: only what the audit's policies
+    read (the ranks, margins, positions and typicality; the same values, in the same order)."""
     domain = get_domain(task.domain)
     records = [task.items[i] for i in options]
     directions = sum_directions(task.domain)
@@ -90,15 +95,23 @@ def candidate_side_features(task: Task, slot: Slot, options: list[str]) -> list[
         if isinstance(attribute, NumericAttribute):
             values = [float(r[attribute.name]) for r in records]
             span = float(attribute.high - attribute.low)
-            ranks, z = _ranks(values), _z(values)
+            ranks, z = _ranks(values), ([] if lean else _z(values))
             for k, value in enumerate(values):
-                rows[k][f"{name}.value"] = (value - attribute.low) / span
-                rows[k][f"{name}.rank"] = ranks[k]
-                rows[k][f"{name}.z"] = z[k]
-                rows[k][f"{name}.directed_rank"] = ranks[k] * directions.get(attribute.name, 0)
-                rows[k][f"{name}.margin"] = _margin(slot, attribute.name, value) / span
+                if lean:
+                    rows[k][f"{name}.rank"] = ranks[k]
+                    rows[k][f"{name}.margin"] = _margin(slot, attribute.name, value) / span
+                else:
+                    rows[k][f"{name}.value"] = (value - attribute.low) / span
+                    rows[k][f"{name}.rank"] = ranks[k]
+                    rows[k][f"{name}.z"] = z[k]
+                    rows[k][f"{name}.directed_rank"] = ranks[k] * directions.get(attribute.name, 0)
+                    rows[k][f"{name}.margin"] = _margin(slot, attribute.name, value) / span
                 rank_sum[k] += ranks[k] * directions.get(attribute.name, 0)
                 numeric[k][attribute.name] = value
+        elif isinstance(attribute, CategoricalAttribute) and lean:
+            for k, record in enumerate(records):  # a value's flag only when a policy reads it
+                if (flag := f"{name}={record[attribute.name]}").endswith(POLICY_SUFFIXES):
+                    rows[k][flag] = 1.0
         elif isinstance(attribute, CategoricalAttribute):
             counts = Counter(r[attribute.name] for r in records)
             for k, record in enumerate(records):
@@ -109,6 +122,18 @@ def candidate_side_features(task: Task, slot: Slot, options: list[str]) -> list[
     id_ranks = _ranks([float(sum(j < i for j in options)) for i in options])
     names = [str(task.items[i]["name"]) for i in options]
     name_ranks = _ranks([float(sum(m < n for m in names)) for n in names])
+    if lean:
+        for k, item_id in enumerate(options):
+            rows[k].update(
+                {
+                    "position": position[item_id] / max(len(slot.candidates) - 1, 1),
+                    "id_rank": id_ranks[k],
+                    "name_rank": name_ranks[k],
+                    "directed_rank_sum": rank_sum[k],
+                    "atypicality": typical[k],
+                }
+            )
+        return rows
     for k, item_id in enumerate(options):
         rows[k].update(
             {
@@ -139,11 +164,17 @@ def readable_features(
     options: list[str],
     side: list[Features],
     all_options: dict[tuple[int, int], list[str]],
+    lean: bool = False,
 ) -> list[Features]:
     """Feature set (b): (a) (``side``) plus what the bounds, the visible cells and the other
     hidden cells' options (``all_options``: every cell's locally valid candidates, which an
-    agent reads with the query tool) say about each option."""
-    rows = [dict(row) for row in side]
+    agent reads with the query tool) say about each option. ``lean``: only what the audit's
+    policies read of the bounds (room under a cap, the gap to a sum's share, the rank of the
+    gap to its residual), without (a)."""
+    if lean:  # of (a), only a key a policy of (b) reads (a categorical value's flag, if any)
+        rows = [{k: v for k, v in row.items() if k.endswith(READ_SUFFIXES)} for row in side]
+    else:
+        rows = [dict(row) for row in side]
     domain = get_domain(task.domain)
     cell = (slot.row, slot.col)
     for rule in task.global_constraints:
@@ -155,9 +186,10 @@ def readable_features(
         name = f"{task.domain}.{rule.name}"
         if rule.scope == Scope.CELLS:  # the cell's own region: one name in every task
             name = f"{task.domain}.region_{rule.attribute}_{'max' if rule.is_upper_bound else 'min'}"
-        features = _rule_features(rule, name, visible, open_cells, domain)
-        for k, item_id in enumerate(options):
-            rows[k].update(features(task.items[item_id]))
+        if not lean or rule.kind in SUM_KINDS or rule.kind == RuleKind.REPEAT_MAX:
+            features = _rule_features(rule, name, visible, open_cells, domain)
+            for k, item_id in enumerate(options):
+                rows[k].update(features(task.items[item_id]))
         if rule.kind in SUM_KINDS:
             attribute = domain.numeric(rule.attribute)
             others = [
@@ -167,7 +199,9 @@ def readable_features(
             ]
             values = [int(task.items[i][rule.attribute]) for i in options]
             room = rule.bound - sum(int(v[rule.attribute]) for v in visible)
-            _residual_features(rows, rule, name, values, room, others, float(attribute.high - attribute.low))
+            _residual_features(
+                rows, rule, name, values, room, others, float(attribute.high - attribute.low), lean
+            )
     return rows
 
 
@@ -179,6 +213,7 @@ def _residual_features(
     room: int,
     others: list[list[int]],
     span: float,
+    lean: bool = False,
 ) -> None:
     """Arithmetic on a sum: what is left for this cell once the visible cells and the other
     hidden cells' average options are counted, how far each option is from it (and its rank
@@ -187,6 +222,10 @@ def _residual_features(
     lowest, highest = room - sum(max(o) for o in others), room - sum(min(o) for o in others)
     gaps = [abs(v - residual) for v in values]
     ranks = _ranks([float(g) for g in gaps])
+    if lean:
+        for k in range(len(values)):
+            rows[k][f"{name}.abs_residual_rank"] = ranks[k]
+        return
     for k, value in enumerate(values):
         slack = (highest - value) if rule.kind == RuleKind.SUM_MAX else (value - lowest)
         rows[k].update(

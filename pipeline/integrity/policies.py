@@ -124,8 +124,9 @@ def decoy_cells(task: Task, answer: Answer, features: bool = True) -> list[Decoy
         options = all_options[where]
         if len(options) < 2:
             continue
-        side = candidate_side_features(task, slot, options)
-        read = readable_features(task, slot, options, side, all_options)
+        # without features kept, only what the policies read is worked out (the same picks)
+        side = candidate_side_features(task, slot, options, lean=not features)
+        read = readable_features(task, slot, options, side, all_options, lean=not features)
         cell = DecoyCell(task.task_id, task.domain, options, options.index(truth[where]))
         if features:
             cell.candidate_side, cell.readable = side, read

@@ -127,3 +127,49 @@ def test_nothing_is_remembered_outside_a_block_or_across_blocks():
         task.items[item][rule.attribute] = saved
     with task_memo():
         assert locally_valid_candidates(task, slot) == before
+
+
+def test_lean_features_keep_every_feature_a_policy_reads_with_its_value_and_order():
+    """Without classifiers the cells' features are worked out lean: only what the policies read.
+    Every feature a policy reads (by the end of its name; a categorical value's flag that ends
+    like one, too) is there with the same value and in the same order as in the full rows, so
+    every sum over them is the same number: on tasks of every domain, and on toy tasks whose
+    colours are named to end like a policy's features."""
+    from pipeline.generation import GenerationSettings, TaskKey
+    from pipeline.generation.build import generate_task
+    from pipeline.integrity.bounds import options_of
+    from pipeline.integrity.features import (
+        POLICY_SUFFIXES,
+        READ_SUFFIXES,
+        candidate_side_features,
+        readable_features,
+    )
+
+    tasks = [task for task, _ in _build(6)]
+    for task in tasks[:3]:  # "red.room", "green.rank", "blue.margin"
+        ends = {"red": ".room", "green": ".rank", "blue": ".margin"}
+        items = {i: {**r, "color": f"{r['color']}{ends[str(r['color'])]}"} for i, r in task.items.items()}
+        tasks.append(dataclasses.replace(task, items=items))
+    for domain in ("course", "meal", "pc_build", "shopping", "travel", "workforce"):
+        tasks.append(generate_task(TaskKey(domain, 5, 7, 12, 10, 25, seed=3), GenerationSettings()).task)
+    cell_wide = ("position", "id_rank", "name_rank", "directed_rank_sum", "atypicality")
+    flags = 0
+    for task in tasks:
+        all_options = options_of(task)
+        for slot in task.slots:
+            options = all_options[(slot.row, slot.col)]
+            if len(options) < 2:
+                continue
+            side = candidate_side_features(task, slot, options)
+            lean_side = candidate_side_features(task, slot, options, lean=True)
+            read = readable_features(task, slot, options, side, all_options)
+            lean_read = readable_features(task, slot, options, lean_side, all_options, lean=True)
+            for full, lean, ends in ((side, lean_side, POLICY_SUFFIXES), (read, lean_read, READ_SUFFIXES)):
+                for row, short in zip(full, lean, strict=True):
+                    assert [(k, v) for k, v in short.items() if k.endswith(ends)] == [
+                        (k, v) for k, v in row.items() if k.endswith(ends)
+                    ]
+                    flags += sum("=" in k for k in short)
+            for row, short in zip(side, lean_side, strict=True):
+                assert all(short[k] == row[k] for k in cell_wide)
+    assert flags  # the renamed colours' flags were read
