@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from domains import CategoricalAttribute, NumericAttribute, get_domain
 from gridbench_core.task import GlobalRule, Slot, Task
 from gridbench_core.vocabulary import SUM_KINDS, RuleKind, Scope
-from solvers.checker import rule_groups
+from solvers.checker import remembered, rule_groups
 
 Features = dict[str, float]
 # the feature names (by their ends) the audit's policies read (:data:`pipeline.integrity.
@@ -181,28 +182,56 @@ def readable_features(
         group = next((g for g in rule_groups(rule, task.rows, task.cols) if cell in g), None)
         if group is None:
             continue  # a region rule over other cells
+        facts = _group_facts(task, rule, group, all_options, domain)
+        if not lean or rule.kind in SUM_KINDS or rule.kind == RuleKind.REPEAT_MAX:
+            for k, item_id in enumerate(options):
+                rows[k].update(facts.features(task.items[item_id]))
+        if rule.kind in SUM_KINDS:
+            values = [int(task.items[i][rule.attribute]) for i in options]
+            # the other hidden cells of the group (listed in its order): their options' mean,
+            # largest and smallest value
+            others = [spread for other, spread in facts.options if other != cell]
+            _residual_features(rows, rule, facts.name, values, facts.room, others, facts.span, lean)
+    return rows
+
+
+@dataclass(frozen=True)
+class _GroupFacts:
+    """What every cell of one group of a rule reads alike (:func:`_group_facts`)."""
+
+    name: str
+    features: Callable[[dict[str, Any]], Features]
+    room: int  # a sum's bound less its visible cells' values (0 for other rules)
+    span: float  # a sum's attribute range (1 for other rules)
+    options: list[tuple[tuple[int, int], tuple[float, int, int]]]  # a sum's open cells
+
+
+def _group_facts(
+    task: Task, rule: GlobalRule, group: tuple[tuple[int, int], ...], all_options: Any, domain: Any
+) -> _GroupFacts:
+    """The visible cells' part of ``rule`` over ``group`` and, for a sum, each open cell's
+    options' mean, largest and smallest value: worked out once per task inside
+    :func:`solvers.checker.task_memo`, where every cell of the group reads them."""
+
+    def compute() -> _GroupFacts:
         visible = [task.items[task.grid[r][c]] for r, c in group if task.grid[r][c] is not None]  # type: ignore[index]
         open_cells = sum(1 for r, c in group if task.grid[r][c] is None)
         name = f"{task.domain}.{rule.name}"
         if rule.scope == Scope.CELLS:  # the cell's own region: one name in every task
             name = f"{task.domain}.region_{rule.attribute}_{'max' if rule.is_upper_bound else 'min'}"
-        if not lean or rule.kind in SUM_KINDS or rule.kind == RuleKind.REPEAT_MAX:
-            features = _rule_features(rule, name, visible, open_cells, domain)
-            for k, item_id in enumerate(options):
-                rows[k].update(features(task.items[item_id]))
-        if rule.kind in SUM_KINDS:
-            attribute = domain.numeric(rule.attribute)
-            others = [
-                [int(task.items[i][rule.attribute]) for i in all_options[c]]
-                for c in group
-                if c != cell and c in all_options
-            ]
-            values = [int(task.items[i][rule.attribute]) for i in options]
-            room = rule.bound - sum(int(v[rule.attribute]) for v in visible)
-            _residual_features(
-                rows, rule, name, values, room, others, float(attribute.high - attribute.low), lean
-            )
-    return rows
+        features = _rule_features(rule, name, visible, open_cells, domain)
+        if rule.kind not in SUM_KINDS:
+            return _GroupFacts(name, features, 0, 1.0, [])
+        attribute = domain.numeric(rule.attribute)
+        options = []
+        for c in group:
+            if c in all_options:
+                values = [int(task.items[i][rule.attribute]) for i in all_options[c]]
+                options.append((c, (sum(values) / len(values), max(values), min(values))))
+        room = rule.bound - sum(int(v[rule.attribute]) for v in visible)
+        return _GroupFacts(name, features, room, float(attribute.high - attribute.low), options)
+
+    return remembered("readable group", (task, rule, all_options), group, compute)
 
 
 def _residual_features(
@@ -211,15 +240,16 @@ def _residual_features(
     name: str,
     values: list[int],
     room: int,
-    others: list[list[int]],
+    others: list[tuple[float, int, int]],
     span: float,
     lean: bool = False,
 ) -> None:
     """Arithmetic on a sum: what is left for this cell once the visible cells and the other
-    hidden cells' average options are counted, how far each option is from it (and its rank
-    in the cell), and the room interval propagation leaves."""
-    residual = room - sum(sum(o) / len(o) for o in others)
-    lowest, highest = room - sum(max(o) for o in others), room - sum(min(o) for o in others)
+    hidden cells' average options are counted (``others``: each one's mean, largest and
+    smallest option), how far each option is from it (and its rank in the cell), and the room
+    interval propagation leaves."""
+    residual = room - sum(mean for mean, _, _ in others)
+    lowest, highest = room - sum(high for _, high, _ in others), room - sum(low for _, _, low in others)
     gaps = [abs(v - residual) for v in values]
     ranks = _ranks([float(g) for g in gaps])
     if lean:
