@@ -98,12 +98,13 @@ class EqualLineTotals(Objective):
         for cell, item in choice.items():
             for a in board.numeric:
                 self.totals[a][cell[self.axis]] += board.scaled[item][a]
+        self.sums = {a: sum(totals) for a, totals in self.totals.items()}  # summed anew on a move
 
     def delta(self, cell: Cell, old: str, new: str) -> float:
         change, line = 0.0, cell[self.axis]
         for a, totals in self.totals.items():
             d = self.board.scaled[new][a] - self.board.scaled[old][a]
-            n, t, s1 = len(totals), totals[line], sum(totals)
+            n, t, s1 = len(totals), totals[line], self.sums[a]
             # variance = S2 / n - (S1 / n)^2; only one line's total moves by d
             change += ((t + d) ** 2 - t * t) / n - ((s1 + d) ** 2 - s1 * s1) / (n * n)
         return change
@@ -111,6 +112,7 @@ class EqualLineTotals(Objective):
     def apply(self, cell: Cell, old: str, new: str) -> None:
         for a, totals in self.totals.items():
             totals[cell[self.axis]] += self.board.scaled[new][a] - self.board.scaled[old][a]
+            self.sums[a] = sum(totals)
 
 
 class EqualColTotals(EqualLineTotals):
@@ -166,14 +168,14 @@ class FewestRepeats(Objective):
     def delta(self, cell: Cell, old: str, new: str) -> float:
         if old == new:
             return 0.0
-        counts = Counter(self.counts)
-        before = sum(counts[k] ** 2 for k in set(self._keys(cell, old) + self._keys(cell, new)))
-        for key in self._keys(cell, old):
-            counts[key] -= 1
-        for key in self._keys(cell, new):
-            counts[key] += 1
-        after = sum(counts[k] ** 2 for k in set(self._keys(cell, old) + self._keys(cell, new)))
-        return float(after - before)
+        leaving, coming = self._keys(cell, old), self._keys(cell, new)
+        counts = self.counts
+        change = 0
+        for key in set(leaving + coming):  # the counts the move changes (an item's keys differ)
+            now = counts[key]
+            after = now - leaving.count(key) + coming.count(key)
+            change += after * after - now * now
+        return float(change)
 
     def apply(self, cell: Cell, old: str, new: str) -> None:
         for key in self._keys(cell, old):

@@ -118,6 +118,16 @@ def test_joint_objectives_report_the_change_their_definition_gives(build, kind):
     # descent ends where no single change helps
     for cell in board.open_cells():
         assert all(objective.delta(cell, choice[cell], o) >= -1e-9 for o in board.options[cell])
+    # and the changes stay right after cells are moved (what the objective keeps is kept up to date)
+    walk = {**choice}
+    for step, cell in enumerate(board.open_cells()[:6]):
+        new = board.options[cell][step % len(board.options[cell])]
+        objective.apply(cell, walk[cell], new)
+        walk[cell] = new
+        for option in board.options[cell]:
+            moved = {**walk, cell: option}
+            expected = full_score(kind, board, moved) - full_score(kind, board, walk)
+            assert objective.delta(cell, walk[cell], option) == pytest.approx(expected, abs=1e-9)
 
 
 def test_rule_free_policies_stay_at_chance_on_a_real_build(build):
