@@ -13,9 +13,10 @@ A literal is a variable's index, its negation ``~index`` (CP-SAT's ``-index - 1`
 
 from __future__ import annotations
 
+import functools
 import operator
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gridbench_core.task import GlobalRule, Task
@@ -199,7 +200,7 @@ class CpSatModel:
         """(constant, [(literal, coefficient)]) per linear row of one rule group."""
         if rule.kind == RuleKind.REPEAT_MAX:
             return self._value_counts(rule, group)
-        return [self._contribution(group, lambda v: _weight(rule, v), rule)]
+        return [self._contribution(group, _weigher(rule), rule)]
 
     def _value_counts(
         self, rule: GlobalRule, group: Sequence[Cell]
@@ -337,6 +338,14 @@ class CpSatModel:
         """Smallest loosening of one rule's bound that admits a completion other than the
         truth (``objective``); INFEASIBLE when no loosening of that rule alone does."""
         return self.solve([self.forbid_truth, self.relax[rule_name]], relaxed=rule_name)
+
+
+def _weigher(rule: GlobalRule) -> Callable[[object], int]:
+    """:func:`_weight` of ``rule`` as a function of the value alone (the rule's kind read once:
+    a sum's weight is the value itself)."""
+    if rule.kind in (RuleKind.SUM_MAX, RuleKind.SUM_MIN):
+        return int  # type: ignore[return-value]
+    return functools.partial(_weight, rule)
 
 
 def _weight(rule: GlobalRule, value: object) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from gridbench_core.records import Resistance
 from gridbench_core.task import GlobalRule, Task
@@ -63,19 +64,41 @@ def _linear_rows(task: Task, options: Mapping[Cell, list[str]]) -> tuple[LinearR
             if not hidden:
                 continue
             fixed = [task.items[str(task.grid[r][c])] for r, c in group if (r, c) not in options]
-            values: list[object] = [rule.equals]
             if rule.kind == RuleKind.REPEAT_MAX:
-                seen = {record[rule.attribute] for record in fixed}
-                seen |= {task.items[i][rule.attribute] for cell in hidden for i in options[cell]}
-                values = sorted(seen, key=str)
-            for equals in values:
-                constant = sum(_weight(rule, record[rule.attribute], equals) for record in fixed)
-                coefficients = {
-                    cell: {i: _weight(rule, task.items[i][rule.attribute], equals) for i in options[cell]}
-                    for cell in hidden
-                }
-                rows.append(LinearRow(rule.name, rule.is_upper_bound, rule.bound, constant, coefficients))
+                rows += _value_rows(task, rule, options, hidden, fixed)
+                continue
+            constant = sum(_weight(rule, record[rule.attribute], rule.equals) for record in fixed)
+            coefficients = {
+                cell: {i: _weight(rule, task.items[i][rule.attribute], rule.equals) for i in options[cell]}
+                for cell in hidden
+            }
+            rows.append(LinearRow(rule.name, rule.is_upper_bound, rule.bound, constant, coefficients))
     return tuple(rows)
+
+
+def _value_rows(
+    task: Task, rule: GlobalRule, options: Mapping[Cell, list[str]], hidden: list[Cell], fixed: list[Any]
+) -> list[LinearRow]:
+    """A repeat cap's rows over one group: per value its options or visible cells take (in
+    ``str`` order), the visible cells that hold it and a 1 for each option that has it (0 for
+    the others); each record is read once, not once per value."""
+    attribute = rule.attribute
+    held: dict[object, int] = {}  # value -> visible cells holding it
+    for record in fixed:
+        held[record[attribute]] = held.get(record[attribute], 0) + 1
+    having: dict[object, dict[Cell, list[str]]] = {}  # value -> cell -> options that have it
+    for cell in hidden:
+        for i in options[cell]:
+            having.setdefault(task.items[i][attribute], {}).setdefault(cell, []).append(i)
+    zeros = {cell: dict.fromkeys(options[cell], 0) for cell in hidden}
+    rows = []
+    for value in sorted(held.keys() | having.keys(), key=str):
+        coefficients = {cell: dict(zeros[cell]) for cell in hidden}
+        for cell, ids in having.get(value, {}).items():
+            for i in ids:
+                coefficients[cell][i] = 1
+        rows.append(LinearRow(rule.name, rule.is_upper_bound, rule.bound, held.get(value, 0), coefficients))
+    return rows
 
 
 def spreads(rows: list[LinearRow]) -> list[int]:
