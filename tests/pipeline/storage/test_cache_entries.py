@@ -57,8 +57,9 @@ def test_an_entry_of_an_older_format_is_made_again(tmp_path, made):
     path = cached_path(tmp_path, made.key, settings_fingerprint(GenerationSettings()))
     store_cached(path, made)
     record = json.loads(path.read_text())
-    assert record["format"] == "gridbench-cache-3"
-    for older in ("gridbench-cache-1", "gridbench-cache-2"):  # 2: dfs_nodes to the first completion
+    assert record["format"] == "gridbench-cache-4"
+    # 2: dfs_nodes to the first completion; 3: travel before its duration and crowd windows
+    for older in ("gridbench-cache-1", "gridbench-cache-2", "gridbench-cache-3"):
         path.write_text(json.dumps({**record, "format": older}))
         assert load_cached(path, made.key) is None
 
@@ -119,3 +120,33 @@ def test_make_tasks_calls_meanwhile_once_while_the_workers_generate_and_gives_th
         with pytest.raises(OSError, match="disk gone"):
             make_tasks(keys, settings, None, workers, "", broken)
         assert _Shared.pool is None or workers == 1
+
+
+def test_a_domain_defined_otherwise_is_not_served_the_old_domain_s_tasks(tmp_path, monkeypatch):
+    """Travel gained two grid windows (a461e92) and a release built over a cache of the code
+    before shipped the old travel tasks, certified again, with the tell those windows removed:
+    the same configuration gave other bytes depending on the cache. A domain's definition is
+    part of its entries' path: a change of it (here one more grid rule of the toy domain) makes
+    the task again, the same as without a cache; the domain as it was is served again."""
+    import dataclasses
+
+    from domains import GlobalRuleTemplate, registry
+    from pipeline.storage.cache import domain_fingerprint, make_task
+
+    settings = GenerationSettings()
+    key = TaskKey("toy", 3, 3, 3, 2, 4, 0, 0)
+    made, reused = make_task(key, settings, tmp_path)
+    assert not reused and make_task(key, settings, tmp_path)[1]
+    before = domain_fingerprint("toy")
+    toy = registry._REGISTRY["toy"]
+    extra = GlobalRuleTemplate("size_total_min", "sum_min", toy.attributes[0].name)
+    changed = dataclasses.replace(toy, global_rules=(*toy.global_rules, extra))
+    monkeypatch.setitem(registry._REGISTRY, "toy", changed)
+    assert domain_fingerprint("toy") != before
+    served, reused = make_task(key, settings, tmp_path)
+    assert not reused
+    assert served.task.to_dict() == generate_task(key, settings).task.to_dict()
+    monkeypatch.undo()
+    assert domain_fingerprint("toy") == before
+    served, reused = make_task(key, settings, tmp_path)
+    assert reused and served.task.to_dict() == made.task.to_dict()
