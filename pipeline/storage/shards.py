@@ -249,6 +249,15 @@ def finished_shard(root: Path, name: str) -> dict[str, Any] | None:
         return None
 
 
+def generator_of(domains: tuple[str, ...]) -> dict[str, Any]:
+    """What draws a shard's tasks besides its recipe: the generator's format (the cache's, which
+    changes with the draw) and each domain's definition (:func:`pipeline.storage.cache.
+    domain_fingerprint`). A build resumed by other code is refused rather than mixed."""
+    from pipeline.storage.cache import FORMAT, domain_fingerprint
+
+    return {"generator": FORMAT, "domains": {name: domain_fingerprint(name) for name in sorted(domains)}}
+
+
 def make_shard(job: ShardJob) -> dict[str, Any]:
     """Generate and write one shard (in a worker); its record, as in ``shard.json``."""
     from gridbench_core.prompt import packaged_templates
@@ -257,12 +266,19 @@ def make_shard(job: ShardJob) -> dict[str, Any]:
     from pipeline.storage.tables import ANSWER, prompt_of, table_bytes, task_type
 
     root = Path(job.root)
+    made_by = generator_of(job.domains)
     done = finished_shard(root, job.name)
     if done is not None:
         if done.get("recipe") != job.recipe():
             raise UserError(
                 f"{root}/shards/{job.name} was made by another configuration; build into a new "
                 "version (version=...) or delete the folder"
+            )
+        if done.get("made_by") != made_by:  # a killed build resumed by other code
+            raise UserError(
+                f"{root}/shards/{job.name} was made by another version of the generator or of a "
+                "domain (its tasks would not be this code's draw); build into a new version "
+                "(version=...) or delete the folder"
             )
         return done
     dataset = create_dataset(
@@ -299,6 +315,7 @@ def make_shard(job: ShardJob) -> dict[str, Any]:
         "per_domain": {domain: len(rows) for domain, rows in sorted(tasks.items())},
         "redraws": redraws,
         "files": {name: sha256(data) for name, data in files.items()},
+        "made_by": made_by,
     }
     final = root / "shards" / job.name
     partial = root / "shards" / f".{job.name}.partial-{os.getpid()}"

@@ -87,6 +87,28 @@ def test_a_killed_build_resumes_from_its_finished_shards(built, tmp_path):
     assert _verify(copy) == 0
 
 
+@pytest.mark.parametrize("made_by", ["generator", "domain", "none"])
+def test_a_killed_build_is_not_resumed_by_other_code(built, tmp_path, made_by):
+    """A finished shard records what drew it (the generator's format and each domain's
+    definition); a build killed under other code (a release that changed travel's rules, say)
+    and resumed now would mix two draws in one training set, so it stops with one line and
+    writes nothing; a shard recorded before this record existed is refused too."""
+    copy = _unfinished_copy(built, tmp_path)
+    path = copy / "shards" / "00000" / "shard.json"
+    record = json.loads(path.read_text())
+    if made_by == "generator":
+        record["made_by"]["generator"] = "gridbench-cache-3"
+    elif made_by == "domain":
+        record["made_by"]["domains"]["toy"] = "0" * 12
+    else:
+        del record["made_by"]
+    path.write_text(json.dumps(record))
+    shutil.rmtree(copy / "shards" / "00001")
+    with pytest.raises(UserError, match="another version of the generator or of a domain"):
+        _build(tmp_path)
+    assert not (copy / "manifest.json").exists()
+
+
 def _report(release: Path):
     from pipeline.storage.verification import VerifySettings, verify_release
     from solvers.results import SolverSettings
