@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import random
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 
+from domains import get_domain
 from gridbench_core.errors import UserError
 from solvers.ladder import RUNGS
 
@@ -23,6 +25,43 @@ def candidates_for(candidates_per_slot: int, room_over_budget: int | None, budge
 
 
 CROSSCHECK_SOLVERS = ("highs", "cbc")
+
+# The version of the draw: what a key gives changes with it (the task cache's format, and what a
+# training shard records). 2: the draw of release 2.0.0 (issue 26); 3: dfs_nodes over the whole
+# tree; 4: travel's grid windows on duration and crowd level (a461e92), which a cache of format 3
+# served as the old travel tasks; a domain's own definition (:func:`domain_fingerprint`) is read
+# beside it since
+GENERATOR_FORMAT = "gridbench-cache-4"
+
+
+_DOMAIN_PRINTS: dict[str, tuple[object, str]] = {}
+
+
+def domain_fingerprint(name: str) -> str:
+    """A digest of the registered domain ``name``'s whole definition (its sampler by name),
+    worked out once per domain object."""
+    domain = get_domain(name)
+    known = _DOMAIN_PRINTS.get(name)
+    if known is not None and known[0] is domain:
+        return known[1]
+    text = json.dumps(
+        {part.name: getattr(domain, part.name) for part in fields(domain)},
+        sort_keys=True,
+        default=_plain,
+    )
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    _DOMAIN_PRINTS[name] = (domain, digest)
+    return digest
+
+
+def _plain(value: object) -> object:
+    """A domain's parts as JSON: a dataclass as its fields (with its type's name), a function
+    as its qualified name."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {"type": type(value).__name__, **{f.name: getattr(value, f.name) for f in fields(value)}}
+    if callable(value):
+        return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', repr(value))}"
+    raise TypeError(f"a domain holds a {type(value).__name__}, which the cache cannot fingerprint")
 
 
 class GenerationError(UserError):

@@ -8,21 +8,17 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import asdict, fields, is_dataclass
+from dataclasses import asdict
 from pathlib import Path
 
-from domains import get_domain
 from gridbench_core.errors import UserError
 from gridbench_core.task_io import answer_from_dict, task_from_dict
 from pipeline.generation.build import CertifiedTask, generate_task
-from pipeline.generation.keys import GenerationSettings, TaskKey
+from pipeline.generation.keys import GENERATOR_FORMAT, GenerationSettings, TaskKey, domain_fingerprint
 from pipeline.parallel import parallel_imap
 from pipeline.storage.safe import ReleaseError, load_json, read_bytes
 
-# 2: the draw of release 2.0.0 (issue 26); 3: dfs_nodes over the whole tree; 4: travel's grid
-# windows on duration and crowd level (a461e92), which a cache of format 3 served as the old
-# travel tasks; a domain's own definition is part of each entry's path since
-FORMAT = "gridbench-cache-4"
+FORMAT = GENERATOR_FORMAT  # an entry of another format is made again
 
 
 def settings_fingerprint(settings: GenerationSettings, salt: str = "") -> str:
@@ -38,36 +34,6 @@ def cached_path(root: Path, key: TaskKey, fingerprint: str) -> Path:
     from its domain as defined now (:func:`domain_fingerprint`: a domain whose attributes,
     rules or words change draws other tasks, which must not be served the old ones)."""
     return root / fingerprint / f"{key.domain}-{domain_fingerprint(key.domain)}" / f"{key.task_id}.json"
-
-
-_DOMAIN_PRINTS: dict[str, tuple[object, str]] = {}
-
-
-def domain_fingerprint(name: str) -> str:
-    """A digest of the registered domain ``name``'s whole definition (its sampler by name),
-    worked out once per domain object."""
-    domain = get_domain(name)
-    known = _DOMAIN_PRINTS.get(name)
-    if known is not None and known[0] is domain:
-        return known[1]
-    text = json.dumps(
-        {field.name: getattr(domain, field.name) for field in fields(domain)},
-        sort_keys=True,
-        default=_plain,
-    )
-    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    _DOMAIN_PRINTS[name] = (domain, digest)
-    return digest
-
-
-def _plain(value: object) -> object:
-    """A domain's parts as JSON: a dataclass as its fields (with its type's name), a function
-    as its qualified name."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return {"type": type(value).__name__, **{f.name: getattr(value, f.name) for f in fields(value)}}
-    if callable(value):
-        return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', repr(value))}"
-    raise TypeError(f"a domain holds a {type(value).__name__}, which the cache cannot fingerprint")
 
 
 def load_cached(path: Path, key: TaskKey) -> CertifiedTask | None:

@@ -251,11 +251,14 @@ def finished_shard(root: Path, name: str) -> dict[str, Any] | None:
 
 def generator_of(domains: tuple[str, ...]) -> dict[str, Any]:
     """What draws a shard's tasks besides its recipe: the generator's format (the cache's, which
-    changes with the draw) and each domain's definition (:func:`pipeline.storage.cache.
+    changes with the draw) and each domain's definition (:func:`pipeline.generation.keys.
     domain_fingerprint`). A build resumed by other code is refused rather than mixed."""
-    from pipeline.storage.cache import FORMAT, domain_fingerprint
+    from pipeline.generation.keys import GENERATOR_FORMAT, domain_fingerprint
 
-    return {"generator": FORMAT, "domains": {name: domain_fingerprint(name) for name in sorted(domains)}}
+    return {
+        "generator": GENERATOR_FORMAT,
+        "domains": {name: domain_fingerprint(name) for name in sorted(domains)},
+    }
 
 
 def make_shard(job: ShardJob) -> dict[str, Any]:
