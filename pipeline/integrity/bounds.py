@@ -17,7 +17,7 @@ import math
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gridbench_core.lazy import lazy_module
 from gridbench_core.task import Answer, GlobalRule, Task
@@ -171,6 +171,16 @@ def _weight(rule: GlobalRule, record: dict, equals: object) -> int:
     return int(value == equals)
 
 
+def _weights(rule: GlobalRule, records: list[Any], row_of: dict[object, int] | None) -> np.ndarray:
+    """Each record's weight in each of the rule's rows: one row (``row_of`` None), or a row per
+    value of a repeat cap (``row_of``: each value's row), where a record counts in its own."""
+    if row_of is None:
+        return np.array([[_weight(rule, r, rule.equals) for r in records]], dtype=np.int64)
+    out = np.zeros((len(row_of), len(records)), dtype=np.int64)
+    out[[row_of[r[rule.attribute]] for r in records], np.arange(len(records))] = 1
+    return out
+
+
 def _sampled_measure(
     task: Task, rule: GlobalRule, options: dict[Cell, list[str]], picks: dict[Cell, np.ndarray]
 ) -> np.ndarray:
@@ -181,32 +191,18 @@ def _sampled_measure(
     for group in rule_groups(rule, task.rows, task.cols):
         records = {cell: [task.items[i] for i in options[cell]] for cell in group if cell in options}
         fixed = [task.items[str(task.grid[r][c])] for r, c in group if (r, c) not in options]
-        values: list[object] = [rule.equals]
+        row_of: dict[object, int] | None = None  # one row, unless the rule caps repeats: a row per value
         if rule.kind == RuleKind.REPEAT_MAX:
             values = sorted(
                 {r[rule.attribute] for r in fixed}
                 | {r[rule.attribute] for rs in records.values() for r in rs},
                 key=str,
             )
-        if not values:
-            per_group.append(np.zeros(SAMPLES, dtype=np.int64))
-            continue
-        if rule.kind == RuleKind.REPEAT_MAX:  # a count per value: each record is one of them
             row_of = {value: k for k, value in enumerate(values)}
-            start = np.zeros(len(values), dtype=np.int64)
-            for record in fixed:
-                start[row_of[record[rule.attribute]]] += 1
-        else:
-            start = np.array([sum(_weight(rule, r, rule.equals) for r in fixed)], dtype=np.int64)
-        totals = np.repeat(start[:, None], SAMPLES, axis=1)
+        totals = np.repeat(_weights(rule, fixed, row_of).sum(axis=1, keepdims=True), SAMPLES, axis=1)
         for cell, rows in records.items():
-            if rule.kind == RuleKind.REPEAT_MAX:
-                weights = np.zeros((len(values), len(rows)), dtype=np.int64)
-                weights[[row_of[r[rule.attribute]] for r in rows], np.arange(len(rows))] = 1
-            else:
-                weights = np.array([[_weight(rule, r, rule.equals) for r in rows]], dtype=np.int64)
-            totals += weights[:, picks[cell]]
-        per_group.append(totals.max(axis=0))
+            totals += _weights(rule, rows, row_of)[:, picks[cell]]
+        per_group.append(totals.max(axis=0) if len(totals) else np.zeros(SAMPLES, dtype=np.int64))
     stacked = np.array(per_group)
     return stacked.max(axis=0) if rule.is_upper_bound else stacked.min(axis=0)
 

@@ -113,15 +113,13 @@ def prepare_writing() -> None:
 
     import pyarrow as pa
 
-    if "pandas" in sys.modules:  # imported already: nothing to save
-        pa.array([0])
-        return
-    absent = _Absent("pandas")
-    sys.meta_path.insert(0, absent)
+    hidden = [] if "pandas" in sys.modules else [_Absent("pandas")]  # imported already: shown
+    sys.meta_path[:0] = hidden
     try:
         pa.array([0])
     finally:
-        sys.meta_path.remove(absent)
+        for finder in hidden:
+            sys.meta_path.remove(finder)
 
 
 class _Absent:
