@@ -443,12 +443,21 @@ def _new_pool(workers: int, module: str = "") -> ProcessPoolExecutor:
     if context.get_start_method() == "forkserver":
         _prepare_fork_server(context, module)
         _Shared.forked = True
-    return ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         workers,
         mp_context=context,
         initializer=_worker_setup,
         initargs=(dict(os.environ),),
     )
+    # CPython 3.11: a pool broken while its queue's feeder thread is blocked writing jobs to
+    # workers that are gone (Ctrl-C or SIGTERM mid-build, a killed worker) joins that thread for
+    # ever, and the command hangs after its last line (an outside run, under load; 3.12 cancels
+    # the join when the pool breaks). The join is cancelled from the start: the pool is only
+    # left once every result was read or its work is dropped, so nothing it needs is lost.
+    call_queue = getattr(pool, "_call_queue", None)
+    if call_queue is not None:
+        call_queue.cancel_join_thread()
+    return pool
 
 
 def _pool_imap(

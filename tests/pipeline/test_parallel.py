@@ -159,6 +159,44 @@ def test_a_fork_server_no_pool_used_is_ended_without_waiting_out_its_imports(tmp
     assert not _alive(int(out.stdout.split()[0]))
 
 
+def test_a_pool_broken_while_jobs_are_still_being_sent_does_not_hold_the_exit(tmp_path):
+    """An outside run: Ctrl-C or SIGTERM during a release's audit (every job handed to the pool
+    at once) left the command hanging after its last line. With the workers gone while the
+    queue's feeder thread was still writing jobs into their pipe, CPython 3.11's pool joined
+    that thread for ever. Here 40 jobs of 1 MB are queued, the workers are killed, and the
+    process must still exit (it hung until the 30 s timeout before)."""
+    import subprocess
+    import sys
+
+    from tests import ROOT
+
+    (tmp_path / "slow_job.py").write_text("import time\ndef slow(data):\n    time.sleep(60)\n")
+    (tmp_path / "broken.py").write_text(
+        "import os, signal, time\n"
+        "from pipeline.parallel import _new_pool\n"
+        "from slow_job import slow\n"
+        "if __name__ == '__main__':\n"
+        "    pool = _new_pool(2, 'slow_job')\n"
+        "    futures = [pool.submit(slow, bytes(1 << 20)) for _ in range(40)]\n"
+        "    time.sleep(1)\n"
+        "    for process in list(pool._processes.values()):\n"
+        "        os.kill(process.pid, signal.SIGKILL)\n"
+        "    time.sleep(1)\n"
+        "    print('end', flush=True)\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    out = subprocess.run(
+        [sys.executable, str(tmp_path / "broken.py")],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["end"]
+
+
 def test_a_run_stopped_early_stops_its_pool_cleanly(tmp_path):
     """A run left before its end (an error in the loop, Ctrl-C, a generator closed early) stops
     its workers, none of them halfway through sending a result (here 4 MB ones): the pool's
