@@ -4,6 +4,7 @@ its task key and a fingerprint of the generation settings."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -66,13 +67,24 @@ def store_cached(path: Path, made: CertifiedTask) -> None:
         "timings": made.timings,
         "events": list(made.events),
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(f".tmp{os.getpid()}")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         temporary.write_text(json.dumps(record))
         temporary.replace(path)
+    except (IsADirectoryError, NotADirectoryError, FileExistsError) as error:
+        # a folder where the entry goes, or a file where one of its folders goes: the cache's
+        # to fix, not the output folder's (the command's generic line named that one)
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+        raise UserError(
+            f"the task cache cannot store {path}: {error.strerror} (a folder stands where its file "
+            "goes, or a file where a folder goes); delete that path or set release.cache_root to "
+            "another folder"
+        ) from None
     except OSError:  # a full disk: no half-written task is left behind
-        temporary.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
         raise
 
 

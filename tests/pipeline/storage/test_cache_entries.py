@@ -150,3 +150,25 @@ def test_a_domain_defined_otherwise_is_not_served_the_old_domain_s_tasks(tmp_pat
     assert domain_fingerprint("toy") == before
     served, reused = make_task(key, settings, tmp_path)
     assert reused and served.task.to_dict() == made.task.to_dict()
+
+
+@pytest.mark.parametrize("squatter", ["folder at the entry", "file at its folder"])
+def test_a_cache_entry_that_cannot_be_written_names_the_cache_and_its_key(tmp_path, made, squatter):
+    """A folder where a cache entry goes (or a file where its folder goes) is the cache's to
+    fix: the one line names the entry and ``release.cache_root`` (an outside run: it named the
+    output folder, which was fine), and no temporary file stays behind."""
+    from gridbench_core.errors import UserError
+
+    path = cached_path(tmp_path / "cells", made.key, settings_fingerprint(GenerationSettings()))
+    if squatter == "folder at the entry":
+        (path / "inside").mkdir(parents=True)
+    else:
+        path.parent.parent.mkdir(parents=True)
+        path.parent.write_text("not a folder")
+    with pytest.raises(UserError) as error:
+        store_cached(path, made)
+    line = str(error.value)
+    assert str(path) in line and "release.cache_root" in line and "\n" not in line
+    assert sorted(p.name for p in path.parent.parent.rglob("*")) == sorted(
+        [path.parent.name, *(["inside", path.name] if squatter == "folder at the entry" else [])]
+    )
