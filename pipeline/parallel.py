@@ -379,13 +379,26 @@ def _context() -> Any:
 def _stop_fork_server() -> None:
     """End the fork server with this process and wait for it (a few seconds at most), so that
     it never outlives the command and its CPU (its workers' too) counts as this process's
-    children's (``time``)."""
+    children's (``time``). Ctrl-C or SIGTERM during that wait (the command's work is done)
+    ends the server at once, without the "Exception ignored in atexit" traceback an exit
+    handler's exception prints."""
     from multiprocessing import forkserver
 
     server: Any = getattr(forkserver, "_forkserver", None)
     pid, alive = getattr(server, "_forkserver_pid", None), getattr(server, "_forkserver_alive_fd", None)
     if not pid or alive is None:
         return
+    try:
+        _end_server(pid, alive)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (gridbench_core.errors.Terminated)
+        with contextlib.suppress(OSError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    server._forkserver_pid = server._forkserver_alive_fd = None
+
+
+def _end_server(pid: int, alive: int) -> None:
+    """Close the fork server's pipe and wait for it to end (a server no pool used is killed)."""
     with contextlib.suppress(OSError):
         os.close(alive)  # the server ends when no process holds this pipe open
     if not _Shared.forked:  # started early, never used (the command stopped first): no worker
@@ -399,7 +412,6 @@ def _stop_fork_server() -> None:
                 os.waitpid(pid, 0)
                 break
             time.sleep(0.01)
-    server._forkserver_pid = server._forkserver_alive_fd = None
 
 
 def _main_module() -> str:

@@ -159,6 +159,45 @@ def test_a_fork_server_no_pool_used_is_ended_without_waiting_out_its_imports(tmp
     assert not _alive(int(out.stdout.split()[0]))
 
 
+def test_sigterm_during_the_exit_time_stop_of_the_fork_server_prints_nothing():
+    """An outside run: SIGTERM arriving while a finished command waited for its fork server at
+    exit printed "Exception ignored in atexit callback" and a traceback (the command's SIGTERM
+    handler raises, as it does for Ctrl-C). The server is now killed at once, the exit is
+    quiet and the server does not outlive the command."""
+    import subprocess
+    import sys
+    from multiprocessing import get_all_start_methods
+
+    from tests import ROOT
+
+    if "forkserver" not in get_all_start_methods():
+        pytest.skip("no fork server on this platform")
+    code = (
+        "import os, signal, time\n"
+        "from multiprocessing import forkserver as f\n"
+        "from gridbench_core.errors import Terminated\n"
+        "from pipeline import parallel as p\n"
+        "def term(signum, frame):\n"
+        "    signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
+        "    raise Terminated()\n"
+        "signal.signal(signal.SIGTERM, term)\n"
+        "print(list(p.parallel_imap(abs, [-1, -2, -3], 2, '', show=False)))\n"
+        "print(f._forkserver._forkserver_pid, flush=True)\n"
+        "real = os.waitpid\n"
+        "def waitpid(*args):\n"  # the exit-time wait for the server: SIGTERM comes now
+        "    os.waitpid = real\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(2)\n"
+        "    return real(*args)\n"
+        "os.waitpid = waitpid\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    lines = out.stdout.split()
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert lines[:3] == ["[1,", "2,", "3]"]
+    assert not _alive(int(lines[3]))
+
+
 def test_a_pool_broken_while_jobs_are_still_being_sent_does_not_hold_the_exit(tmp_path):
     """An outside run: Ctrl-C or SIGTERM during a release's audit (every job handed to the pool
     at once) left the command hanging after its last line. With the workers gone while the
