@@ -56,3 +56,34 @@ def drop_stdout() -> None:
 
 # what a command says when Ctrl-C stops it (exit 130), while it imports or while it works
 INTERRUPTED = "interrupted (Ctrl-C); nothing half-written is kept, run the command again"
+
+
+class deferred_interrupts:  # noqa: N801 (used as a context manager, like contextlib's)
+    """Hold Ctrl-C and SIGTERM until the block ends, then deliver them: for imports of
+    extension modules (numpy, pyarrow, polars) in a command's own process. A KeyboardInterrupt
+    raised inside such an import left a module half-initialised (the next use failed with
+    "module 'numpy' has no attribute 'ndarray'" and a traceback), or was swallowed by the
+    import machinery, so that a release went on to the end after Ctrl-C (an outside run).
+    Only the main thread's handlers can be swapped; elsewhere the block runs as it is."""
+
+    def __enter__(self) -> deferred_interrupts:
+        import signal
+        import threading
+
+        self.pending: list[int] = []
+        self.previous: dict[int, object] = {}
+        if threading.current_thread() is threading.main_thread():
+            for number in (signal.SIGINT, signal.SIGTERM):
+                self.previous[number] = signal.signal(number, self._hold)
+        return self
+
+    def _hold(self, number: int, frame: object) -> None:
+        self.pending.append(number)
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)  # type: ignore[arg-type]
+        if self.pending:  # now, with the command's own handler: its exception, or the default
+            signal.raise_signal(self.pending[0])

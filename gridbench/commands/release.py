@@ -82,9 +82,12 @@ def build(cfg: DictConfig) -> int:
 
 
 def _prepare_writing() -> None:
-    from pipeline.storage.write import prepare_writing
+    from gridbench_core.errors import deferred_interrupts
 
-    prepare_writing()
+    with deferred_interrupts():  # Ctrl-C waits for the end of the writer's imports
+        from pipeline.storage.write import prepare_writing
+
+        prepare_writing()
 
 
 def _early(cfg: DictConfig) -> None:
