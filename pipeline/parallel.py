@@ -518,8 +518,21 @@ def _pool_imap(
             _stop_workers(pool)
             if shared:  # the block's pool is gone with its workers
                 _Shared.pool, _Shared.workers = None, 0
+        manager = getattr(pool, "_executor_manager_thread", None)  # shutdown forgets it
         if not (shared and finished):
             pool.shutdown(wait=finished)
+        if not finished:
+            _manager_ended(manager)
+
+
+def _manager_ended(manager: Any) -> None:
+    """Wait (5 s at most) for the manager thread of a pool whose workers were stopped: it
+    closes the pool's wake-up pipe as it ends, and CPython 3.11's exit wakes every pool's
+    manager through that pipe without its lock, so a manager still closing it while the
+    command exits printed "Exception ignored ... Bad file descriptor" and a traceback after
+    the one line of a Ctrl-C or SIGTERM (one run in seven of a signal sweep over a release)."""
+    if manager is not None and manager.is_alive():
+        manager.join(timeout=5)
 
 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:

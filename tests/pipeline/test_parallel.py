@@ -198,6 +198,36 @@ def test_sigterm_during_the_exit_time_stop_of_the_fork_server_prints_nothing():
     assert not _alive(int(lines[3]))
 
 
+@pytest.mark.parametrize("shared", [False, True], ids=["own pool", "shared pool"])
+def test_a_pool_stopped_by_ctrl_c_has_no_manager_thread_left_when_the_call_returns(shared, monkeypatch):
+    """Ctrl-C or SIGTERM while a pool works: its workers are stopped and its manager thread has
+    ended (and closed its wake-up pipe) before the interruption reaches the command. A manager
+    still closing that pipe while the interpreter exited raced CPython 3.11's exit hook, which
+    writes to every pool's pipe unlocked: "Exception ignored ... Bad file descriptor" and a
+    traceback after the command's one line (a signal sweep over a release: 6 runs in 40)."""
+    import concurrent.futures.process as futures_process
+    import time
+
+    from pipeline.parallel import parallel_imap, shared_pool
+
+    teardown = futures_process._ExecutorManagerThread.join_executor_internals
+
+    def slow_teardown(self):  # the manager's teardown, slowed to widen the race
+        time.sleep(0.5)
+        teardown(self)
+
+    monkeypatch.setattr(futures_process._ExecutorManagerThread, "join_executor_internals", slow_teardown)
+    with shared_pool(2 if shared else 1):
+        run = parallel_imap(time.sleep, [30, 30, 30], 2, "", show=False, primed=True)
+        assert next(run) is None  # every job handed out; the workers sleep
+        time.sleep(0.3)
+        managers = [thread for thread in list(futures_process._threads_wakeups) if thread.is_alive()]
+        assert managers
+        with pytest.raises(KeyboardInterrupt):
+            run.throw(KeyboardInterrupt())
+        assert not [thread for thread in managers if thread.is_alive()]
+
+
 def test_a_pool_broken_while_jobs_are_still_being_sent_does_not_hold_the_exit(tmp_path):
     """An outside run: Ctrl-C or SIGTERM during a release's audit (every job handed to the pool
     at once) left the command hanging after its last line. With the workers gone while the
