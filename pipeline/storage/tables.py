@@ -25,8 +25,10 @@ chat template or TRL. It is derived from the task, so :func:`decode_task` leaves
 
 from __future__ import annotations
 
+import functools
 import io
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -111,35 +113,98 @@ def arrow_type(kind: Any) -> pa.DataType:
 
 def encode(value: Any, kind: Any, where: str) -> Any:
     """``value`` (JSON) as the Python value of its Arrow column; a key the declaration does
-    not know is an error naming it (nothing is dropped silently)."""
-    if value is None:
-        return None
+    not know is an error naming it and where it is (nothing is dropped silently)."""
+    try:
+        return encoder(kind)(value)
+    except _Unknown:
+        _name_unknown(value, kind, where)
+        raise
+
+
+def _name_unknown(value: Any, kind: Any, where: str) -> None:
+    """Raise the error that names the first key of ``value`` that ``kind`` does not declare
+    (in the order of the declaration, a record's own keys before its fields')."""
+    if value is None or isinstance(kind, (Scalar, NumberOrStrings)):
+        return
+    if isinstance(kind, ListOf):
+        for item in value:
+            _name_unknown(item, kind.item, f"{where}[]")
+    elif isinstance(kind, OpenMap):
+        for key, item in value.items():
+            _name_unknown(item, kind.value, f"{where}.{key}")
+    elif not (kind.empty_is_null and value == {}):
+        known = {f.name for f in kind.fields}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise UserError(
+                f"{where}: key {unknown[0]!r} has no column in the release tables "
+                f"(known: {sorted(known)}); add it to pipeline/storage/tables.py"
+            )
+        for f in kind.fields:
+            _name_unknown(value.get(f.name), f.type, f"{where}.{f.name}")
+
+
+class _Unknown(Exception):
+    """A key :func:`encoder`'s function does not know (:func:`encode` names it)."""
+
+
+@functools.cache
+def encoder(kind: Any) -> Callable[[Any], Any]:
+    """:func:`encode` for ``kind`` as one function of the value, made once a kind: no dispatch
+    on the kind and no error path built at every value (a row of a 10x10 task table holds
+    some thousands). A key the declaration does not know raises :class:`_Unknown`."""
     if isinstance(kind, Scalar):
-        return float(value) if kind is FLOAT else value
+        if kind is FLOAT:
+            return lambda value: None if value is None else float(value)
+        return _same
     if isinstance(kind, ListOf):
         item = kind.item
-        if isinstance(item, Scalar) and item is not FLOAT:  # ids, grid rows: as they are
-            return list(value)
-        if isinstance(item, Record) and _flat(item):  # items: Arrow reads the dicts by name
-            known = {f.name for f in item.fields}
-            if all(known.issuperset(record) for record in value):
-                return value
-            return [encode(v, item, f"{where}[]") for v in value]  # names the unknown key
-        return [encode(v, item, f"{where}[]") for v in value]
+        if isinstance(item, Scalar) and item is not FLOAT:
+            return lambda value: None if value is None else list(value)
+        inner = encoder(item)
+        if isinstance(item, Record) and _flat(item):
+            known = frozenset(f.name for f in item.fields)
+            superset = known.issuperset
+
+            def flat_records(value: Any) -> Any:
+                if value is None:
+                    return None
+                if all(map(superset, value)):
+                    return value
+                return [inner(v) for v in value]
+
+            return flat_records
+        return lambda value: None if value is None else [inner(v) for v in value]
     if isinstance(kind, OpenMap):
-        return [{"key": str(k), "value": encode(v, kind.value, f"{where}.{k}")} for k, v in value.items()]
-    if isinstance(kind, NumberOrStrings):
-        return {"strings": list(value), "number": None} if isinstance(value, list) else {"number": value}
-    if kind.empty_is_null and value == {}:
-        return None
-    known = {f.name for f in kind.fields}
-    unknown = sorted(set(value) - known)
-    if unknown:
-        raise UserError(
-            f"{where}: key {unknown[0]!r} has no column in the release tables "
-            f"(known: {sorted(known)}); add it to pipeline/storage/tables.py"
+        inner = encoder(kind.value)
+        return lambda value: (
+            None if value is None else [{"key": str(k), "value": inner(v)} for k, v in value.items()]
         )
-    return {f.name: encode(value.get(f.name), f.type, f"{where}.{f.name}") for f in kind.fields}
+    if isinstance(kind, NumberOrStrings):
+        return lambda value: (
+            None
+            if value is None
+            else {"strings": list(value), "number": None}
+            if isinstance(value, list)
+            else {"number": value}
+        )
+    fields = tuple((f.name, encoder(f.type)) for f in kind.fields)
+    known = frozenset(name for name, _ in fields)
+    empty_is_null = kind.empty_is_null
+
+    def record(value: Any) -> Any:
+        if value is None or (empty_is_null and value == {}):
+            return None
+        if not known.issuperset(value):
+            raise _Unknown
+        get = value.get
+        return {name: function(get(name)) for name, function in fields}
+
+    return record
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def _flat(kind: Record) -> bool:

@@ -261,3 +261,82 @@ def test_tables_written_without_pandas_are_the_same_bytes_and_pandas_still_loads
     assert outs["none"][1:] == ["False", "DataFrame"]  # no pandas for writing, there when asked
     assert outs["pandas"][1:] == ["True", "DataFrame"]
     assert outs["none"][0] == outs["pandas"][0]
+
+
+def _walked(value, kind, where):
+    """The encoder before it was made once a kind (the oracle): a walk of the declaration at
+    every value."""
+    from gridbench_core.errors import UserError
+    from pipeline.storage.tables import FLOAT, ListOf, NumberOrStrings, OpenMap, Record, Scalar, _flat
+
+    if value is None:
+        return None
+    if isinstance(kind, Scalar):
+        return float(value) if kind is FLOAT else value
+    if isinstance(kind, ListOf):
+        item = kind.item
+        if isinstance(item, Scalar) and item is not FLOAT:
+            return list(value)
+        if isinstance(item, Record) and _flat(item):
+            known = {f.name for f in item.fields}
+            if all(known.issuperset(record) for record in value):
+                return value
+        return [_walked(v, item, f"{where}[]") for v in value]
+    if isinstance(kind, OpenMap):
+        return [{"key": str(k), "value": _walked(v, kind.value, f"{where}.{k}")} for k, v in value.items()]
+    if isinstance(kind, NumberOrStrings):
+        return {"strings": list(value), "number": None} if isinstance(value, list) else {"number": value}
+    if kind.empty_is_null and value == {}:
+        return None
+    known = {f.name for f in kind.fields}
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise UserError(
+            f"{where}: key {unknown[0]!r} has no column in the release tables "
+            f"(known: {sorted(known)}); add it to pipeline/storage/tables.py"
+        )
+    return {f.name: _walked(value.get(f.name), f.type, f"{where}.{f.name}") for f in kind.fields}
+
+
+def _paths(value, path=()):
+    """Every dict in ``value`` with the path to it."""
+    if isinstance(value, dict):
+        yield path, value
+        for key, item in value.items():
+            yield from _paths(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _paths(item, (*path, index))
+
+
+def test_the_encoder_made_once_a_kind_gives_the_walk_s_values_and_errors(release):
+    """``encode`` (one function a kind) against the walk it replaced, on every task and answer
+    of a release and on copies with one unknown key planted in each of their dicts in turn:
+    the same values, or the same error naming the same key at the same place."""
+    import random
+
+    from gridbench_core.errors import UserError
+    from pipeline.storage.tables import encode
+
+    rng = random.Random(7)
+    pairs = [(task, task_type(task["domain"])) for task in _files(release, "tasks").values()]
+    pairs += [(answer, ANSWER) for answer in _files(release, "answers").values()]
+    planted = 0
+    for row, kind in pairs:
+        assert encode(row, kind, "r") == _walked(row, kind, "r")
+        spots = list(_paths(row))
+        for path, _ in rng.sample(spots, min(6, len(spots))):
+            broken = copy.deepcopy(row)
+            target = broken
+            for key in path:
+                target = target[key]
+            target["zz_unplanned"] = 1
+            outcomes = []
+            for function in (_walked, encode):
+                try:
+                    outcomes.append(("value", function(broken, kind, "r")))
+                except (UserError, TypeError) as error:  # a map's open key holds the wrong type
+                    outcomes.append((type(error).__name__, str(error)))
+            assert outcomes[0] == outcomes[1], path
+            planted += outcomes[0][0] == "UserError"
+    assert planted > 50  # the rest landed in open maps (a value of the wrong type there)
