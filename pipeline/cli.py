@@ -15,7 +15,6 @@ import errno
 import functools
 import itertools
 import re
-import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -27,10 +26,14 @@ from omegaconf import DictConfig, OmegaConf
 from gridbench_core.errors import (
     INTERRUPTED,
     PIPE_CLOSED,
+    TERMINATED,
     SolverTimeout,
     Terminated,
     UserError,
     drop_stdout,
+    interrupts_raise,
+    quiet_until_running,
+    raise_terminated,
     terminal_text,
 )
 from gridbench_core.paths import CONF_DIR as CONF
@@ -340,9 +343,7 @@ def _check_launcher(cfg: DictConfig) -> None:
         fail(str(error))
 
 
-def _terminate(signum: int, frame: Any) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
-    raise Terminated()
+_terminate = raise_terminated  # a second SIGTERM ends the process at once
 
 
 HELP_FLAGS = ("-h", "--help")
@@ -416,13 +417,16 @@ def command(
 
         @hydra.main(version_base=None, config_path=path, config_name=config_name)
         def task(cfg: DictConfig) -> None:
+            interrupts_raise(_terminate)  # composed: from now on the command's own handlers
             run_cli(body, cfg)
 
         def main() -> None:
             # SIGTERM (timeout, SLURM, docker stop, kill) ends the command as Ctrl-C does: its
             # pool stopped, nothing half-written kept, one line; it exited 143 with Python's
-            # "leaked semaphore" warnings and a partial folder left for the next build
-            signal.signal(signal.SIGTERM, _terminate)
+            # "leaked semaphore" warnings and a partial folder left for the next build. Until
+            # the configuration is composed, either signal ends the process with that line
+            # at once (gridbench_core.errors.quiet_until_running): nothing is written yet
+            quiet_until_running()
             search = folder if folder == "apps" else ""  # the configuration folder, below conf/
             try:
                 if any(arg in HELP_FLAGS for arg in sys.argv[1:]):
@@ -456,10 +460,7 @@ def command(
                     drop_stdout()
                 raise
             except Terminated:
-                print(
-                    "terminated (SIGTERM); nothing half-written is kept, run the command again",
-                    file=sys.stderr,
-                )
+                print(TERMINATED, file=sys.stderr)
                 sys.exit(143)
             except KeyboardInterrupt:
                 print(INTERRUPTED, file=sys.stderr)

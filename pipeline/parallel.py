@@ -197,6 +197,7 @@ def _worker_setup(environment: dict[str, str]) -> None:
         os.environ.clear()
         os.environ.update(environment)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's stop: no handler's line or delay
     if sys.platform.startswith("linux"):
         try:
             import ctypes

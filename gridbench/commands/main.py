@@ -12,7 +12,17 @@ import gc
 import importlib
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from gridbench_core.errors import interrupts_raise, quiet_until_running, raise_terminated
+
+# the console script's own process (its fork server runs the script again as __mp_main__):
+# Ctrl-C while it imports gives its one line, not a traceback
+if getattr(sys.modules.get("__main__"), "__name__", None) == "__main__" and (
+    __name__ == "__main__" or sys.argv[0].rsplit("/", 1)[-1] == "gridbench"
+):
+    quiet_until_running()
+
+from dataclasses import dataclass  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -88,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(command.module)
     entry: Callable[..., int | None] = module.main
     if command.argv_style:
+        interrupts_raise(raise_terminated)
         return int(entry(rest) or 0)
     sys.argv = [f"gridbench {name}", *rest]
     entry()
@@ -96,7 +107,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """The console script's entry point."""
-    from gridbench_core.errors import INTERRUPTED, UserError, drop_stdout, terminal_text
+    from gridbench_core.errors import (
+        INTERRUPTED,
+        TERMINATED,
+        Terminated,
+        UserError,
+        drop_stdout,
+        terminal_text,
+    )
 
     try:
         code = main()
@@ -108,6 +126,9 @@ def run() -> None:
     except UserError as error:
         print(f"error: {terminal_text(error, 4000)}", file=sys.stderr)
         sys.exit(2)
+    except Terminated:
+        print(TERMINATED, file=sys.stderr)
+        sys.exit(143)
     except KeyboardInterrupt:  # while the command is still imported (its own handler is not set yet)
         print(INTERRUPTED, file=sys.stderr)
         sys.exit(130)
