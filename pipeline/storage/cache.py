@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -57,8 +58,9 @@ def load_cached(path: Path, key: TaskKey) -> CertifiedTask | None:
         return None
 
 
-def store_cached(path: Path, made: CertifiedTask) -> None:
-    """Write ``made`` to ``path`` atomically (through a temporary file)."""
+def store_cached(path: Path, made: CertifiedTask, run: str = "") -> None:
+    """Write ``made`` to ``path`` atomically (through a temporary file named after ``run``,
+    the build writing it, and this process: :func:`remove_temporaries`)."""
     record = {
         "format": FORMAT,
         "key": made.key.public(),
@@ -67,7 +69,7 @@ def store_cached(path: Path, made: CertifiedTask) -> None:
         "timings": made.timings,
         "events": list(made.events),
     }
-    temporary = path.with_suffix(f".tmp{os.getpid()}")
+    temporary = path.with_name(f"{path.stem}.tmp-{run}-{os.getpid()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary.write_text(json.dumps(record))
@@ -113,7 +115,21 @@ def proven_again(made: CertifiedTask, settings: GenerationSettings) -> bool:
     return sealed.certificate.ok and (sealed.crosscheck is None or sealed.crosscheck.ok)
 
 
-def make_task(key: TaskKey, settings: GenerationSettings, root: Path | None) -> tuple[CertifiedTask, bool]:
+def remove_temporaries(root: Path, keys: list[TaskKey], settings: GenerationSettings, run: str) -> None:
+    """Remove the temporary files the build ``run`` left in the cache for ``keys``: a worker
+    stopped by Ctrl-C or SIGTERM while it wrote an entry (a signal sweep over a release left
+    one in about one run in ten). Other builds' files, on this machine or another that shares
+    the cache, are named after their own run."""
+    for key in keys:
+        path = cached_path(root, key, settings_fingerprint(settings, key.salt))
+        with contextlib.suppress(OSError):
+            for temporary in path.parent.glob(f"{path.stem}.tmp-{run}-*"):
+                temporary.unlink(missing_ok=True)
+
+
+def make_task(
+    key: TaskKey, settings: GenerationSettings, root: Path | None, run: str = ""
+) -> tuple[CertifiedTask, bool]:
     """The certified task of ``key``: from the cache when present and proven again
     (:func:`proven_again`), else generated (and stored). Returns (task, reused)."""
     fingerprint = settings_fingerprint(settings, key.salt)
@@ -124,13 +140,13 @@ def make_task(key: TaskKey, settings: GenerationSettings, root: Path | None) -> 
             return cached, True
     made = generate_task(key, settings)
     if path is not None:
-        store_cached(path, made)
+        store_cached(path, made, run)
     return made, False
 
 
-def _work(args: tuple[TaskKey, GenerationSettings, str | None]) -> tuple[CertifiedTask, bool]:
-    key, settings, root = args
-    return make_task(key, settings, Path(root) if root else None)
+def _work(args: tuple[TaskKey, GenerationSettings, str | None, str]) -> tuple[CertifiedTask, bool]:
+    key, settings, root, run = args
+    return make_task(key, settings, Path(root) if root else None, run)
 
 
 def make_tasks(
@@ -145,13 +161,19 @@ def make_tasks(
     Returns the tasks in the order of ``keys`` and how many were reused from the store.
     ``meanwhile``: called once every key is handed to the workers, while they generate (what
     this process will need next and can prepare now)."""
-    jobs = [(key, settings, str(root) if root else None) for key in keys]
+    build = secrets.token_hex(6)  # names this build's temporary files in the cache
+    jobs = [(key, settings, str(root) if root else None, build) for key in keys]
     run = parallel_imap(_work, jobs, workers, label, primed=True)
     try:
         next(run)
         if meanwhile is not None:
             meanwhile()
         results = list(run)
+    except BaseException:
+        run.close()  # an error (or Ctrl-C) stops the workers, maybe halfway through an entry
+        if root is not None:
+            remove_temporaries(root, keys, settings, build)
+        raise
     finally:
-        run.close()  # an error (or Ctrl-C) stops the workers
+        run.close()
     return [made for made, _ in results], sum(reused for _, reused in results)

@@ -172,3 +172,37 @@ def test_a_cache_entry_that_cannot_be_written_names_the_cache_and_its_key(tmp_pa
     assert sorted(p.name for p in path.parent.parent.rglob("*")) == sorted(
         [path.parent.name, *(["inside", path.name] if squatter == "folder at the entry" else [])]
     )
+
+
+def test_a_build_stopped_while_its_worker_writes_an_entry_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """A signal sweep over `gridbench release`: Ctrl-C or SIGTERM while a worker was writing a
+    cache entry left its temporary file in the cache (about one run in ten). The build now
+    removes its own temporary files when it stops early; another build's (named after its
+    own run, maybe on another machine sharing the cache) are left alone."""
+    from pathlib import Path
+
+    from pipeline.storage.cache import make_tasks
+
+    keys = [TaskKey("toy", 3, 3, 3, 2, 3, 0, index) for index in range(3)]
+    settings = GenerationSettings()
+    root = tmp_path / "cells"
+    other = cached_path(root, keys[2], settings_fingerprint(settings)).with_name(
+        f"{keys[2].task_id}.tmp-other-1"
+    )
+    other.parent.mkdir(parents=True)
+    other.write_text("{}")  # another build's, still writing
+    replace = Path.replace
+    written = []
+
+    def stopped_halfway(self, target):  # the second entry's write is where Ctrl-C lands
+        written.append(self)
+        if len(written) == 2:
+            raise KeyboardInterrupt
+        return replace(self, target)
+
+    monkeypatch.setattr(Path, "replace", stopped_halfway)
+    with pytest.raises(KeyboardInterrupt):
+        make_tasks(keys, settings, root, 1, "")
+    assert written[1].name.startswith(f"{keys[1].task_id}.tmp-") and not written[1].exists()
+    left = sorted(p.name for p in root.rglob("*") if p.is_file())
+    assert left == sorted([f"{keys[0].task_id}.json", other.name])
