@@ -12,17 +12,7 @@ import gc
 import importlib
 import sys
 from collections.abc import Callable
-
-from gridbench_core.errors import interrupts_raise, quiet_until_running, raise_terminated
-
-# the console script's own process (its fork server runs the script again as __mp_main__):
-# Ctrl-C while it imports gives its one line, not a traceback
-if getattr(sys.modules.get("__main__"), "__name__", None) == "__main__" and (
-    __name__ == "__main__" or sys.argv[0].rsplit("/", 1)[-1] == "gridbench"
-):
-    quiet_until_running()
-
-from dataclasses import dataclass  # noqa: E402
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -98,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(command.module)
     entry: Callable[..., int | None] = module.main
     if command.argv_style:
+        from gridbench_core.errors import interrupts_raise, raise_terminated
+
         interrupts_raise(raise_terminated)
         return int(entry(rest) or 0)
     sys.argv = [f"gridbench {name}", *rest]
@@ -113,8 +105,13 @@ def run() -> None:
         Terminated,
         UserError,
         drop_stdout,
+        quiet_until_running,
         terminal_text,
     )
+
+    # Ctrl-C or SIGTERM while the command imports and composes its configuration: its one
+    # line, not a traceback (the command's own handlers take over once it runs)
+    quiet_until_running()
 
     try:
         code = main()
