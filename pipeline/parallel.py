@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import logging
 import math
 import os
@@ -315,6 +316,8 @@ def parallel_imap(
             yield from _ray_imap(function, jobs, ordered, progress, primed)
             return
         if workers <= 1 or len(jobs) <= 1:
+            if jobs:
+                _preload_here()
             if primed:
                 yield None
             for job in jobs:
@@ -375,6 +378,25 @@ def _context() -> Any:
     if "forkserver" not in get_all_start_methods():
         return get_context("spawn")
     return get_context("forkserver")
+
+
+# the extension modules of PRELOAD: a KeyboardInterrupt raised while one of them initialises
+# leaves it half imported (numpy without ``asarray``) or turns into "ImportError:
+# initialization failed" (OR-Tools), and the command ended with a traceback (a signal sweep over
+# `gridbench generate` and `gridbench audit`, whose jobs run in the command's own process)
+EXTENSIONS = ("numpy", "highspy", "ortools.sat.python.cp_model_helper")
+
+
+def _preload_here() -> None:
+    """Jobs run in this process: import what the fork server would have imported for the
+    workers (its extension modules) with Ctrl-C and SIGTERM held until they are whole."""
+    from gridbench_core.errors import deferred_interrupts
+
+    if all(name in sys.modules for name in EXTENSIONS):
+        return
+    with deferred_interrupts():
+        for name in EXTENSIONS:
+            importlib.import_module(name)
 
 
 def _stop_fork_server() -> None:

@@ -399,3 +399,38 @@ def test_the_fork_server_and_its_children_stay_quiet_when_their_command_stops():
     assert out.returncode == 0, out.stderr
     assert "a real bug" in out.stderr and "elsewhere" in out.stderr  # shown
     assert "No such file or directory" not in out.stderr  # the orphaned start: quiet
+
+
+def test_jobs_run_in_this_process_import_the_extensions_with_ctrl_c_held(tmp_path):
+    """A signal sweep over `gridbench generate` and `gridbench audit` (their jobs run in the
+    command's own process with one worker): Ctrl-C or SIGTERM while numpy or OR-Tools was
+    initialising left numpy without ``asarray`` or raised "ImportError: initialization
+    failed", and the command ended with a traceback. The fork server's extension modules are
+    imported first, with the signal held until they are whole (here a module that takes 0.6 s,
+    interrupted at 0.2 s)."""
+    import subprocess
+    import sys
+
+    from tests import ROOT
+
+    (tmp_path / "slow_extension.py").write_text("import time\ntime.sleep(0.6)\nDONE = True\n")
+    (tmp_path / "jobs.py").write_text(
+        "def job(x):\n    import slow_extension\n    return slow_extension.DONE\n"
+    )
+    code = (
+        "import os, signal, sys, threading\n"
+        "from pipeline import parallel as p\n"
+        "import jobs\n"
+        "p.EXTENSIONS = ('slow_extension',)\n"
+        "threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
+        "try:\n"
+        "    print(list(p.parallel_imap(jobs.job, [1, 2], 1, '', show=False)))\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', 'slow_extension' in sys.modules)\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "interrupted True\n", out.stdout
