@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import importlib
 import itertools
 import re
 import sys
@@ -417,6 +418,11 @@ def command(
 
         @hydra.main(version_base=None, config_path=path, config_name=config_name)
         def task(cfg: DictConfig) -> None:
+            # numpy, which every command's libraries use (imported lazily, gridbench_core.lazy:
+            # it ran at its first use, in the body), is loaded while a signal still ends the
+            # command at once: a KeyboardInterrupt inside its initialisation left it without
+            # ``bincount`` (a traceback where the one line belongs)
+            importlib.import_module("numpy")
             interrupts_raise(_terminate)  # composed: from now on the command's own handlers
             run_cli(body, cfg)
 

@@ -598,3 +598,25 @@ def test_a_signal_while_the_console_script_starts_is_its_one_line(stop, entry, c
         return
     assert out.returncode == code and out.stdout == "False\n", (out.stdout, out.stderr)
     assert out.stderr.startswith(line) and len(out.stderr.splitlines()) == 1, out.stderr
+
+
+def test_a_command_s_body_starts_with_numpy_imported_and_its_own_handlers(tmp_path):
+    """A signal sweep over `gridbench audit`: Ctrl-C while numpy initialised (the command's
+    libraries import it lazily, gridbench_core.lazy: it runs at its first use, in the body) left
+    it without ``bincount`` and ended in a traceback.
+    numpy is imported while a signal still ends the command at once (the configuration being
+    composed), and the body runs with Ctrl-C a KeyboardInterrupt and SIGTERM the command's."""
+    code = (
+        "import signal, sys\n"
+        "from pipeline import cli\n"
+        "def body(cfg):\n"
+        "    numpy = sys.modules.get('numpy')\n"  # type() does not load a lazily imported module
+        "    print(type(numpy).__name__ == 'module',\n"
+        "          signal.getsignal(signal.SIGINT) is signal.default_int_handler,\n"
+        "          signal.getsignal(signal.SIGTERM) is cli._terminate)\n"
+        f"sys.argv = ['audit', 'release={tmp_path}', 'hydra.run.dir={tmp_path}/h']\n"
+        "cli.command('audit')(body)()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "True True True\n", (out.stdout, out.stderr)
