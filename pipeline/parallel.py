@@ -392,8 +392,8 @@ def _preload_here() -> None:
     workers (its extension modules) with Ctrl-C and SIGTERM held until they are whole."""
     from gridbench_core.errors import deferred_interrupts
 
-    if all(name in sys.modules for name in EXTENSIONS):
-        return
+    # no shortcut on ``sys.modules``: a module imported lazily (gridbench_core.lazy) is there
+    # before it has run, and import_module runs it (an imported one costs a lookup)
     with deferred_interrupts():
         for name in EXTENSIONS:
             importlib.import_module(name)
