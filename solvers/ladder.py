@@ -159,18 +159,23 @@ def fold(rows: list[LinearRow], domains: Mapping[Cell, set[str]]) -> list[Linear
 def probe(rows: list[LinearRow], domains: dict[Cell, set[str]]) -> bool:
     """Singleton consistency in place: discard every option whose trial assignment wipes out
     a domain under propagation, until nothing changes. False when a domain empties."""
-    propagator = _Propagator(rows)
-    if not propagator.fixpoint(domains):
+    if not _Propagator(rows).fixpoint(domains):
         return False
-    propagator = _Propagator(fold(rows, domains))
+    return _probe_at_fixpoint(_Propagator(fold(rows, domains)), domains)
+
+
+def _probe_at_fixpoint(propagator: _Propagator, domains: dict[Cell, set[str]]) -> bool:
+    """:func:`probe` from ``domains`` already at the fixpoint, with ``propagator`` over the
+    rows folded there (whose cells are the ones open now: a trial copies only those)."""
+    open_cells = [c for c in domains if len(domains[c]) > 1]
     changed = True
     while changed:
         changed = False
-        for cell in sorted(c for c in domains if len(domains[c]) > 1):
+        for cell in sorted(c for c in open_cells if len(domains[c]) > 1):
             for option in sorted(domains[cell]):
                 if len(domains[cell]) == 1:
                     break
-                trial = {c: set(options) if len(options) > 1 else options for c, options in domains.items()}
+                trial = {c: set(domains[c]) if len(domains[c]) > 1 else domains[c] for c in open_cells}
                 trial[cell] = {option}
                 if not propagator.fixpoint(trial, cell):
                     domains[cell].discard(option)
@@ -178,6 +183,24 @@ def probe(rows: list[LinearRow], domains: dict[Cell, set[str]]) -> bool:
                     if not propagator.fixpoint(domains, cell):
                         return False
     return True
+
+
+def _at_fixpoint(task: Task) -> tuple[dict[Cell, frozenset[str]], _Propagator | None]:
+    """The locally valid candidates propagated to the fixpoint (:func:`solvers.propagation.
+    propagate`: the fixpoint is unique, so the queue of :class:`_Propagator` reaches the same
+    domains), and a propagator over the rows folded there (None when a cell is left empty: no
+    completion); inside :func:`solvers.checker.task_memo`, found once per task for the rungs,
+    the search tree and the joint bits, which all start there."""
+
+    def compute() -> tuple[dict[Cell, frozenset[str]], _Propagator | None]:
+        options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
+        fixpoint = propagate(task, options).fixpoint
+        if not all(fixpoint.values()):
+            return fixpoint, None
+        domains = {cell: set(ids) for cell, ids in fixpoint.items()}
+        return fixpoint, _Propagator(fold(linear_rows(task, options), domains))
+
+    return remembered("fixpoint", (task,), None, compute)
 
 
 def rung_domains(task: Task) -> list[dict[Cell, frozenset[str]]]:
@@ -190,10 +213,10 @@ def rung_domains(task: Task) -> list[dict[Cell, frozenset[str]]]:
 def _rung_domains(task: Task) -> list[dict[Cell, frozenset[str]]]:
     options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
     result = propagate(task, options)
-    domains = {cell: set(ids) for cell, ids in result.fixpoint.items()}
-    if all(domains.values()) and _open(domains):
-        if not probe(linear_rows(task, options), domains):
-            domains = {cell: set() for cell in domains}
+    fixpoint, propagator = _at_fixpoint(task)
+    domains = {cell: set(ids) for cell, ids in fixpoint.items()}
+    if propagator is not None and _open(domains) and not _probe_at_fixpoint(propagator, domains):
+        domains = {cell: set() for cell in domains}
     return [
         {cell: frozenset(ids) for cell, ids in options.items()},
         dict(result.after_one_round),
@@ -209,13 +232,10 @@ def search_nodes(task: Task, limit: int = 5_000) -> tuple[int, bool]:
     completion exists. 1 when the fixpoint decides the task. Neither the order of the
     candidates nor of the rules changes it (every option of a branching cell is explored, and
     the fixpoint is unique). Returns (nodes, whether ``limit`` stopped the count)."""
-    options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
-    rows = linear_rows(task, options)
-    domains = {cell: set(ids) for cell, ids in options.items()}
-    if not all(domains.values()) or not _Propagator(rows).fixpoint(domains):
+    fixpoint, propagator = _at_fixpoint(task)  # decided cells are constants from there on
+    if propagator is None:
         return 1, False  # no completion: the root alone
-    propagator = _Propagator(fold(rows, domains))  # decided cells are constants from here on
-    domains = {cell: ids for cell, ids in domains.items() if len(ids) > 1}
+    domains = {cell: set(ids) for cell, ids in fixpoint.items() if len(ids) > 1}
     stack = [(domains, _branch(domains))]
     nodes = 1
     while stack:
@@ -250,18 +270,18 @@ def joint_bits(task: Task) -> float:
     changes. For a task without regions it is the options the fixpoint leaves, in bits; 0 when
     these local steps decide the task. A region of more than :data:`REGION_LIMIT` combinations
     is not enumerated (the value is then an upper bound)."""
-    options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
-    propagator = _Propagator(linear_rows(task, options))
-    domains = {cell: set(ids) for cell, ids in options.items()}
+    fixpoint, propagator = _at_fixpoint(task)
+    if propagator is None:
+        return 0.0  # no completion
+    domains = {cell: set(ids) for cell, ids in fixpoint.items()}
     regions: dict[tuple[Cell, ...], list] = {}
     for rule in task.global_constraints:
         if rule.scope == "cells" and rule.cells:
             regions.setdefault(tuple(rule.cells), []).append(rule)
-    changed = True
-    while changed:
+    # from the fixpoint: the regions, then propagation again wherever they changed something
+    while any([_enumerate_region(task, cells, rules, domains) for cells, rules in regions.items()]):
         if not all(domains.values()) or not propagator.fixpoint(domains):
             return 0.0  # no completion
-        changed = any([_enumerate_region(task, cells, rules, domains) for cells, rules in regions.items()])
     return round(sum(math.log2(len(ids)) for ids in domains.values() if ids), 6)
 
 

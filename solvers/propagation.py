@@ -129,17 +129,19 @@ def _round(rows: list[LinearRow], domains: dict[Cell, set[str]], spread: list[in
     the caller leaves out the rows that are :func:`entailed`)."""
     removed: set[tuple[Cell, str]] = set()
     for row, widest in zip(rows, spread, strict=True):
-        pick = min if row.upper else max
-        best = {cell: pick(coef[i] for i in domains[cell]) for cell, coef in row.coefficients.items()}
+        upper, bound = row.upper, row.bound
+        pick = min if upper else max
+        best = {cell: pick(map(coef.__getitem__, domains[cell])) for cell, coef in row.coefficients.items()}
         total = row.constant + sum(best.values())
-        if (row.bound - total if row.upper else total - row.bound) >= widest:
+        if (bound - total if upper else total - bound) >= widest:
             continue
         for cell, coef in row.coefficients.items():
-            rest = total - best[cell]
-            for option in domains[cell]:
-                value = rest + coef[option]
-                if (value > row.bound) if row.upper else (value < row.bound):
-                    removed.add((cell, option))
+            # an option is out when rest + coef[option] breaks the bound: past this value
+            edge = bound - (total - best[cell])
+            if upper:
+                removed.update((cell, option) for option in domains[cell] if coef[option] > edge)
+            else:
+                removed.update((cell, option) for option in domains[cell] if coef[option] < edge)
     return removed
 
 

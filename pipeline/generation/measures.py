@@ -161,19 +161,74 @@ class CanonicalSearch:
             return self.nodes, 0, True
         return self.nodes, self.completions, False
 
+    # prefixes held as Python lists while there are at most this many of them: numpy's fixed
+    # cost a depth is more than a few hundred small rows cost in Python (most trees of a
+    # training set stay below it)
+    LIST_ROWS = 16
+
     def _levels(self) -> None:
         """:meth:`_search`'s count, one depth at a time: the prefixes that pass every partial
-        check so far are rows of counter values, and a depth tries each option on every row
-        at once (numpy), so the tree's nodes are ``sum(rows before depth d * options at d)``
-        and its completions the rows past the last depth whose lower-bound totals hold. The
-        same counts as the depth-first definition, at a fraction of the cost on large trees;
-        past the node limit the completions are not counted (``run`` reports the cap)."""
-        import numpy as np  # here: a command's start-up imports this module, not numpy
-
-        count, limit = len(self.cells), self.node_limit
+        check so far are rows of counter values, and a depth tries each option on every row,
+        so the tree's nodes are ``sum(rows before depth d * options at d)`` and its completions
+        the rows past the last depth whose lower-bound totals hold. The same counts as the
+        depth-first definition, at a fraction of the cost on large trees (rows in Python lists
+        while they are few, :data:`LIST_ROWS`, then all at once in numpy); past the node limit
+        the completions are not counted (``run`` reports the cap)."""
+        count = len(self.cells)
         if count == 0:
             self.completions = int(not self.broken_from_start and self._lower_bounds_hold())
             return
+        if self.broken_from_start:  # every option of the first cell is tried, none passes
+            self.nodes += len(self.options[0])
+            if self.nodes > self.node_limit:
+                self.nodes = self.node_limit + 1
+                raise _LimitReached
+            self.completions = 0
+            return
+        bound, limit, nodes = self.bound, self.node_limit, self.nodes
+        rows: list[tuple[list[int], list[int]]] = [(list(self.state), list(self.lower_base))]
+        for depth in range(count):
+            options = self.adds[depth]
+            nodes += len(rows) * len(options)
+            if nodes > limit:
+                self.nodes = limit + 1
+                raise _LimitReached
+            lower_adds = self.lower_adds[depth]
+            grown: list[tuple[list[int], list[int]]] = []
+            for state, totals in rows:
+                for adds, lower in zip(options, lower_adds, strict=True):
+                    for i, a in adds:
+                        if state[i] + a > bound[i]:
+                            break
+                    else:
+                        new_state = state.copy() if adds else state
+                        for i, a in adds:
+                            new_state[i] += a
+                        new_totals = totals.copy() if lower else totals
+                        for i, a in lower:
+                            new_totals[i] += a
+                        grown.append((new_state, new_totals))
+            rows = grown
+            if not rows:
+                self.nodes = nodes
+                self.completions = 0
+                return
+            if len(rows) > self.LIST_ROWS and depth + 1 < count:
+                self.nodes = nodes
+                self._array_levels(depth + 1, rows)
+                return
+        self.nodes = nodes
+        lower_bound = self.lower_bound
+        self.completions = sum(
+            all(t >= b for t, b in zip(totals, lower_bound, strict=True)) for _, totals in rows
+        )
+
+    def _array_levels(self, first: int, prefixes: list[tuple[list[int], list[int]]]) -> None:
+        """:meth:`_levels` from depth ``first`` on, the rows ``prefixes`` all at once in numpy:
+        a depth tries each option on every row in one step."""
+        import numpy as np  # here: a command's start-up imports this module, not numpy
+
+        count, limit = len(self.cells), self.node_limit
         widths = [len(o) for o in self.options]
         n_upper, n_lower = len(self.state), len(self.lower_base)
         # a counter matters at a depth while some later option still adds to it
@@ -183,19 +238,16 @@ class CanonicalSearch:
                 for i, _ in option:
                     last[i] = depth
         bound = np.asarray(self.bound, dtype=np.int64)
-        rows = np.asarray([self.state], dtype=np.int64).reshape(1, n_upper)
+        rows = np.asarray([state for state, _ in prefixes], dtype=np.int64).reshape(len(prefixes), n_upper)
         live = np.arange(n_upper)
-        totals = np.asarray([self.lower_base], dtype=np.int64).reshape(1, n_lower)
+        totals = np.asarray([t for _, t in prefixes], dtype=np.int64).reshape(len(prefixes), n_lower)
         nodes = self.nodes
-        for depth in range(count):
+        for depth in range(first, count):
             width = widths[depth]
             nodes += len(rows) * width
             if nodes > limit:
                 self.nodes = limit + 1
                 raise _LimitReached
-            if self.broken_from_start:
-                rows = rows[:0]
-                continue
             if len(rows) == 0:
                 break
             add = np.zeros((width, n_upper), dtype=np.int64)

@@ -12,7 +12,11 @@ from pipeline.generation.keys import GenerationSettings, TaskKey
 
 @pytest.mark.parametrize("domain", ["toy", "course", "travel"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_iterative_and_recursive_searches_agree(domain, seed):
+@pytest.mark.parametrize("list_rows", [0, 3, 16, 10**9])
+def test_iterative_and_recursive_searches_agree(domain, seed, list_rows, monkeypatch):
+    """``list_rows``: the prefixes held in Python lists before numpy takes over (0: numpy from
+    the second depth on; 10**9: never)."""
+    monkeypatch.setattr(measures.CanonicalSearch, "LIST_ROWS", list_rows)
     candidates = 6 if domain == "toy" else 25
     shapes = [(4, 4, 3, 2), (5, 5, 8, 5), (5, 7, 14, 12)]
     if domain != "toy":
