@@ -467,6 +467,18 @@ def table_bytes(
     """The Parquet file of ``rows`` (JSON dicts of one kind): same rows, same bytes.
     ``prompts``: a task table's prompt column, one ``(task id, prompt)`` a row, when the writer
     rendered it from the task objects it holds (:func:`prompt_of`; else each row is read again)."""
+    return parquet_bytes([arrow_table(rows, kind, where, prompts)])
+
+
+def arrow_table(
+    rows: list[dict[str, Any]],
+    kind: Record,
+    where: str,
+    prompts: Sequence[tuple[str, list[dict[str, str]] | None]] | None = None,
+) -> pa.Table:
+    """The Arrow table of ``rows`` that :func:`table_bytes` writes (a writer of many rows
+    converts them a batch at a time and drops the dicts: :func:`parquet_bytes` of the batches
+    is the file of all the rows, byte for byte)."""
     if kind is ANSWER:
         rows = [_fit_answer(row) for row in rows]
     encoded = [encode(row, kind, f"{where} {row.get('task_id', '?')}") for row in rows]
@@ -480,7 +492,13 @@ def table_bytes(
             raise ValueError(f"{where}: the prompts are not the rows' prompts")
         for out, (_, prompt) in zip(encoded, prompts, strict=True):
             out["prompt"] = prompt
-    table = pa.Table.from_pylist(encoded, schema=schema_of(kind))
+    return pa.Table.from_pylist(encoded, schema=schema_of(kind))
+
+
+def parquet_bytes(tables: Sequence[pa.Table]) -> bytes:
+    """The Parquet file of the rows of ``tables`` (made by :func:`arrow_table`, one kind), in
+    order, as one table of one chunk: the file does not depend on how the rows were batched."""
+    table = tables[0] if len(tables) == 1 else pa.concat_tables(tables).combine_chunks()
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd", write_statistics=False)
     return sink.getvalue()

@@ -267,3 +267,22 @@ def test_a_build_refuses_shard_folders_it_would_not_make(built, tmp_path):
         _build(tmp_path, "size=8")
     with pytest.raises(UserError, match="at most"):
         _build(tmp_path / "other", "size=1000000000000", "shard_size=1")
+
+
+def test_a_shard_converted_in_batches_is_the_shard_converted_at_once(tmp_path, monkeypatch):
+    """The worker turns its rows into Arrow tables a few tasks at a time (and drops the dicts):
+    whatever the batch, every file of the shard is the file of all its rows written at once,
+    and the collector is back to normal after the shard."""
+    import gc
+
+    from pipeline.storage import shards
+
+    job = shards.ShardJob(str(tmp_path), 0, 7, 5, ("course", "toy"), "4x4", (1, 4), (0, 3), 6, False)
+    records = {}
+    for batch in (10**6, 1, 3):
+        monkeypatch.setattr(shards, "TABLE_BATCH", batch)
+        shutil.rmtree(tmp_path / "shards", ignore_errors=True)
+        records[batch] = shards.make_shard(job)
+        assert gc.get_freeze_count() == 0
+    assert len(records[1]["per_domain"]) == 2  # both domains' tables, each in several batches
+    assert records[1] == records[3] == records[10**6]
