@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import importlib
 import logging
 import math
@@ -199,6 +200,9 @@ def _worker_setup(environment: dict[str, str]) -> None:
         os.environ.update(environment)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's stop: no handler's line or delay
+    # what the worker inherits (the fork server's modules) lives as long as it does: out of the
+    # collector's scans, and its pages stay shared with the server (a scan writes to them)
+    gc.freeze()
     if sys.platform.startswith("linux"):
         try:
             import ctypes
