@@ -178,6 +178,25 @@ class Domain:
         """A new item's attribute values, drawn with the domain's sampler."""
         return self.sampler(self, rng)
 
+    def item_drawer(self) -> Callable[[random.Random], dict[str, Value]]:
+        """:meth:`sample_item` as one call, for a caller that draws many items: the same draws
+        from the same stream, without the sampler's call layers."""
+        if self.sampler is uniform_sampler:
+            return functools.partial(_draw, _plan_of(self.attributes))
+        return functools.partial(self.sampler, self)
+
+    def name_drawer(self) -> Callable[[random.Random], str]:
+        """:meth:`sample_name` for a caller that names many items (its plan found once)."""
+        if not self.name_words:
+            return self.sample_name  # its refusal, where a name is drawn
+        plan = _name_plan(tuple(self.name_words))
+
+        def name(rng: random.Random) -> str:
+            drawn = _draw(plan, rng)
+            return f"{drawn['word']} {drawn['number']}"
+
+        return name
+
     def sample_name(self, rng: random.Random) -> str:
         """A name with no order in it: a random word and a random number (``choice(words)``
         then ``randint(100, 999)``, drawn as :func:`uniform_sampler` draws: one name per item,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from domains import Domain
@@ -67,8 +69,13 @@ class Draft:
             if item_id not in self._used_ids:
                 break
         self._used_ids.add(item_id)
-        self.items[item_id] = {"id": item_id, "name": self.domain.sample_name(self.label_rng), **attributes}
+        self.items[item_id] = {"id": item_id, "name": self._name(self.label_rng), **attributes}
         return item_id
+
+    @functools.cached_property
+    def _name(self) -> Callable[[random.Random], str]:
+        """The domain's :meth:`~domains.Domain.name_drawer`, found once for the draft's items."""
+        return self.domain.name_drawer()
 
     def drop_item(self, item_id: str) -> None:
         """Forget the item ``item_id`` (nothing happens when it is unknown)."""

@@ -45,9 +45,10 @@ def passing_sampler(domain: Domain, rules: list[SlotRule]) -> Callable[[random.R
     """:func:`sample_passing` for one cell's ``rules``, with their allowed ranges worked out
     once: the same draws from the same stream, for a cell that draws many items."""
     ranges = [(rule.attribute, *allowed_range(domain, rule.attribute, rules)) for rule in rules]
+    sample = domain.item_drawer()
 
     def draw(rng: random.Random) -> Record:
-        record = domain.sample_item(rng)
+        record = sample(rng)
         for name, low, high in ranges:
             value = record[name]
             if not (isinstance(value, int) and low <= value <= high):

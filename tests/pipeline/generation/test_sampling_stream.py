@@ -100,6 +100,27 @@ def test_names_draw_what_choice_and_randint_draw(name, make):
     )
 
 
+@pytest.mark.parametrize("make", GENERATORS)
+@pytest.mark.parametrize("name", domain_names())
+def test_the_drawers_draw_what_sample_item_and_sample_name_draw(name, make):
+    """The one-call drawers a writer of many items uses: the same values and the same state,
+    with the domain's own sampler too (a domain may replace the uniform one)."""
+    import dataclasses
+
+    domain = get_domain(name)
+    _same_stream(domain.item_drawer(), domain.sample_item, make)
+    _same_stream(domain.name_drawer(), domain.sample_name, make)
+
+    def skewed(domain, rng):  # type: ignore[no-untyped-def]
+        return {**uniform_sampler(domain, rng), "extra": rng.random()}
+
+    own = dataclasses.replace(domain, sampler=skewed)
+    _same_stream(own.item_drawer(), own.sample_item, make)
+    unnamed = dataclasses.replace(domain, name_words=())
+    with pytest.raises(IndexError):
+        unnamed.name_drawer()(make(0))
+
+
 @given(st.integers(0, 2**64), st.lists(st.integers(-5, 120), max_size=4))
 def test_a_cell_s_passing_draw_is_randint_s_draw(seed, bounds):
     """Every slot rule of a domain, with thresholds inside, at and past the natural range;
