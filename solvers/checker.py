@@ -197,10 +197,38 @@ def locally_valid_candidates(task: Task, slot: Slot) -> list[str]:
     """Candidates of a hidden cell that pass its slot rules, in listed order (inside
     :func:`task_memo`, judged once per slot and item table)."""
     items = task.items
-    valid = remembered(
-        "valid", (items, slot), None, lambda: tuple(c for c in slot.candidates if passes_slot(slot, items[c]))
-    )
+    valid = remembered("valid", (items, slot), None, lambda: _passing(slot, items))
     return list(valid)
+
+
+def _passing(slot: Slot, items: Mapping[str, Record]) -> tuple[str, ...]:
+    """The candidates of ``slot`` that :func:`passes_slot`, in listed order: the same judgement,
+    with the rules read once for the cell rather than once per candidate (generation and the
+    audit judge every candidate of every cell, filtered ones included)."""
+    rules = [(rule.attribute, rule.op, rule.value) for rule in slot.constraints]
+    if not all(op in ("<=", ">=", "in", "not_in") for _, op, _ in rules):
+        return tuple(c for c in slot.candidates if passes_slot(slot, items[c]))  # its refusal
+    kept = []
+    for candidate in slot.candidates:
+        item = items[candidate]
+        for attribute, op, bound in rules:
+            value = item.get(attribute)
+            if value is None:
+                break
+            if op == "<=":
+                if not (isinstance(value, int) and value <= bound):  # type: ignore[operator]
+                    break
+            elif op == ">=":
+                if not (isinstance(value, int) and value >= bound):  # type: ignore[operator]
+                    break
+            elif op == "in":
+                if value not in bound:  # type: ignore[operator]
+                    break
+            elif value in bound:  # type: ignore[operator]  # not_in
+                break
+        else:
+            kept.append(candidate)
+    return tuple(kept)
 
 
 def enumerate_completions(task: Task, limit: int | None = None) -> Iterator[dict[Cell, str]]:

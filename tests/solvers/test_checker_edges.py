@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gridbench_core.task import GlobalRule, SlotRule
 from solvers.checker import (
@@ -129,3 +131,43 @@ def test_slot_violations_lists_exactly_the_rules_an_item_breaks():
     assert slot_violations((cheap, light, red), ITEMS["F"]) == [light, red]  # weight 2, green
     assert slot_violations((cheap, light, red), ITEMS["D"]) == [light]  # weight 2
     assert slot_violations((), ITEMS["B"]) == []
+
+
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["a", "b", "3"]))
+
+
+@given(
+    st.lists(st.dictionaries(st.sampled_from(["x", "y"]), _VALUES, max_size=2), min_size=1, max_size=6),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["x", "y"]),
+            st.sampled_from(["<=", ">=", "in", "not_in", "~"]),
+            st.integers(-3, 3),
+            st.lists(st.sampled_from(["a", "b", "3"]), max_size=2),
+        ),
+        max_size=3,
+    ),
+)
+def test_the_locally_valid_candidates_are_the_ones_passes_slot_keeps(records, rules):
+    """The cell's rules read once (locally_valid_candidates) judge as passes_slot does, item by
+    item: a missing or null value, a bool or a string under a numeric rule, membership, and an
+    unknown op's refusal wherever passes_slot reaches it."""
+    from gridbench_core.task import Slot
+    from solvers.checker import _passing, passes_slot
+
+    slot_rules = tuple(
+        SlotRule(a, op, tuple(words) if op in ("in", "not_in") else number) for a, op, number, words in rules
+    )
+    items = {f"I{k}": record for k, record in enumerate(records)}
+    slot = Slot(0, 0, tuple(items), slot_rules)
+
+    def reference():  # type: ignore[no-untyped-def]
+        return tuple(c for c in slot.candidates if passes_slot(slot, items[c]))
+
+    try:
+        expected = reference()
+    except ValueError as refusal:
+        with pytest.raises(ValueError, match=str(refusal).replace("'", ".")):
+            _passing(slot, items)
+        return
+    assert _passing(slot, items) == expected
