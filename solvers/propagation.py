@@ -13,7 +13,7 @@ compare it with an enumeration of supports.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,12 +36,17 @@ class LinearRow:
     coefficients: dict[Cell, dict[str, int]]
 
 
-def _weight(rule: GlobalRule, value: object, equals: object) -> int:
+def _weigher(rule: GlobalRule) -> Callable[[object], int]:
+    """What one option of a hidden cell adds to ``rule``'s measure, as a function of its value
+    alone (the kind read once per rule, not once per option): the value of a sum, 1 or 0 for a
+    count (``repeat_max`` has rows of its own, :func:`_value_rows`)."""
     if rule.kind in (RuleKind.SUM_MAX, RuleKind.SUM_MIN):
-        return int(value)  # type: ignore[call-overload]
+        return int  # type: ignore[return-value]
     if rule.kind == RuleKind.COUNT_MIN_THRESHOLD:
-        return int(int(value) >= int(rule.at_least or 0))  # type: ignore[call-overload]
-    return int(value == equals)  # counts, and repeat_max per value
+        at_least = int(rule.at_least or 0)
+        return lambda value: int(int(value) >= at_least)  # type: ignore[call-overload]
+    equals = rule.equals
+    return lambda value: int(value == equals)
 
 
 def options_key(options: Mapping[Cell, list[str]]) -> tuple[tuple[Cell, tuple[str, ...]], ...]:
@@ -67,11 +72,9 @@ def _linear_rows(task: Task, options: Mapping[Cell, list[str]]) -> tuple[LinearR
             if rule.kind == RuleKind.REPEAT_MAX:
                 rows += _value_rows(task, rule, options, hidden, fixed)
                 continue
-            constant = sum(_weight(rule, record[rule.attribute], rule.equals) for record in fixed)
-            coefficients = {
-                cell: {i: _weight(rule, task.items[i][rule.attribute], rule.equals) for i in options[cell]}
-                for cell in hidden
-            }
+            weigh, attribute, items = _weigher(rule), rule.attribute, task.items
+            constant = sum(weigh(record[attribute]) for record in fixed)
+            coefficients = {cell: {i: weigh(items[i][attribute]) for i in options[cell]} for cell in hidden}
             rows.append(LinearRow(rule.name, rule.is_upper_bound, rule.bound, constant, coefficients))
     return tuple(rows)
 
