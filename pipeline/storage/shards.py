@@ -16,7 +16,6 @@ same bytes. ``verify`` re-proves a sharded release shard by shard, in parallel.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import os
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gridbench_core.errors import UserError
+from pipeline.parallel import long_job
 from pipeline.storage.safe import ReleaseError, load_json, read_bytes, read_json
 
 SHARDS_FORMAT = "gridbench-shards/1"
@@ -281,16 +281,8 @@ def make_shard(job: ShardJob) -> dict[str, Any]:
                 "(version=...) or delete the folder"
             )
         return done
-    # what the worker holds now (the libraries, caches) lives through the shard: out of the
-    # collector's scans while the shard is made, which otherwise went over all of it again and
-    # again (4% of a 10x10 shard's time); the garbage is collected first and the objects are
-    # handed back after, so nothing that dies later is kept
-    gc.collect()
-    gc.freeze()
-    try:
+    with long_job():
         return _make_shard(job, root, made_by)
-    finally:
-        gc.unfreeze()
 
 
 def _make_shard(job: ShardJob, root: Path, made_by: dict[str, Any]) -> dict[str, Any]:

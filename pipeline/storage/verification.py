@@ -37,7 +37,7 @@ from gridbench_core.task_io import answer_from_dict, task_from_dict
 from pipeline.generation.instruction import rendered_instruction
 from pipeline.generation.keys import GenerationSettings
 from pipeline.generation.seal import Sealed, seal
-from pipeline.parallel import parallel_imap
+from pipeline.parallel import long_job, parallel_imap
 from pipeline.storage.claimed import measure_claims
 from pipeline.storage.claims import check_claims, json_strings
 from pipeline.storage.layout import sha256
@@ -698,7 +698,7 @@ def verify_shard(args: tuple[Any, ...]) -> dict[str, Any]:
     ``(root, name, files, solver, milp[, digests])``: ``digests`` (the manifest's, of the
     shard's files) pins what is read to those bytes (:func:`pipeline.storage.safe.pinned`)."""
     root, name, files, solver, milp, *rest = args
-    with pinned(Path(root), rest[0] if rest else {}) as pin:
+    with long_job(), pinned(Path(root), rest[0] if rest else {}) as pin:
         out = _verify_shard(root, name, files, solver, milp)
     out["failures"] += pin.failures(out["failures"])
     return out
