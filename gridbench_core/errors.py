@@ -60,8 +60,19 @@ def drop_stdout() -> None:
         pass
 
 
+# how the one line (on stderr) of a command that a signal stops begins: Ctrl-C (exit 130) or
+# SIGTERM (exit 143); what follows the semicolon says what is kept and what to do
+INTERRUPTED_BY = "interrupted (Ctrl-C)"
+TERMINATED_BY = "terminated (SIGTERM)"
+
+
+def stopped_by(terminated: bool) -> str:
+    """The beginning of the line of a command stopped by SIGTERM (``terminated``) or Ctrl-C."""
+    return TERMINATED_BY if terminated else INTERRUPTED_BY
+
+
 # what a command says when Ctrl-C stops it (exit 130), while it imports or while it works
-INTERRUPTED = "interrupted (Ctrl-C); nothing half-written is kept, run the command again"
+INTERRUPTED = f"{INTERRUPTED_BY}; nothing half-written is kept, run the command again"
 
 
 class deferred_interrupts:  # noqa: N801 (used as a context manager, like contextlib's)
@@ -95,7 +106,7 @@ class deferred_interrupts:  # noqa: N801 (used as a context manager, like contex
             signal.raise_signal(self.pending[0])
 
 
-TERMINATED = "terminated (SIGTERM); nothing half-written is kept, run the command again"
+TERMINATED = f"{TERMINATED_BY}; nothing half-written is kept, run the command again"
 
 
 def _end_now(number: int, frame: object) -> None:

@@ -159,7 +159,7 @@ def test_a_custom_agent_runs_without_editing_the_source(release, tmp_path, targe
     assert (rows["calls_done"] == 1).all()
 
 
-def test_results_are_current_after_ctrl_c(release, tmp_path, capsys):
+def test_results_are_current_after_ctrl_c_and_its_line_is_on_stderr(release, tmp_path, capsys):
     from gridbench.commands.evaluate import evaluate
     from tests.custom_agents import InterruptThird
 
@@ -175,7 +175,12 @@ def test_results_are_current_after_ctrl_c(release, tmp_path, capsys):
         "apps",
     )
     assert evaluate(cfg) == 130
-    assert "interrupted: 2 episodes" in capsys.readouterr().out
+    # its one line on stderr, as every command's (a signal sweep found it on stdout)
+    printed = capsys.readouterr()
+    assert "interrupted" not in printed.out, printed.out
+    lines = [line for line in printed.err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("interrupted (Ctrl-C); 2 episodes of this run saved in ")
+    assert lines[0].endswith("run the same command again to resume"), lines
     rows = pl.read_parquet(tmp_path / release.name / "InterruptThird" / "results.parquet")
     assert rows.height == 2 and "episode_id" in rows.columns
 
