@@ -434,3 +434,60 @@ def test_jobs_run_in_this_process_import_the_extensions_with_ctrl_c_held(tmp_pat
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout == "interrupted True\n", out.stdout
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+@pytest.mark.parametrize("stop", ["INT while starting", "TERM twice"])
+def test_a_command_that_ends_at_once_leaves_no_fork_server_folder_in_tmpdir(tmp_path, stop):
+    """A signal sweep over `gridbench release`: Ctrl-C in its first second (the fork server
+    started early, the signal still ending the process at once: 53 runs of 100 at 0.6-0.9 s)
+    and every second SIGTERM (killed outright) left a ``pymp-*`` folder with the server's
+    ``listener-*`` socket in TMPDIR: multiprocessing removes it only in its exit handler. The
+    process now kills its fork server and removes that folder before it ends, with exit code
+    130 or 143 (a second SIGTERM was -15)."""
+    import subprocess
+    import sys
+    import time
+    from multiprocessing import get_all_start_methods
+
+    from tests import ROOT
+
+    if "forkserver" not in get_all_start_methods():
+        pytest.skip("no fork server on this platform")
+    starting = stop == "INT while starting"
+    code = (
+        "import os, signal, time\n"
+        "from multiprocessing import forkserver as f\n"
+        "from gridbench_core import errors\n"
+        "from pipeline import parallel as p\n"
+        + (
+            "errors.quiet_until_running()\n"  # composing: a signal ends the command at once
+            if starting
+            else "errors.interrupts_raise(errors.raise_terminated)\n"  # running
+        )
+        + "p.warm(2, 'pipeline.storage.cache')\n"
+        "print(f._forkserver._forkserver_pid, flush=True)\n"
+        "if not os.listdir(os.environ['TMPDIR']):\n"
+        "    print('no folder to remove')\n"
+        "try:\n"
+        "    os.kill(os.getpid(), signal.SIGINT if " + str(starting) + " else signal.SIGTERM)\n"
+        "    time.sleep(5)\n"
+        "except errors.Terminated:\n"  # the command's cleanup, cut short by a second SIGTERM
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(5)\n"
+        "print('ran on', flush=True)\n"
+    )
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    environment = {**os.environ, "TMPDIR": str(folder)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == (130 if starting else 143), (out.returncode, out.stderr)
+    server = out.stdout.split("\n")[0]
+    assert server.isdigit() and out.stdout == f"{server}\n", out.stdout
+    assert list(folder.iterdir()) == []
+    deadline = time.monotonic() + 10
+    while _alive(int(server)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(int(server))
