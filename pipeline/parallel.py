@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 from tqdm import tqdm
 
-from gridbench_core.errors import UserError
+from gridbench_core.errors import UserError, deferred_interrupts
 
 Job = TypeVar("Job")
 LOG_EVERY_S = 10.0
@@ -409,8 +409,6 @@ EXTENSIONS = ("numpy", "highspy", "ortools.sat.python.cp_model_helper")
 def _preload_here() -> None:
     """Jobs run in this process: import what the fork server would have imported for the
     workers (its extension modules) with Ctrl-C and SIGTERM held until they are whole."""
-    from gridbench_core.errors import deferred_interrupts
-
     # no shortcut on ``sys.modules``: a module imported lazily (gridbench_core.lazy) is there
     # before it has run, and import_module runs it (an imported one costs a lookup)
     with deferred_interrupts():
@@ -531,9 +529,17 @@ def _pool_imap(
         pool = _Shared.pool
     else:
         pool = _new_pool(min(workers, len(jobs)), function.__module__)
-    futures = {pool.submit(function, job): job for job in jobs}
     finished = False
     try:
+        # Every job is handed out with Ctrl-C and SIGTERM held (delivered once the last one is,
+        # then the workers are stopped below). A submit can start a worker, and that start
+        # waits for the fork server to finish its imports (the first pool of a release, in
+        # its first second): a KeyboardInterrupt raised in that wait left the server to fork
+        # a worker the pool does not know, which took a job or the stop sentinel meant for a
+        # known worker (a release hung after Ctrl-C at 0.76 s, its fork server and a worker
+        # alive) or held the server's pipe open (the command's exit waited 5 s for it).
+        with deferred_interrupts():
+            futures = {pool.submit(function, job): job for job in jobs}
         if primed:
             yield None
         for future in futures if ordered else as_completed(futures):

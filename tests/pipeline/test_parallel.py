@@ -491,3 +491,74 @@ def test_a_command_that_ends_at_once_leaves_no_fork_server_folder_in_tmpdir(tmp_
     while _alive(int(server)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(int(server))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_ctrl_c_while_a_worker_starts_leaves_no_worker_the_pool_does_not_know(tmp_path):
+    """A signal sweep over `gridbench release`: one run in 25 hung after Ctrl-C at 0.76 s,
+    its fork server and a worker still alive, nothing printed. Each of a pool's first jobs
+    starts a worker and waits for the fork server to answer with its pid; Ctrl-C in that wait
+    left a worker the pool never recorded. It took jobs and, at the pool's shutdown, the stop
+    sentinel meant for a known worker, so the shutdown waited for that worker for ever (or,
+    when it did not, it stayed alive and held the server's pipe: the exit waited 5 s).
+    Here the server answers the second start 1 s late and Ctrl-C comes in that second: the
+    jobs are all handed out first, then every worker is stopped, and the server has no child
+    left (before: a hang, or a worker left and a 5 s stop)."""
+    import subprocess
+    import sys
+
+    from tests import ROOT
+
+    if "forkserver" not in __import__("multiprocessing").get_all_start_methods():
+        pytest.skip("no fork server on this platform")
+    (tmp_path / "slow_second_start.py").write_text(
+        "import time\n"
+        "from multiprocessing import forkserver\n"
+        "real, calls = forkserver.write_signed, []\n"
+        "def write_signed(fd, n):\n"  # the server sends a new worker's pid
+        "    calls.append(n)\n"
+        "    if len(calls) == 2:\n"
+        "        time.sleep(1.0)\n"
+        "    return real(fd, n)\n"
+        "forkserver.write_signed = write_signed\n"
+    )
+    code = (
+        "import os, signal, threading, time\n"
+        "from multiprocessing import forkserver as f\n"
+        "from pipeline import parallel as p\n"
+        "p.PRELOAD = (*p.PRELOAD, 'slow_second_start')\n"
+        "p.warm(2, 'time')\n"
+        "time.sleep(1.5)\n"  # the server's imports are done
+        "threading.Timer(0.4, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
+        "try:\n"
+        "    with p.shared_pool(2):\n"
+        "        print(list(p.parallel_imap(time.sleep, [0.2] * 8, 2, '', show=False)))\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+        "server = f._forkserver._forkserver_pid\n"
+        "time.sleep(1.0)\n"  # a worker the server forked late is up by now
+        "children = open(f'/proc/{server}/task/{server}/children').read().split()\n"
+        "alive = [c for c in children if open(f'/proc/{c}/stat').read().split(') ', 1)[1][0] != 'Z']\n"
+        "print('children', len(alive), flush=True)\n"
+        "started = time.monotonic()\n"
+        "p._stop_fork_server()\n"  # what the exit does: no worker holds the server's pipe open
+        "print('stopped in', round(time.monotonic() - started), flush=True)\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    process = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)  # its server and workers too
+        out, err = process.communicate()
+        pytest.fail(f"hung after Ctrl-C: {out!r}")
+    assert process.returncode == 0, err
+    assert out.split("\n")[:3] == ["interrupted", "children 0", "stopped in 0"], out
