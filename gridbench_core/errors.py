@@ -109,6 +109,35 @@ class deferred_interrupts:  # noqa: N801 (used as a context manager, like contex
 TERMINATED = f"{TERMINATED_BY}; nothing half-written is kept, run the command again"
 
 
+class _Result:
+    """What the command of this process has written completely (``None``: nothing yet)."""
+
+    written: str | None = None
+
+
+def written(what: str) -> None:
+    """The command's result is complete at its final place (``what`` names it: "the release
+    at PATH"): a Ctrl-C or SIGTERM from now on stops nothing the user needs, and the line it
+    prints says so (:func:`stopped_line`). Called once the release's folder is renamed into
+    place (or a training set's manifest), with signals held across the rename."""
+    _Result.written = what
+
+
+def stopped_line(terminated: bool) -> tuple[str, int]:
+    """The one line (stderr) and the exit code of a command stopped by Ctrl-C, or by SIGTERM
+    (``terminated``): 130 or 143, nothing half-written kept. Once its result is written
+    (:func:`written`), exit code 0 and a line naming it as complete: a late Ctrl-C (the release
+    renamed into place, the summary not printed yet) said "interrupted ... run the command
+    again" with exit 130, and the rerun then refused, as the release existed."""
+    if _Result.written is not None:
+        line = (
+            f"{stopped_by(terminated)} after {terminal_text(_Result.written, 400)} was written completely; "
+            "it is kept as it is, nothing to run again"
+        )
+        return line, 0
+    return (TERMINATED, 143) if terminated else (INTERRUPTED, 130)
+
+
 def end_pool_helpers() -> None:
     """What the exit of a process that ends at once (``os._exit``, a second SIGTERM) would
     have done for multiprocessing: its fork server is killed (its workers die with it) and its
@@ -166,6 +195,7 @@ def quiet_until_running() -> None:
     to be ignored stays ignored."""
     import signal
 
+    _Result.written = None  # a command starts: nothing of it is written yet
     for number in (signal.SIGINT, signal.SIGTERM):
         if signal.getsignal(number) in (signal.default_int_handler, signal.SIG_DFL):
             signal.signal(number, _end_now)

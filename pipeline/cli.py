@@ -25,9 +25,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from gridbench_core.errors import (
-    INTERRUPTED,
     PIPE_CLOSED,
-    TERMINATED,
     SolverTimeout,
     Terminated,
     UserError,
@@ -35,6 +33,7 @@ from gridbench_core.errors import (
     interrupts_raise,
     quiet_until_running,
     raise_terminated,
+    stopped_line,
     terminal_text,
 )
 from gridbench_core.paths import CONF_DIR as CONF
@@ -465,12 +464,10 @@ def command(
                             sys.stdout.flush()
                     drop_stdout()
                 raise
-            except Terminated:
-                print(TERMINATED, file=sys.stderr)
-                sys.exit(143)
-            except KeyboardInterrupt:
-                print(INTERRUPTED, file=sys.stderr)
-                sys.exit(130)
+            except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (Terminated)
+                line, code = stopped_line(isinstance(stop, Terminated))
+                print(line, file=sys.stderr)
+                sys.exit(code)
 
         main.__doc__ = body.__doc__
         return main

@@ -100,12 +100,11 @@ def main(argv: list[str] | None = None) -> int:
 def run() -> None:
     """The console script's entry point."""
     from gridbench_core.errors import (
-        INTERRUPTED,
-        TERMINATED,
         Terminated,
         UserError,
         drop_stdout,
         quiet_until_running,
+        stopped_line,
         terminal_text,
     )
 
@@ -123,12 +122,10 @@ def run() -> None:
     except UserError as error:
         print(f"error: {terminal_text(error, 4000)}", file=sys.stderr)
         sys.exit(2)
-    except Terminated:
-        print(TERMINATED, file=sys.stderr)
-        sys.exit(143)
-    except KeyboardInterrupt:  # while the command is still imported (its own handler is not set yet)
-        print(INTERRUPTED, file=sys.stderr)
-        sys.exit(130)
+    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM outside a command's own handler
+        line, exit_code = stopped_line(isinstance(stop, Terminated))
+        print(line, file=sys.stderr)
+        sys.exit(exit_code)
     except BrokenPipeError:  # `gridbench verify --help | head`: a help page, a version
         drop_stdout()
         sys.stderr.close()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from gridbench_core.errors import UserError
+from gridbench_core.errors import UserError, deferred_interrupts, written
 from pipeline.cli import command, plain
 from pipeline.config import register_configs
 from pipeline.parallel import check_workers, parallel_imap
@@ -92,7 +92,11 @@ def build(cfg: DictConfig) -> int:
     partial = root / f".manifest.json.partial-{os.getpid()}"
     try:
         partial.write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        os.replace(partial, root / "manifest.json")
+        # complete once its manifest is in place, and said so as one step: a rerun would
+        # refuse it ("complete already"), so a late Ctrl-C or SIGTERM names it as written
+        with deferred_interrupts():
+            os.replace(partial, root / "manifest.json")
+            written(f"the training set at {root}")
     except OSError:  # a full disk: no half-written manifest (the shards stay; a rerun resumes)
         partial.unlink(missing_ok=True)
         raise

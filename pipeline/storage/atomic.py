@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from gridbench_core.errors import deferred_interrupts, written
 from pipeline.storage.layout import check_target, sha256
 from pipeline.storage.safe import ReleaseError
 
@@ -88,7 +89,11 @@ def atomic_folder(target: Path, overwrite: bool) -> Iterator[Path]:
         old = target.parent / f".{target.name}.old-{os.getpid()}"
         if target.exists():
             target.rename(old)
-        temporary.rename(target)
+        # in place and said so as one step: a Ctrl-C or SIGTERM from here on names the release
+        # as written (its command exits 0), rather than "run the command again" (which refused)
+        with deferred_interrupts():
+            temporary.rename(target)
+            written(f"the release at {target}")
         shutil.rmtree(old, ignore_errors=True)
 
 

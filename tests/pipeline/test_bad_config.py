@@ -179,3 +179,66 @@ def test_ctrl_c_or_sigterm_prints_one_line_and_exits_130_or_143(tmp_path, stop, 
     assert len([line for line in err.splitlines() if line.strip()]) <= 2
     assert not (tmp_path / "interrupted-v2.0.0").exists()
     assert not list(tmp_path.glob(".interrupted-v2.0.0.partial-*"))
+
+
+@pytest.mark.parametrize(
+    ("command", "stop", "when"),
+    [
+        ("release", "INT", "summary"),
+        ("release", "TERM", "summary"),
+        ("release", "INT", "rename"),
+        ("train", "INT", "summary"),
+    ],
+    ids=["release-INT", "release-TERM", "release-INT-in-its-rename", "train-INT"],
+)
+def test_a_signal_after_the_result_is_written_names_it_and_exits_0(tmp_path, command, stop, when):
+    """A signal sweep over `gridbench release`: a Ctrl-C arriving once the release was renamed
+    into place (its manifest complete; 2 runs of 58) said "interrupted ... run the command
+    again" with exit 130, and the rerun then refused, as the release existed. The signal
+    comes here as the command is about to print its summary (its result written), or just
+    as the release's folder is renamed into place: the line names the release (or training
+    set) as written completely, and the exit code is 0."""
+    name = "late"
+    if command == "release":
+        overrides = small_release_overrides(tmp_path, name)
+        result = tmp_path / f"{name}-v2.0.0"
+    else:
+        overrides = [
+            "size=8",
+            "shard_size=8",
+            "domains=[toy]",
+            "candidates_per_slot=6",
+            "parts=[{grid: 4x4, hidden_slots: [1, 4], decoy_budgets: [0, 3]}]",
+            f"name={name}",
+            f"output_root={tmp_path}",
+            "workers=1",
+        ]
+        result = tmp_path / f"{name}-v2.0.0"
+    module = "release" if command == "release" else "train"
+    code = (
+        "import os, pathlib, signal, sys, time\n"
+        f"import gridbench.commands.{module} as command\n"
+        "def late(*args, **kwargs):\n"  # the summary: the result is written
+        f"    os.kill(os.getpid(), signal.SIG{stop})\n"
+        "    time.sleep(5)\n"
+        "    sys.stdout.write('ran on\\n')\n"
+        "real = pathlib.Path.rename\n"
+        "def rename(self, target):\n"  # the temporary folder renamed: the signal comes at once
+        "    moved = real(self, target)\n"
+        "    if '.partial-' in self.name:\n"
+        f"        os.kill(os.getpid(), signal.SIG{stop})\n"
+        "    return moved\n"
+        + ("command.print = late\n" if when == "summary" else "pathlib.Path.rename = rename\n")
+        + "from gridbench.commands import main\n"
+        f"sys.argv = ['gridbench', {command!r}, *{overrides!r}, 'hydra.run.dir={tmp_path}/hydra']\n"
+        "main.run()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    head = "interrupted (Ctrl-C)" if stop == "INT" else "terminated (SIGTERM)"
+    what = "the release" if command == "release" else "the training set"
+    assert out.returncode == 0, (out.returncode, out.stderr)
+    assert out.stderr == (
+        f"{head} after {what} at {result} was written completely; it is kept as it is, nothing to run again\n"
+    ), out.stderr
+    assert "ran on" not in out.stdout and (result / "manifest.json").is_file()
+    assert not list(tmp_path.glob(f".{name}-v2.0.0.*"))  # no partial folder, no build lock
