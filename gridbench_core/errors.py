@@ -110,9 +110,16 @@ TERMINATED = f"{TERMINATED_BY}; nothing half-written is kept, run the command ag
 
 
 class _Result:
-    """What the command of this process has written completely (``None``: nothing yet)."""
+    """How the command of this process ends: what it has written completely (``None``:
+    nothing yet) and, once a signal stopped it, the line it says and its exit code."""
 
     written: str | None = None
+    command = False  # this process runs a command (quiet_until_running): its own handlers
+    line = ""
+    code: int | None = None  # a line is said: a further signal ends the process with this code
+    saying = False  # being written: a signal now waits for the end of the write
+    said = False
+    pending = False
 
 
 def written(what: str) -> None:
@@ -136,6 +143,84 @@ def stopped_line(terminated: bool) -> tuple[str, int]:
         )
         return line, 0
     return (TERMINATED, 143) if terminated else (INTERRUPTED, 130)
+
+
+def say_stopped(line: str, code: int) -> int:
+    """Print ``line`` on stderr, the one line of a command that a signal stopped, and return
+    ``code``, its exit code. In a command's own process (:func:`owns_process`), from just
+    before the line on, a further
+    Ctrl-C or SIGTERM ends the process at once with the same code (its fork server and
+    multiprocessing's temporary folder gone, :func:`end_pool_helpers`), and the signals are
+    ignored once the exit handlers have run (:func:`_exit_handlers_done`). Before, SIGINT
+    then SIGTERM during the exit said "interrupted" and ended with 143: SIGTERM raised where
+    the exit was (a second line, "terminated"), or killed the interpreter's teardown, where
+    Python gives every signal back to its default (exit -15: 6 runs in 23 of a signal sweep).
+    Elsewhere (a library call: ``run_evaluation``) the line is printed and no handler set."""
+    import signal
+    import threading
+
+    armed = _Result.command and threading.current_thread() is threading.main_thread()
+    if armed:
+        _Result.line, _Result.code = line, code
+        _Result.saying = _Result.said = _Result.pending = False
+        for number in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(number) is not signal.SIG_IGN:
+                signal.signal(number, _end_as_said)
+    _Result.saying = True  # a signal during the write is held: the line is said once, whole
+    _write_stderr(line)
+    _Result.said, _Result.saying = True, False
+    if armed and _Result.pending:
+        _end_as_said(signal.SIGTERM, None)
+    return code
+
+
+def _end_as_said(number: int, frame: object) -> None:
+    """A signal once a stopped command says its line (or is about to): the process ends now,
+    with the exit code of that line (said first, if it is not yet). A third signal, should
+    this be stuck, kills it."""
+    import os
+    import signal
+    import sys
+
+    if _Result.saying:  # the line is being written: it ends once it is (say_stopped)
+        _Result.pending = True
+        return
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if not _Result.said:
+        _write_stderr(_Result.line)
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except Exception:  # noqa: BLE001 (a closed or full output, a write it interrupted: dropped)
+        pass
+    end_pool_helpers()
+    os._exit(_Result.code if _Result.code is not None else 130)
+
+
+def _write_stderr(line: str) -> None:
+    import sys
+
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # no stderr, or a closed one: the code says it
+        pass
+
+
+def _exit_handlers_done() -> None:
+    """The last exit handler of a command's process (registered as it starts, before those of
+    the modules it imports: the pools', multiprocessing's, its fork server's stop): the exit
+    code is decided and every clean-up has run, so Ctrl-C and SIGTERM are ignored for the
+    interpreter's teardown, where Python resets its handlers to the default and a signal
+    killed the process (exit -15 after the line "interrupted", or after a complete release).
+    A teardown takes milliseconds to a fraction of a second."""
+    import signal
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(number, signal.SIG_IGN)
+        except (OSError, ValueError):  # not the main thread
+            pass
 
 
 def end_pool_helpers() -> None:
@@ -173,16 +258,24 @@ def end_pool_helpers() -> None:
 def _end_now(number: int, frame: object) -> None:
     import os
     import signal
-    import sys
 
-    line = INTERRUPTED if number == signal.SIGINT else TERMINATED
-    try:
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-    except (OSError, ValueError, AttributeError):  # no stderr, or a closed one: the code says it
-        pass
+    _write_stderr(INTERRUPTED if number == signal.SIGINT else TERMINATED)
     end_pool_helpers()
     os._exit(130 if number == signal.SIGINT else 143)
+
+
+def owns_process() -> None:
+    """This process is the command's own (the console script, or ``python -m
+    gridbench.commands.<module>``), not that of a program calling it: once a signal has
+    stopped the command and its line is said, a further one ends the process with the same
+    exit code (:func:`say_stopped`), and its last exit handler makes the interpreter's
+    teardown ignore them (:func:`_exit_handlers_done`). Registered as the command starts,
+    so that it runs after the exit handlers of the modules the command imports."""
+    import atexit
+
+    if not _Result.command:
+        atexit.register(_exit_handlers_done)
+    _Result.command = True
 
 
 def quiet_until_running() -> None:
@@ -195,7 +288,8 @@ def quiet_until_running() -> None:
     to be ignored stays ignored."""
     import signal
 
-    _Result.written = None  # a command starts: nothing of it is written yet
+    _Result.written, _Result.code = None, None  # a command starts: nothing written, nothing said
+    _Result.saying = _Result.said = _Result.pending = False
     for number in (signal.SIGINT, signal.SIGTERM):
         if signal.getsignal(number) in (signal.default_int_handler, signal.SIG_DFL):
             signal.signal(number, _end_now)
@@ -231,5 +325,7 @@ def _end_at_once(number: int, frame: object) -> None:
     import signal
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    line, code = stopped_line(True)  # the first SIGTERM's line was not said yet (or it would be
+    _write_stderr(line)  # _end_as_said's turn): this one says it
     end_pool_helpers()
-    os._exit(143)
+    os._exit(code)

@@ -31,8 +31,10 @@ from gridbench_core.errors import (
     UserError,
     drop_stdout,
     interrupts_raise,
+    owns_process,
     quiet_until_running,
     raise_terminated,
+    say_stopped,
     stopped_line,
     terminal_text,
 )
@@ -432,6 +434,8 @@ def command(
             # the configuration is composed, either signal ends the process with that line
             # at once (gridbench_core.errors.quiet_until_running): nothing is written yet
             quiet_until_running()
+            if body.__module__ == "__main__":  # python -m gridbench.commands.<module>
+                owns_process()
             search = folder if folder == "apps" else ""  # the configuration folder, below conf/
             try:
                 if any(arg in HELP_FLAGS for arg in sys.argv[1:]):
@@ -465,9 +469,7 @@ def command(
                     drop_stdout()
                 raise
             except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (Terminated)
-                line, code = stopped_line(isinstance(stop, Terminated))
-                print(line, file=sys.stderr)
-                sys.exit(code)
+                sys.exit(say_stopped(*stopped_line(isinstance(stop, Terminated))))
 
         main.__doc__ = body.__doc__
         return main

@@ -38,7 +38,7 @@ from gridbench.agents.registry import AgentSpec, make_agent
 from gridbench.env import EnvSettings, Episode, score_episode
 from gridbench_core import paths
 from gridbench_core.budgets import UNLIMITED
-from gridbench_core.errors import Terminated, UserError, stopped_by
+from gridbench_core.errors import Terminated, UserError, say_stopped, stopped_by
 from gridbench_core.task import Answer, Task
 from gridbench_core.task_io import answer_from_dict, task_from_dict
 from pipeline.evaluation.diagnostics import diagnose
@@ -444,13 +444,11 @@ def _run(request: EvalRequest, store: RunStore, jobs: list[Job]) -> int:
         store.write_results()
         terminated = isinstance(stop, Terminated)  # SIGTERM
         # on stderr, as every command's line when a signal stops it (stdout is the results')
-        print(
+        return say_stopped(
             f"{stopped_by(terminated)}; {progress.done} episodes of this run saved in "
             f"{store.folder}, run the same command again to resume",
-            file=sys.stderr,
-            flush=True,
+            143 if terminated else 130,
         )
-        return 143 if terminated else 130
     except BaseException:
         progress.close()
         store.write_results()

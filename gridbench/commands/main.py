@@ -103,7 +103,9 @@ def run() -> None:
         Terminated,
         UserError,
         drop_stdout,
+        owns_process,
         quiet_until_running,
+        say_stopped,
         stopped_line,
         terminal_text,
     )
@@ -111,6 +113,7 @@ def run() -> None:
     # Ctrl-C or SIGTERM while the command imports and composes its configuration: its one
     # line, not a traceback (the command's own handlers take over once it runs)
     quiet_until_running()
+    owns_process()  # and how the process ends once a signal has stopped it
 
     try:
         code = main()
@@ -123,9 +126,7 @@ def run() -> None:
         print(f"error: {terminal_text(error, 4000)}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM outside a command's own handler
-        line, exit_code = stopped_line(isinstance(stop, Terminated))
-        print(line, file=sys.stderr)
-        sys.exit(exit_code)
+        sys.exit(say_stopped(*stopped_line(isinstance(stop, Terminated))))
     except BrokenPipeError:  # `gridbench verify --help | head`: a help page, a version
         drop_stdout()
         sys.stderr.close()

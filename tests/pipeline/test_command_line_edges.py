@@ -620,3 +620,48 @@ def test_a_command_s_body_starts_with_numpy_imported_and_its_own_handlers(tmp_pa
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout == "True True True\n", (out.stdout, out.stderr)
+
+
+@pytest.mark.parametrize("when", ["after its line", "in the teardown"])
+def test_sigterm_after_ctrl_c_s_line_keeps_that_line_s_exit_code(tmp_path, when):
+    """A signal sweep over `gridbench release` (SIGINT, then SIGTERM 0-0.4 s later): 6 runs in
+    23 printed "interrupted (Ctrl-C)" and ended with SIGTERM's code. A SIGTERM just after the
+    line raised where the command was (a second line, "terminated", exit 143); one during the
+    interpreter's teardown, where Python resets its handlers to the default, killed it (exit
+    -15). Once the line is said, a further signal ends the process with that line's code, and
+    the teardown ignores them: one line, exit 130."""
+    from gridbench_core.errors import INTERRUPTED
+
+    code = (
+        "import os, signal, sys, time\n"
+        "from pipeline import cli\n"
+        "from gridbench.commands import main as m\n"
+        "def body(cfg):\n"
+        "    raise KeyboardInterrupt()\n"  # Ctrl-C in the command's work
+        "entry = cli.command('audit')(body)\n"
+        "def command():\n"
+        f"    sys.argv = ['gridbench audit', 'release={tmp_path}', 'hydra.run.dir={tmp_path}/h']\n"
+        "    entry()\n"
+        "    return 0\n"
+        "m.main = command\n"
+        "class Stderr:\n"  # SIGTERM comes as the line is written
+        "    def __init__(self, real):\n"
+        "        self.real = real\n"
+        "    def write(self, text):\n"
+        "        written = self.real.write(text)\n"
+        "        if 'interrupted' in text:\n"
+        "            self.real.flush()\n"
+        "            os.kill(os.getpid(), signal.SIGTERM)\n"
+        "            time.sleep(0.3)\n"
+        "        return written\n"
+        "    def __getattr__(self, name):\n"
+        "        return getattr(self.real, name)\n"
+        "class Late:\n"  # SIGTERM comes as the interpreter frees __main__'s objects
+        "    def __del__(self, kill=os.kill, pid=os.getpid(), term=signal.SIGTERM, sleep=time.sleep):\n"
+        "        kill(pid, term)\n"
+        "        sleep(0.3)\n"
+        + ("sys.stderr = Stderr(sys.stderr)\n" if when == "after its line" else "late = Late()\n")
+        + "m.run()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert (out.returncode, out.stderr.splitlines()) == (130, [INTERRUPTED]), (out.returncode, out.stderr)
