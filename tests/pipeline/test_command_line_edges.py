@@ -665,3 +665,30 @@ def test_sigterm_after_ctrl_c_s_line_keeps_that_line_s_exit_code(tmp_path, when)
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert (out.returncode, out.stderr.splitlines()) == (130, [INTERRUPTED]), (out.returncode, out.stderr)
+
+
+def test_a_held_sigterm_is_delivered_when_ctrl_c_is_ignored(tmp_path):
+    """A signal sweep whose runs had SIGINT ignored (started from a script in the background,
+    as `nohup cmd &` does): a SIGINT that came while the writer's modules were imported was
+    held (deferred_interrupts) and then delivered to SIG_IGN, and the SIGTERM held after it was
+    dropped, so the release ran on to its end with exit 0 (2 runs of 40). An ignored signal is
+    no longer held, and every held one is delivered."""
+    code = (
+        "import os, signal\n"
+        "from gridbench_core.errors import Terminated, deferred_interrupts\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "def term(number, frame):\n"
+        "    raise Terminated()\n"
+        "signal.signal(signal.SIGTERM, term)\n"
+        "try:\n"
+        "    with deferred_interrupts():\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    print('ran on')\n"
+        "except Terminated:\n"
+        "    print('terminated')\n"
+        "print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["terminated", "True"], out.stdout
