@@ -21,8 +21,29 @@ signal.signal(signal.SIGINT, signal.SIG_IGN)
 if sys.platform.startswith("linux"):
     try:
         import ctypes
+        import os
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        _libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        _libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        _SERVER = os.getpid()
+        _forking: list[int] = []
+
+        def _before_fork() -> None:
+            _forking[:] = [_SERVER] if os.getpid() == _SERVER else []
+
+        def _worker_dies_with_the_server() -> None:
+            """In a worker, at once after the server forked it: a worker set this up only in
+            its initializer, after unpickling its start; a server ended before that (its command
+            killed, or stopped by a second signal, while the pool started) left a worker that
+            never died with it, holding the command's stdout and stderr open and running its
+            job (a test of two SIGTERMs then waited for its 30 s jobs)."""
+            if not _forking:
+                return
+            _libc.prctl(1, signal.SIGTERM)
+            if os.getppid() != _forking[0]:  # the server ended between the fork and now
+                os._exit(0)
+
+        os.register_at_fork(before=_before_fork, after_in_child=_worker_dies_with_the_server)
     except OSError:
         pass
 

@@ -562,3 +562,62 @@ def test_ctrl_c_while_a_worker_starts_leaves_no_worker_the_pool_does_not_know(tm
         pytest.fail(f"hung after Ctrl-C: {out!r}")
     assert process.returncode == 0, err
     assert out.split("\n")[:3] == ["interrupted", "children 0", "stopped in 0"], out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_a_worker_dies_with_its_fork_server_even_while_it_starts(tmp_path):
+    """A worker set itself to die with its fork server only in its initializer, after its start
+    was unpickled: a server ended before that (the command killed, or ended at once by a
+    second signal, while its pool started) left the worker alive, running its job and holding
+    the command's stdout and stderr open (a test of two SIGTERMs waited for its 30 s jobs, 1
+    run in 6). It is set in the worker at once after the fork. Here each worker's start is
+    slowed by 1 s, and the command kills its server and ends in that second: the workers are
+    gone right after."""
+    import subprocess
+    import sys
+    import time
+
+    from tests import ROOT
+
+    if "forkserver" not in __import__("multiprocessing").get_all_start_methods():
+        pytest.skip("no fork server on this platform")
+    (tmp_path / "slow_worker_start.py").write_text(
+        "import time\n"
+        "from multiprocessing import spawn\n"
+        "real = spawn._main\n"
+        "def _main(*args):\n"  # a worker's start, in the worker
+        "    time.sleep(1.0)\n"
+        "    return real(*args)\n"
+        "spawn._main = _main\n"
+    )
+    pids = tmp_path / "pids"
+    code = (
+        "import os, signal, sys, time\n"
+        "from multiprocessing import forkserver as f\n"
+        "from pipeline import parallel as p\n"
+        "p.PRELOAD = (*p.PRELOAD, 'slow_worker_start')\n"
+        "p.warm(2, 'time')\n"
+        "time.sleep(1.5)\n"  # the server's imports are done
+        "pool = p._new_pool(2, 'time')\n"
+        "futures = [pool.submit(time.sleep, 30) for _ in range(2)]\n"
+        "with open(sys.argv[1], 'w') as out:\n"  # forked: the server has answered
+        "    out.write(' '.join(map(str, pool._processes)))\n"
+        "os.kill(f._forkserver._forkserver_pid, signal.SIGKILL)\n"
+        "os._exit(0)\n"  # the command ends at once: no pool of its own stops the workers
+    )
+    environment = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(pids)],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=60,
+    )
+    workers = [int(pid) for pid in pids.read_text().split()]
+    time.sleep(2.5)
+    left = [pid for pid in workers if _alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert done.returncode == 0 and len(workers) == 2
+    assert left == []
