@@ -121,7 +121,7 @@ class _Result:
     nothing yet) and, once a signal stopped it, the line it says and its exit code."""
 
     written: str | None = None
-    command = False  # this process runs a command (quiet_until_running): its own handlers
+    command = False  # this process is a command's own (owns_process)
     line = ""
     code: int | None = None  # a line is said: a further signal ends the process with this code
     saying = False  # being written: a signal now waits for the end of the write
@@ -155,14 +155,14 @@ def stopped_line(terminated: bool) -> tuple[str, int]:
 def say_stopped(line: str, code: int) -> int:
     """Print ``line`` on stderr, the one line of a command that a signal stopped, and return
     ``code``, its exit code. In a command's own process (:func:`owns_process`), from just
-    before the line on, a further
-    Ctrl-C or SIGTERM ends the process at once with the same code (its fork server and
-    multiprocessing's temporary folder gone, :func:`end_pool_helpers`), and the signals are
-    ignored once the exit handlers have run (:func:`_exit_handlers_done`). Before, SIGINT
-    then SIGTERM during the exit said "interrupted" and ended with 143: SIGTERM raised where
-    the exit was (a second line, "terminated"), or killed the interpreter's teardown, where
-    Python gives every signal back to its default (exit -15: 6 runs in 23 of a signal sweep).
-    Elsewhere (a library call: ``run_evaluation``) the line is printed and no handler set."""
+    before the line on, a further Ctrl-C or SIGTERM ends the process at once with the same
+    code (the line said once; its fork server, semaphores and temporary folder gone:
+    :func:`end_pool_helpers`), and the interpreter's teardown ignores them
+    (:func:`_exit_handlers_done`). Before, SIGINT then SIGTERM during the exit said
+    "interrupted" and ended with SIGTERM's code: SIGTERM raised where the exit was (a second
+    line, "terminated", exit 143), or killed the teardown, where Python gives every signal
+    back to its default (exit -15: 13 runs in 60 of a signal sweep). A library call
+    (``run_evaluation`` in a program) prints the line and sets no handler."""
     import signal
     import threading
 
@@ -234,11 +234,12 @@ def end_pool_helpers() -> None:
     """What the exit of a process that ends at once (``os._exit``, a second SIGTERM) would
     have done for multiprocessing: its fork server is killed (its workers die with it) and its
     temporary folder (``pymp-*`` in TMPDIR, which holds the server's ``listener-*`` socket) is
-    removed. multiprocessing removes that folder only in its exit handler, so an interrupted
-    `gridbench release` left one behind in 15 runs of 80 of a signal sweep (the fork server is
-    started before the command's handlers are set), and after every second SIGTERM. Only what
-    this process started; nothing when it never used multiprocessing (no module is imported
-    here: this runs in a signal handler)."""
+    removed, and its pools' semaphores released (:func:`_release_semaphores`).
+    multiprocessing removes that folder only in its exit handler, so an interrupted `gridbench
+    release` left one behind (53 runs of 100 of a signal sweep, Ctrl-C at 0.6-0.9 s: the fork
+    server is started before the command's handlers are set), and so did a second SIGTERM (35
+    of 40). Only what this process started; nothing when it never used multiprocessing (no
+    module is imported here: this runs in a signal handler)."""
     import os
     import signal
     import sys
@@ -250,6 +251,7 @@ def end_pool_helpers() -> None:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+    _release_semaphores()
     process = sys.modules.get("multiprocessing.process")
     shutil = sys.modules.get("shutil")
     if process is None or shutil is None:  # (tempfile, which made the folder, imports shutil)
@@ -260,6 +262,44 @@ def end_pool_helpers() -> None:
         return
     if isinstance(folder, str) and os.path.basename(folder).startswith("pymp-"):
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _release_semaphores() -> None:
+    """The named semaphores of this process's pools (their queues' locks) unlinked and taken
+    off multiprocessing's resource tracker, as multiprocessing's exit does (SemLock's
+    finalizers), but without its locks (this runs in a signal handler, maybe while the
+    interrupted code holds one): the tracker, left with them, printed "There appear to be 5
+    leaked semaphore objects to clean up at shutdown" and a warning line after the command's
+    line (6 runs in 40 of a sweep of two SIGTERMs)."""
+    import os
+    import sys
+
+    util = sys.modules.get("multiprocessing.util")
+    semlock = getattr(sys.modules.get("multiprocessing.synchronize"), "SemLock", None)
+    cleanup = getattr(semlock, "_cleanup", None)
+    unlink = getattr(sys.modules.get("_multiprocessing"), "sem_unlink", None)
+    tracker = getattr(sys.modules.get("multiprocessing.resource_tracker"), "_resource_tracker", None)
+    pipe = getattr(tracker, "_fd", None)
+    if util is None or cleanup is None:
+        return
+    try:
+        finalizers = list(util._finalizer_registry.values())
+    except (AttributeError, RuntimeError):
+        return
+    for finalizer in finalizers:
+        arguments = getattr(finalizer, "_args", None) or ()
+        if getattr(finalizer, "_callback", None) is not cleanup or not arguments:
+            continue
+        name = arguments[0]
+        if not isinstance(name, str):
+            continue
+        try:
+            if unlink is not None:
+                unlink(name)
+            if isinstance(pipe, int):  # one write of less than PIPE_BUF: whole, as the tracker reads it
+                os.write(pipe, f"UNREGISTER:{name}:semaphore\n".encode("ascii"))
+        except (OSError, ValueError, UnicodeError):
+            pass
 
 
 def _end_now(number: int, frame: object) -> None:
@@ -324,10 +364,11 @@ def raise_terminated(number: int, frame: object) -> None:
 
 
 def _end_at_once(number: int, frame: object) -> None:
-    """A second SIGTERM: the process ends now with exit code 143, without waiting for the
-    cleanup the first one started, but with its fork server and multiprocessing's temporary
-    folder gone (it was killed outright: the ``pymp-*`` folder stayed, and the exit code was
-    -15). A third SIGTERM, should this handler itself be stuck, kills it."""
+    """A second SIGTERM before the first one's line: the process says that line and ends now
+    (exit 143, or 0 once its result is written), without waiting for the cleanup the first
+    one started, but with its fork server, semaphores and temporary folder gone (it was killed
+    outright: the ``pymp-*`` folder stayed, and the exit code was -15). A third SIGTERM,
+    should this handler itself be stuck, kills it."""
     import os
     import signal
 

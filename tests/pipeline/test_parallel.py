@@ -564,6 +564,47 @@ def test_ctrl_c_while_a_worker_starts_leaves_no_worker_the_pool_does_not_know(tm
     assert out.split("\n")[:3] == ["interrupted", "children 0", "stopped in 0"], out
 
 
+@pytest.mark.parametrize("stop", ["TERM twice", "TERM after Ctrl-C's line"])
+def test_a_command_that_ends_at_once_leaves_no_semaphore_to_the_resource_tracker(tmp_path, stop):
+    """A sweep of two SIGTERMs over `gridbench release` (6 runs of 40), and of SIGINT then
+    SIGTERM (4 of 60): a process that ended at once while its pool existed left its queues'
+    named semaphores registered, and multiprocessing's resource tracker printed "There appear
+    to be 5 leaked semaphore objects to clean up at shutdown" and a warning after the
+    command's line. They are released before the process ends: its one line only."""
+    import subprocess
+    import sys
+
+    from tests import ROOT
+
+    if "forkserver" not in __import__("multiprocessing").get_all_start_methods():
+        pytest.skip("no fork server on this platform")
+    twice = stop == "TERM twice"
+    code = (
+        "import os, signal, time\n"
+        "from gridbench_core import errors\n"
+        "from pipeline import parallel as p\n"
+        "errors.owns_process()\n"
+        "errors.interrupts_raise(errors.raise_terminated)\n"
+        "with p.shared_pool(2):\n"
+        "    run = p.parallel_imap(time.sleep, [30] * 4, 2, '', show=False, primed=True)\n"
+        "    next(run)\n"  # the jobs handed out: the pool and its semaphores exist
+        "    try:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM if " + str(twice) + " else signal.SIGINT)\n"
+        "        time.sleep(5)\n"
+        "    except KeyboardInterrupt as stopped:\n"  # its cleanup not done yet, or its line said
+        "        if not " + str(twice) + ":\n"
+        "            errors.say_stopped(errors.INTERRUPTED, 130)\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        time.sleep(5)\n"
+        "print('ran on', flush=True)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    line = "terminated (SIGTERM)" if twice else "interrupted (Ctrl-C)"
+    assert out.returncode == (143 if twice else 130), (out.returncode, out.stderr)
+    assert len(out.stderr.splitlines()) == 1 and out.stderr.startswith(line), out.stderr
+    assert out.stdout == ""
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
 def test_a_worker_dies_with_its_fork_server_even_while_it_starts(tmp_path):
     """A worker set itself to die with its fork server only in its initializer, after its start
