@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -438,7 +440,7 @@ def test_jobs_run_in_this_process_import_the_extensions_with_ctrl_c_held(tmp_pat
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
 @pytest.mark.parametrize("stop", ["INT while starting", "TERM twice"])
-def test_a_command_that_ends_at_once_leaves_no_fork_server_folder_in_tmpdir(tmp_path, stop):
+def test_a_command_that_ends_at_once_leaves_no_fork_server_folder_in_tmpdir(stop):
     """A signal sweep over `gridbench release`: Ctrl-C in its first second (the fork server
     started early, the signal still ending the process at once: 53 runs of 100 at 0.6-0.9 s)
     and every second SIGTERM (killed outright) left a ``pymp-*`` folder with the server's
@@ -477,16 +479,26 @@ def test_a_command_that_ends_at_once_leaves_no_fork_server_folder_in_tmpdir(tmp_
         "    time.sleep(5)\n"
         "print('ran on', flush=True)\n"
     )
-    folder = tmp_path / "tmp"
-    folder.mkdir()
+    # a short TMPDIR of its own: the server's socket path must fit AF_UNIX's 108 bytes (a test
+    # worker's tmp_path, /tmp/pytest-of-.../popen-gw0/test_..._0, does not)
+    folder = Path(tempfile.mkdtemp(prefix="gb-", dir="/tmp" if os.path.isdir("/tmp") else None))
     environment = {**os.environ, "TMPDIR": str(folder)}
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60
-    )
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        left = list(folder.iterdir())
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     assert out.returncode == (130 if starting else 143), (out.returncode, out.stderr)
     server = out.stdout.split("\n")[0]
     assert server.isdigit() and out.stdout == f"{server}\n", out.stdout
-    assert list(folder.iterdir()) == []
+    assert left == []
     deadline = time.monotonic() + 10
     while _alive(int(server)) and time.monotonic() < deadline:
         time.sleep(0.05)
