@@ -656,6 +656,8 @@ def test_a_worker_dies_with_its_fork_server_even_while_it_starts(tmp_path):
         "with open(sys.argv[1], 'w') as out:\n"  # forked: the server has answered
         "    out.write(' '.join(map(str, pool._processes)))\n"
         "os.kill(f._forkserver._forkserver_pid, signal.SIGKILL)\n"
+        "import shutil, multiprocessing.util as u\n"
+        "shutil.rmtree(u.get_temp_dir(), ignore_errors=True)\n"  # (what os._exit skips)
         "os._exit(0)\n"  # the command ends at once: no pool of its own stops the workers
     )
     environment = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
