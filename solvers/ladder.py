@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from gridbench_core.records import Depth
 from gridbench_core.task import Task
 from solvers.checker import locally_valid_candidates, remembered, rule_excess, rule_measure
-from solvers.propagation import LinearRow, entailed, linear_rows, propagate, spreads
+from solvers.propagation import LinearRow, Propagation, entailed, linear_rows, propagate, spreads
 
 Cell = tuple[int, int]
 RUNGS = ("slot", "one_round", "fixpoint", "probing", "search")
@@ -185,20 +185,20 @@ def _probe_at_fixpoint(propagator: _Propagator, domains: dict[Cell, set[str]]) -
     return True
 
 
-def _at_fixpoint(task: Task) -> tuple[dict[Cell, frozenset[str]], _Propagator | None]:
-    """The locally valid candidates propagated to the fixpoint (:func:`solvers.propagation.
-    propagate`: the fixpoint is unique, so the queue of :class:`_Propagator` reaches the same
-    domains), and a propagator over the rows folded there (None when a cell is left empty: no
+def _at_fixpoint(task: Task) -> tuple[Propagation, _Propagator | None]:
+    """The locally valid candidates' propagation (:func:`solvers.propagation.propagate`: its
+    fixpoint is unique, so the queue of :class:`_Propagator` reaches the same domains), and a
+    propagator over the rows folded at its fixpoint (None when a cell is left empty: no
     completion); inside :func:`solvers.checker.task_memo`, found once per task for the rungs,
     the search tree and the joint bits, which all start there."""
 
-    def compute() -> tuple[dict[Cell, frozenset[str]], _Propagator | None]:
+    def compute() -> tuple[Propagation, _Propagator | None]:
         options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
-        fixpoint = propagate(task, options).fixpoint
-        if not all(fixpoint.values()):
-            return fixpoint, None
-        domains = {cell: set(ids) for cell, ids in fixpoint.items()}
-        return fixpoint, _Propagator(fold(linear_rows(task, options), domains))
+        result = propagate(task, options)
+        if not all(result.fixpoint.values()):
+            return result, None
+        domains = {cell: set(ids) for cell, ids in result.fixpoint.items()}
+        return result, _Propagator(fold(linear_rows(task, options), domains))
 
     return remembered("fixpoint", (task,), None, compute)
 
@@ -211,14 +211,12 @@ def rung_domains(task: Task) -> list[dict[Cell, frozenset[str]]]:
 
 
 def _rung_domains(task: Task) -> list[dict[Cell, frozenset[str]]]:
-    options = {(s.row, s.col): locally_valid_candidates(task, s) for s in task.slots}
-    result = propagate(task, options)
-    fixpoint, propagator = _at_fixpoint(task)
-    domains = {cell: set(ids) for cell, ids in fixpoint.items()}
+    result, propagator = _at_fixpoint(task)
+    domains = {cell: set(ids) for cell, ids in result.fixpoint.items()}
     if propagator is not None and _open(domains) and not _probe_at_fixpoint(propagator, domains):
         domains = {cell: set() for cell in domains}
     return [
-        {cell: frozenset(ids) for cell, ids in options.items()},
+        {(s.row, s.col): frozenset(locally_valid_candidates(task, s)) for s in task.slots},
         dict(result.after_one_round),
         dict(result.fixpoint),
         {cell: frozenset(ids) for cell, ids in domains.items()},
@@ -232,10 +230,10 @@ def search_nodes(task: Task, limit: int = 5_000) -> tuple[int, bool]:
     completion exists. 1 when the fixpoint decides the task. Neither the order of the
     candidates nor of the rules changes it (every option of a branching cell is explored, and
     the fixpoint is unique). Returns (nodes, whether ``limit`` stopped the count)."""
-    fixpoint, propagator = _at_fixpoint(task)  # decided cells are constants from there on
+    result, propagator = _at_fixpoint(task)  # decided cells are constants from there on
     if propagator is None:
         return 1, False  # no completion: the root alone
-    domains = {cell: set(ids) for cell, ids in fixpoint.items() if len(ids) > 1}
+    domains = {cell: set(ids) for cell, ids in result.fixpoint.items() if len(ids) > 1}
     stack = [(domains, _branch(domains))]
     nodes = 1
     while stack:
@@ -270,10 +268,10 @@ def joint_bits(task: Task) -> float:
     changes. For a task without regions it is the options the fixpoint leaves, in bits; 0 when
     these local steps decide the task. A region of more than :data:`REGION_LIMIT` combinations
     is not enumerated (the value is then an upper bound)."""
-    fixpoint, propagator = _at_fixpoint(task)
+    result, propagator = _at_fixpoint(task)
     if propagator is None:
         return 0.0  # no completion
-    domains = {cell: set(ids) for cell, ids in fixpoint.items()}
+    domains = {cell: set(ids) for cell, ids in result.fixpoint.items()}
     regions: dict[tuple[Cell, ...], list] = {}
     for rule in task.global_constraints:
         if rule.scope == "cells" and rule.cells:

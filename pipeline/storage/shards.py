@@ -302,8 +302,7 @@ def _make_shard(job: ShardJob, root: Path, made_by: dict[str, Any]) -> dict[str,
         settings=GenerationSettings(crosscheck=job.crosscheck),
     )
     # the rows become Arrow tables a batch at a time, so the worker does not hold a shard of
-    # JSON dicts: the collector would scan them over and over (a tenth of a 10x10 shard's
-    # time went to collections), and they are far larger than their tables
+    # JSON dicts (far larger than their tables, and objects the collector scans)
     tasks: dict[str, list[dict[str, Any]]] = {}
     prompts: dict[str, list[tuple[str, Any]]] = {}  # rendered from the objects, which are dropped
     answers: list[dict[str, Any]] = []
