@@ -193,13 +193,15 @@ def long_job() -> Iterator[None]:
     """Around a job that builds much in memory (a training shard, its verification): what the
     process holds when it starts (the libraries, caches) lives through it, so it is left out of
     the collector's scans while the job runs, which otherwise went over all of it again and
-    again (4% of a 10x10 shard's time). The garbage is collected first and the objects are
-    handed back after, so nothing that dies later is kept."""
-    gc.collect()
+    again (4% of a 10x10 shard's time). The job's garbage is collected when it ends, while
+    what came before is still left out (a full collection scans the whole heap: in a process
+    that holds much, such as a test session, it cost more than a small shard), and then the
+    objects are handed back, so nothing that dies later is kept."""
     gc.freeze()
     try:
         yield
     finally:
+        gc.collect()
         gc.unfreeze()
 
 
