@@ -650,8 +650,7 @@ def test_a_worker_dies_with_its_fork_server_even_while_it_starts(tmp_path):
         "from pipeline import parallel as p\n"
         "p.PRELOAD = (*p.PRELOAD, 'slow_worker_start')\n"
         "p.warm(2, 'time')\n"
-        "time.sleep(1.5)\n"  # the server's imports are done
-        "pool = p._new_pool(2, 'time')\n"
+        "pool = p._new_pool(2, 'time')\n"  # its workers fork once the server's imports are done
         "futures = [pool.submit(time.sleep, 30) for _ in range(2)]\n"
         "with open(sys.argv[1], 'w') as out:\n"  # forked: the server has answered
         "    out.write(' '.join(map(str, pool._processes)))\n"
@@ -670,7 +669,9 @@ def test_a_worker_dies_with_its_fork_server_even_while_it_starts(tmp_path):
         timeout=60,
     )
     workers = [int(pid) for pid in pids.read_text().split()]
-    time.sleep(2.5)
+    deadline = time.monotonic() + 2.5  # they die with the server, long before their 1 s start ends
+    while [pid for pid in workers if _alive(pid)] and time.monotonic() < deadline:
+        time.sleep(0.05)
     left = [pid for pid in workers if _alive(pid)]
     for pid in left:
         os.kill(pid, signal.SIGKILL)
