@@ -171,7 +171,17 @@ def pytest_unconfigure(config):
 
 
 def pytest_configure(config):
+    """Also: Ctrl-C as Python has it by default. A shell runs a command started with ``&``
+    with SIGINT ignored (``make test &``, ``nohup ... &`` in a script), an ignored signal stays
+    ignored across exec, and the processes the signal tests start would never see the Ctrl-C
+    they send (7 tests failed, others waited out their timeouts). Handled here, SIGINT is
+    back to its default in every process the session starts."""
+    import signal
+
     import pipeline.parallel
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
     extra = tuple(module for module in SESSION_PRELOAD if module not in pipeline.parallel.PRELOAD)
     pipeline.parallel.PRELOAD = (*pipeline.parallel.PRELOAD, *extra)
