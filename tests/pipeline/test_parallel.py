@@ -677,3 +677,39 @@ def test_a_worker_dies_with_its_fork_server_even_while_it_starts(tmp_path):
         os.kill(pid, signal.SIGKILL)
     assert done.returncode == 0 and len(workers) == 2
     assert left == []
+
+
+def test_a_long_job_leaves_what_came_before_out_of_the_scans_and_its_garbage_collected():
+    """``long_job`` (a training shard, its verification): while it runs, what the process held
+    before is frozen (no collection scans it); when it ends, the job's cyclic garbage is
+    collected, everything is handed back (nothing stays frozen), and garbage made before the
+    job is still collectable afterwards."""
+    import gc
+    import weakref
+
+    from pipeline.parallel import long_job
+
+    class Node:
+        pass
+
+    def cycle() -> weakref.ref:
+        node = Node()
+        node.me = node  # garbage only a collection frees
+        return weakref.ref(node)
+
+    gc.collect()
+    before_job = cycle()  # garbage that exists when the job starts
+    assert gc.get_freeze_count() == 0
+    with long_job():
+        assert gc.get_freeze_count() > 0
+        gc.collect()
+        assert before_job() is not None  # frozen with what came before: not scanned
+        in_job = cycle()
+        gc.disable()  # only long_job's own collection may free the job's garbage
+    try:
+        assert in_job() is None
+    finally:
+        gc.enable()
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert before_job() is None
