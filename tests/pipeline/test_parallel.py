@@ -6,11 +6,17 @@ import os
 import shutil
 import signal
 import tempfile
+from multiprocessing import get_all_start_methods
 from pathlib import Path
 
 import pytest
 
 from pipeline.parallel import ExecutorError, parallel_imap
+
+needs_fork_server = pytest.mark.skipif(
+    "forkserver" not in get_all_start_methods(),
+    reason="no fork server on this platform",
+)
 
 
 def square(n: int) -> int:
@@ -104,15 +110,13 @@ def test_workers_and_their_fork_server_die_with_a_killed_parent(tmp_path):
     assert not survivors
 
 
+@needs_fork_server
 def test_warm_starts_the_fork_server_the_first_pool_then_uses_and_one_worker_starts_none():
     """``warm`` starts the fork server at once (its imports overlap the caller's); the first
     pool forks from that very server; one worker starts nothing; it ends with the process."""
     import subprocess
     import sys
-    from multiprocessing import get_all_start_methods
 
-    if "forkserver" not in get_all_start_methods():
-        pytest.skip("no fork server on this platform")
     code = (
         "from multiprocessing import forkserver as f\n"
         "from pipeline import parallel as p\n"
@@ -131,6 +135,7 @@ def test_warm_starts_the_fork_server_the_first_pool_then_uses_and_one_worker_sta
     assert out.stdout.split("\n")[:4] == ["None", "True", "[1, 2, 3]", "True"], out.stdout
 
 
+@needs_fork_server
 def test_a_fork_server_no_pool_used_is_ended_without_waiting_out_its_imports(tmp_path):
     """A command starts its fork server early (``warm``), before it checks what it was asked
     (a release that exists already): when it stops before any pool, the server is ended at
@@ -138,12 +143,9 @@ def test_a_fork_server_no_pool_used_is_ended_without_waiting_out_its_imports(tmp
     would have been the 5 s deadline), and it does not outlive the command."""
     import subprocess
     import sys
-    from multiprocessing import get_all_start_methods
 
     from tests import ROOT
 
-    if "forkserver" not in get_all_start_methods():
-        pytest.skip("no fork server on this platform")
     (tmp_path / "slow_import.py").write_text("import time\ntime.sleep(20)\n")
     code = (
         "import time\n"
@@ -161,6 +163,7 @@ def test_a_fork_server_no_pool_used_is_ended_without_waiting_out_its_imports(tmp
     assert not _alive(int(out.stdout.split()[0]))
 
 
+@needs_fork_server
 def test_sigterm_during_the_exit_time_stop_of_the_fork_server_prints_nothing():
     """An outside run: SIGTERM arriving while a finished command waited for its fork server at
     exit printed "Exception ignored in atexit callback" and a traceback (the command's SIGTERM
@@ -168,12 +171,9 @@ def test_sigterm_during_the_exit_time_stop_of_the_fork_server_prints_nothing():
     quiet and the server does not outlive the command."""
     import subprocess
     import sys
-    from multiprocessing import get_all_start_methods
 
     from tests import ROOT
 
-    if "forkserver" not in get_all_start_methods():
-        pytest.skip("no fork server on this platform")
     code = (
         "import os, signal, time\n"
         "from multiprocessing import forkserver as f\n"
@@ -301,6 +301,7 @@ def test_a_run_stopped_early_stops_its_pool_cleanly(tmp_path):
     assert (out.returncode, out.stdout) == (0, "clean\n"), out.stdout + out.stderr[-2000:]
 
 
+@needs_fork_server
 def test_the_fork_server_imports_the_module_run_with_dash_m_so_workers_import_nothing_again(tmp_path):
     """Each worker runs the ``python -m`` module again as ``__mp_main__`` before its first job;
     the fork server has imported that module (and so what it imports), so a worker's run of it
@@ -308,10 +309,7 @@ def test_the_fork_server_imports_the_module_run_with_dash_m_so_workers_import_no
     not once more by every worker (``-m gridbench.commands.release``: Hydra, 0.15 s a worker)."""
     import subprocess
     import sys
-    from multiprocessing import get_all_start_methods
 
-    if "forkserver" not in get_all_start_methods():
-        pytest.skip("no fork server on this platform")
     log = tmp_path / "imports.log"
     (tmp_path / "probe_heavy.py").write_text(
         f"import os\nwith open({str(log)!r}, 'a') as f:\n    f.write(f'{{os.getpid()}}\\n')\n"
@@ -440,6 +438,7 @@ def test_jobs_run_in_this_process_import_the_extensions_with_ctrl_c_held(tmp_pat
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
 @pytest.mark.parametrize("stop", ["INT while starting", "TERM twice"])
+@needs_fork_server
 def test_a_command_that_ends_at_once_leaves_no_fork_server_folder_in_tmpdir(stop):
     """A signal sweep over `gridbench release`: Ctrl-C in its first second (the fork server
     started early, the signal still ending the process at once: 53 runs of 100 at 0.6-0.9 s)
@@ -450,12 +449,9 @@ def test_a_command_that_ends_at_once_leaves_no_fork_server_folder_in_tmpdir(stop
     import subprocess
     import sys
     import time
-    from multiprocessing import get_all_start_methods
 
     from tests import ROOT
 
-    if "forkserver" not in get_all_start_methods():
-        pytest.skip("no fork server on this platform")
     starting = stop == "INT while starting"
     code = (
         "import os, signal, time\n"
@@ -506,6 +502,7 @@ def test_a_command_that_ends_at_once_leaves_no_fork_server_folder_in_tmpdir(stop
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+@needs_fork_server
 def test_ctrl_c_while_a_worker_starts_leaves_no_worker_the_pool_does_not_know(tmp_path):
     """A signal sweep over `gridbench release`: one run in 25 hung after Ctrl-C at 0.76 s,
     its fork server and a worker still alive, nothing printed. Each of a pool's first jobs
@@ -521,8 +518,6 @@ def test_ctrl_c_while_a_worker_starts_leaves_no_worker_the_pool_does_not_know(tm
 
     from tests import ROOT
 
-    if "forkserver" not in __import__("multiprocessing").get_all_start_methods():
-        pytest.skip("no fork server on this platform")
     (tmp_path / "slow_second_start.py").write_text(
         "import time\n"
         "from multiprocessing import forkserver\n"
@@ -577,6 +572,7 @@ def test_ctrl_c_while_a_worker_starts_leaves_no_worker_the_pool_does_not_know(tm
 
 
 @pytest.mark.parametrize("stop", ["TERM twice", "TERM after Ctrl-C's line"])
+@needs_fork_server
 def test_a_command_that_ends_at_once_leaves_no_semaphore_to_the_resource_tracker(tmp_path, stop):
     """A sweep of two SIGTERMs over `gridbench release` (6 runs of 40), and of SIGINT then
     SIGTERM (4 of 60): a process that ended at once while its pool existed left its queues'
@@ -588,8 +584,6 @@ def test_a_command_that_ends_at_once_leaves_no_semaphore_to_the_resource_tracker
 
     from tests import ROOT
 
-    if "forkserver" not in __import__("multiprocessing").get_all_start_methods():
-        pytest.skip("no fork server on this platform")
     twice = stop == "TERM twice"
     code = (
         "import os, signal, time\n"
@@ -618,6 +612,7 @@ def test_a_command_that_ends_at_once_leaves_no_semaphore_to_the_resource_tracker
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+@needs_fork_server
 def test_a_worker_dies_with_its_fork_server_even_while_it_starts(tmp_path):
     """A worker set itself to die with its fork server only in its initializer, after its start
     was unpickled: a server ended before that (the command killed, or ended at once by a
@@ -632,8 +627,6 @@ def test_a_worker_dies_with_its_fork_server_even_while_it_starts(tmp_path):
 
     from tests import ROOT
 
-    if "forkserver" not in __import__("multiprocessing").get_all_start_methods():
-        pytest.skip("no fork server on this platform")
     (tmp_path / "slow_worker_start.py").write_text(
         "import time\n"
         "from multiprocessing import spawn\n"
