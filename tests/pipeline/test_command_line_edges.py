@@ -692,3 +692,59 @@ def test_a_held_sigterm_is_delivered_when_ctrl_c_is_ignored(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == ["terminated", "True"], out.stdout
+
+
+BLAS_PROBE = (
+    "import sys, os\n"
+    "import {module}\n"
+    "assert 'numpy' not in sys.modules\n"
+    "before = len(os.listdir('/proc/self/task'))\n"
+    "import numpy\n"
+    "print(os.environ.get('OPENBLAS_NUM_THREADS'), len(os.listdir('/proc/self/task')) - before)\n"
+)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads through /proc")
+@pytest.mark.parametrize("module", ["gridbench.commands", "gridbench.commands.main"])
+@pytest.mark.parametrize("given", [None, "2"])
+def test_a_command_s_process_starts_one_openblas_thread_unless_told(module, given):
+    """numpy's OpenBLAS starts a spinning thread per further core at import (about 0.1 s of CPU
+    each, for nothing: no command multiplies matrices). A command's process sets one thread
+    before numpy is imported (every command module is under ``gridbench.commands``); a value
+    the user gave stays."""
+    environment = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        environment["OPENBLAS_NUM_THREADS"] = given
+    done = subprocess.run(
+        [sys.executable, "-c", BLAS_PROBE.format(module=module)],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    value, started = done.stdout.split()
+    assert value == (given or "1")
+    if given is None:
+        assert int(started) == 0  # numpy's import started no thread
+    elif (os.cpu_count() or 1) > 1:
+        assert int(started) == 1  # the user's two: one more than the main thread
+
+
+def test_an_mcp_episode_server_starts_one_openblas_thread(tmp_path):
+    """``python -m gridbench.mcp`` (a process per episode) sets it too, before its imports."""
+    environment = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    probe = (
+        "import os, runpy, sys\n"
+        "sys.argv = ['gridbench.mcp']\n"
+        "try:\n"
+        "    runpy.run_module('gridbench.mcp', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.split() == ["1"], done.stderr
