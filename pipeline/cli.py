@@ -95,9 +95,9 @@ def precheck(
     otherwise fail only inside the job) become one line and exit 2. A multirun composes each
     value of each swept key; Hydra's flags (``--help``, ``--cfg``, ...) are left to Hydra.
 
-    True when the command line is one plain run whose composition sets no ``hydra.mode``
-    (and no override names a key of Hydra's): the mode Hydra would compose the configuration
-    once more to read (:func:`_mode_read`) is then known to be none.
+    True when the command line is one plain run whose composition sets no ``hydra.mode``:
+    the mode Hydra would compose the configuration once more to read (:func:`_mode_read`,
+    from the same overrides, Hydra's keys among them) is then known to be none.
 
     ``composed``: called with the configuration of such a run (that also stays in the folder
     it starts in: no ``hydra.job.chdir``) once it is composed and resolved, before Hydra runs
@@ -127,9 +127,7 @@ def precheck(
             _resolved(cfg)
             if multirun:
                 _check_launcher(cfg)
-    if any(arg.startswith("-") for arg in argv) or any(
-        str(p.key_or_group).startswith("hydra") for p in parsed
-    ):
+    if any(arg.startswith("-") for arg in argv):
         return False
     try:
         known = cfg.hydra.get("mode") is None

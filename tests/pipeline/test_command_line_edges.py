@@ -401,21 +401,25 @@ def test_a_whole_wheel_reads_its_own_data(tmp_path):
     ("argv", "known"),
     [
         (["release=/nowhere", "verify.workers=1"], True),
+        (["release=/nowhere", "hydra.run.dir={tmp}/h", "hydra.job.name=x"], True),
+        (["release=/nowhere", "hydra/job_logging=stdout"], True),
         (["release=/nowhere", "hydra.mode=MULTIRUN"], False),
+        (["release=/nowhere", "hydra.mode=RUN"], False),
         (["release=/nowhere", "hydra.mode=${oc.env:GRIDBENCH_NO_SUCH_MODE}"], False),  # Hydra's to read
         (["release=/nowhere", "-m"], False),
     ],
 )
-def test_hydra_composes_only_to_read_a_mode_it_cannot_know(argv, known, monkeypatch, capsys):
+def test_hydra_composes_only_to_read_a_mode_it_cannot_know(argv, known, monkeypatch, capsys, tmp_path):
     """A plain run whose composition sets no ``hydra.mode`` runs without Hydra composing it once
-    more to read the mode; a command line naming Hydra's keys or a multirun has Hydra read it as
-    before (as does any Hydra flag: the pre-check leaves those to Hydra). The command's answer
-    is the same either way."""
+    more to read the mode (Hydra's other keys set on the command line too: they are in the
+    pre-check's composition); a mode set, a multirun or any Hydra flag has Hydra read it as
+    before (the pre-check leaves flags to Hydra). The command's answer is the same either way."""
     from hydra._internal.hydra import Hydra
 
     from gridbench.commands.verify import main
     from pipeline.cli import precheck
 
+    argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
     if not any(arg.startswith("-") for arg in argv):
         assert precheck("apps", "verify", argv) is known
     asked = []
