@@ -241,18 +241,25 @@ def test_a_pool_broken_while_jobs_are_still_being_sent_does_not_hold_the_exit(tm
 
     from tests import ROOT
 
-    (tmp_path / "slow_job.py").write_text("import time\ndef slow(data):\n    time.sleep(60)\n")
+    (tmp_path / "slow_job.py").write_text(
+        "import os, time\n"
+        "def slow(data):\n"
+        "    open(f'started-{os.getpid()}', 'w').close()\n"  # this worker holds a job
+        "    time.sleep(60)\n"
+    )
     (tmp_path / "broken.py").write_text(
-        "import os, signal, time\n"
+        "import glob, os, signal, time\n"
         "from pipeline.parallel import _new_pool\n"
         "from slow_job import slow\n"
         "if __name__ == '__main__':\n"
         "    pool = _new_pool(2, 'slow_job')\n"
         "    futures = [pool.submit(slow, bytes(1 << 20)) for _ in range(40)]\n"
-        "    time.sleep(1)\n"
+        # both workers busy: the feeder is blocked writing the next 1 MB job into the pipe
+        "    while len(glob.glob('started-*')) < 2:\n"
+        "        time.sleep(0.02)\n"
         "    for process in list(pool._processes.values()):\n"
         "        os.kill(process.pid, signal.SIGKILL)\n"
-        "    time.sleep(1)\n"
+        "    futures[0].exception(timeout=20)\n"  # the pool has seen its workers die
         "    print('end', flush=True)\n"
     )
     environment = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
@@ -518,9 +525,11 @@ def test_ctrl_c_while_a_worker_starts_leaves_no_worker_the_pool_does_not_know(tm
 
     from tests import ROOT
 
+    ready = tmp_path / "server-ready"
     (tmp_path / "slow_second_start.py").write_text(
         "import time\n"
         "from multiprocessing import forkserver\n"
+        f"open({str(ready)!r}, 'w').close()\n"  # imported last by the server: its imports are done
         "real, calls = forkserver.write_signed, []\n"
         "def write_signed(fd, n):\n"  # the server sends a new worker's pid
         "    calls.append(n)\n"
@@ -535,7 +544,8 @@ def test_ctrl_c_while_a_worker_starts_leaves_no_worker_the_pool_does_not_know(tm
         "from pipeline import parallel as p\n"
         "p.PRELOAD = (*p.PRELOAD, 'slow_second_start')\n"
         "p.warm(2, 'time')\n"
-        "time.sleep(1.5)\n"  # the server's imports are done
+        f"while not os.path.exists({str(ready)!r}):\n"  # the server's imports are done
+        "    time.sleep(0.02)\n"
         "threading.Timer(0.4, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
         "try:\n"
         "    with p.shared_pool(2):\n"
@@ -543,10 +553,14 @@ def test_ctrl_c_while_a_worker_starts_leaves_no_worker_the_pool_does_not_know(tm
         "except KeyboardInterrupt:\n"
         "    print('interrupted', flush=True)\n"
         "server = f._forkserver._forkserver_pid\n"
-        "time.sleep(1.0)\n"  # a worker the server forked late is up by now
-        "children = open(f'/proc/{server}/task/{server}/children').read().split()\n"
-        "alive = [c for c in children if open(f'/proc/{c}/stat').read().split(') ', 1)[1][0] != 'Z']\n"
-        "print('children', len(alive), flush=True)\n"
+        "def alive():\n"
+        "    children = open(f'/proc/{server}/task/{server}/children').read().split()\n"
+        "    return [c for c in children if open(f'/proc/{c}/stat').read().split(') ', 1)[1][0] != 'Z']\n"
+        # the stopped workers are gone within moments; one the pool does not know stays
+        "deadline = time.monotonic() + 2.0\n"
+        "while alive() and time.monotonic() < deadline:\n"
+        "    time.sleep(0.02)\n"
+        "print('children', len(alive()), flush=True)\n"
         "started = time.monotonic()\n"
         "p._stop_fork_server()\n"  # what the exit does: no worker holds the server's pipe open
         "print('stopped in', round(time.monotonic() - started), flush=True)\n"
