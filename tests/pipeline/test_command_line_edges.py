@@ -716,17 +716,7 @@ def test_a_command_s_process_starts_one_openblas_thread_unless_told(module, give
     each, for nothing: no command multiplies matrices). A command's process sets one thread
     before numpy is imported (every command module is under ``gridbench.commands``); a value
     the user gave stays."""
-    environment = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    if given is not None:
-        environment["OPENBLAS_NUM_THREADS"] = given
-    done = subprocess.run(
-        [sys.executable, "-c", BLAS_PROBE.format(module=module)],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = _run_with_blas_threads(BLAS_PROBE.format(module=module), given)
     assert done.returncode == 0, done.stderr
     value, started = done.stdout.split()
     assert value == (given or "1")
@@ -736,9 +726,8 @@ def test_a_command_s_process_starts_one_openblas_thread_unless_told(module, give
         assert int(started) == 1  # the user's two: one more than the main thread
 
 
-def test_an_mcp_episode_server_starts_one_openblas_thread(tmp_path):
+def test_an_mcp_episode_server_starts_one_openblas_thread():
     """``python -m gridbench.mcp`` (a process per episode) sets it too, before its imports."""
-    environment = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     probe = (
         "import os, runpy, sys\n"
         "sys.argv = ['gridbench.mcp']\n"
@@ -748,7 +737,15 @@ def test_an_mcp_episode_server_starts_one_openblas_thread(tmp_path):
         "    pass\n"
         "print(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60
-    )
+    done = _run_with_blas_threads(probe, None)
     assert done.stdout.split() == ["1"], done.stderr
+
+
+def _run_with_blas_threads(code: str, given: str | None) -> subprocess.CompletedProcess[str]:
+    """``python -c code`` with OPENBLAS_NUM_THREADS set to ``given`` (None: not set)."""
+    environment = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        environment["OPENBLAS_NUM_THREADS"] = given
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60
+    )
