@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-# as a command's process does (gridbench/commands/__init__.py): numpy's OpenBLAS would start a
-# thread per further core in every test process and in each of the hundreds of Python processes
-# the tests start, and each spins about 0.1 s of CPU; the tests multiply no matrices (set here,
-# before the workers start, so they and every process they start inherit it)
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+from gridbench._threads import one_blas_thread
+
+# as a command's process does: set before the workers start, so that they and the processes
+# the tests start (about 80 of them import numpy) inherit it
+one_blas_thread()
 
 settings.register_profile(
     "default",

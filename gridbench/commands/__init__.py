@@ -3,10 +3,6 @@
 the floors below (the libraries of ``pipeline/``, the public face ``gridbench/``) and print;
 nothing below imports them (docs/architecture.md)."""
 
-import os
+from gridbench._threads import one_blas_thread
 
-# numpy's OpenBLAS starts a thread per further core when numpy is imported, and each spins
-# about 0.1 s of CPU before it sleeps; nothing here multiplies matrices, so a command's process,
-# its fork server and the processes it starts keep one (first thing a command imports; a
-# value the user set stays)
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+one_blas_thread()  # first thing a command imports: before numpy
