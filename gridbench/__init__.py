@@ -75,6 +75,17 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
+def _one_blas_thread() -> None:
+    """numpy's OpenBLAS starts a thread per further core when numpy is imported, and that
+    thread spins about 0.08 s of CPU before it sleeps; nothing here multiplies matrices. Called
+    first by the processes we own (a command, an MCP episode's server, the test session), so
+    they, their fork servers and the processes they start run one; a value the user set stays.
+    ``import gridbench`` alone never sets it: a library leaves its host's environment be."""
+    import os
+
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def _version() -> str:
     from importlib import metadata
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from gridbench._threads import one_blas_thread
+import gridbench
 
 # as a command's process does: set before the workers start, so that they and the processes
 # the tests start (about 80 of them import numpy) inherit it
-one_blas_thread()
+gridbench._one_blas_thread()
 
 settings.register_profile(
     "default",

@@ -3,6 +3,6 @@
 the floors below (the libraries of ``pipeline/``, the public face ``gridbench/``) and print;
 nothing below imports them (docs/architecture.md)."""
 
-from gridbench._threads import one_blas_thread
+import gridbench
 
-one_blas_thread()  # first thing a command imports: before numpy
+gridbench._one_blas_thread()  # first thing a command imports: before numpy

@@ -2,9 +2,9 @@
 
 import sys
 
-from gridbench._threads import one_blas_thread
+import gridbench
 
-one_blas_thread()  # before the server's imports load numpy
+gridbench._one_blas_thread()  # before the server's imports load numpy
 
 from gridbench.mcp.server import main  # noqa: E402
 
