@@ -89,6 +89,12 @@ def uniform_sampler(domain: Domain, rng: random.Random) -> dict[str, Value]:
     return _draw(_plan_of(domain.attributes), rng)
 
 
+def uniform_plan(domain: Domain) -> Plan | None:
+    """The plan :func:`uniform_sampler` draws ``domain``'s items by, for a caller that writes
+    its draws out (None when the domain has a sampler of its own)."""
+    return _plan_of(domain.attributes) if domain.sampler is uniform_sampler else None
+
+
 def _draw(plan: Plan, rng: random.Random) -> dict[str, Value]:
     """One value per entry of ``plan``, drawn as :func:`uniform_sampler` says."""
     if type(rng) is not random.Random:
@@ -181,19 +187,31 @@ class Domain:
     def item_drawer(self) -> Callable[[random.Random], dict[str, Value]]:
         """:meth:`sample_item` as one call, for a caller that draws many items: the same draws
         from the same stream, without the sampler's call layers."""
-        if self.sampler is uniform_sampler:
-            return functools.partial(_draw, _plan_of(self.attributes))
+        plan = uniform_plan(self)
+        if plan is not None:
+            return functools.partial(_draw, plan)
         return functools.partial(self.sampler, self)
 
     def name_drawer(self) -> Callable[[random.Random], str]:
         """:meth:`sample_name` for a caller that names many items (its plan found once)."""
         if not self.name_words:
             return self.sample_name  # its refusal, where a name is drawn
-        plan = _name_plan(tuple(self.name_words))
+        words = tuple(self.name_words)
+        plan, count, bits = _name_plan(words), len(words), len(words).bit_length()
 
         def name(rng: random.Random) -> str:
-            drawn = _draw(plan, rng)
-            return f"{drawn['word']} {drawn['number']}"
+            if type(rng) is not random.Random:
+                drawn = _draw(plan, rng)
+                return f"{drawn['word']} {drawn['number']}"
+            # the plan's two draws written out (one name an item: its dict was a cost of its own)
+            getrandbits = rng.getrandbits
+            word = getrandbits(bits)
+            while word >= count:
+                word = getrandbits(bits)
+            number = getrandbits(10)
+            while number >= 900:
+                number = getrandbits(10)
+            return f"{words[word]} {100 + number}"
 
         return name
 

@@ -64,12 +64,12 @@ class Draft:
         """Give ``attributes`` a fresh random id and name; return the id. Ids and names come
         from their own generator, so that what an agent sees of them says nothing about the
         stream the values and the truth were drawn from."""
-        while True:
-            item_id = f"{self.domain.id_prefix}{self.label_rng.getrandbits(24):06x}"
-            if item_id not in self._used_ids:
-                break
-        self._used_ids.add(item_id)
-        self.items[item_id] = {"id": item_id, "name": self._name(self.label_rng), **attributes}
+        labels, prefix, used = self.label_rng, self.domain.id_prefix, self._used_ids
+        item_id = f"{prefix}{labels.getrandbits(24):06x}"
+        while item_id in used:
+            item_id = f"{prefix}{labels.getrandbits(24):06x}"
+        used.add(item_id)
+        self.items[item_id] = {"id": item_id, "name": self._name(labels), **attributes}
         return item_id
 
     @functools.cached_property

@@ -164,3 +164,35 @@ def test_a_cell_without_slot_rules_draws_no_filtered_item_and_refuses_one():
     assert draft.filtered[(0, 0)] == []
     with pytest.raises(IndexError, match="empty sequence"):
         draw_filtered(draft, (0, 0), 1)
+
+
+@given(
+    st.integers(0, 2**64),
+    st.lists(st.integers(-5, 120), min_size=1, max_size=4),
+    st.integers(0, 30),
+    st.sampled_from(["course", "meal", "travel"]),
+)
+def test_filtered_items_written_out_are_the_general_loop_s_items(seed, bounds, count, name):
+    """``draw_filtered`` writes its draws out for a ``random.Random`` and a uniform sampler; a
+    subclass (which may draw otherwise) takes the general loop of the passing sampler and
+    ``_randbelow``. With the same seed both make the same items, ids and names, and leave both
+    generators in the same state; a range left empty is randint's refusal in both."""
+    from gridbench_core.task import SlotRule
+    from pipeline.generation.candidates import draw_filtered
+    from pipeline.generation.draft import Draft
+
+    domain = get_domain(name)
+    rules = [SlotRule(t.attribute, t.op, value) for t, value in zip(domain.slot_rules, bounds, strict=False)]
+    outcomes = []
+    for make in (random.Random, _Sub):
+        draft = Draft(domain, 2, 2, make(seed), make(seed + 1))
+        draft.slot_rules[(0, 1)] = rules
+        try:
+            draw_filtered(draft, (0, 1), count)
+        except ValueError as error:
+            outcomes.append(("refused", str(error)))
+            continue
+        outcomes.append((draft.filtered, draft.items, draft.rng.getstate(), draft.label_rng.getstate()))
+    assert outcomes[0] == outcomes[1]
+    if outcomes[0][0] != "refused":
+        assert len(outcomes[0][0][(0, 1)]) == count
