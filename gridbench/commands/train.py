@@ -24,7 +24,16 @@ from pipeline.cli import command, plain
 from pipeline.config import register_configs
 from pipeline.parallel import check_workers, parallel_imap
 from pipeline.storage.read import shown
-from pipeline.storage.shards import SHARDS_FORMAT, TrainPlan, card, check_name, make_shard, sha256, shard_jobs
+from pipeline.storage.shards import (
+    SHARDS_FORMAT,
+    TrainPlan,
+    card,
+    check_name,
+    longest_first,
+    make_shard,
+    sha256,
+    shard_jobs,
+)
 
 register_configs()
 
@@ -54,7 +63,17 @@ def build(cfg: DictConfig) -> int:
     for stale in root.glob("shards/.*.partial-*"):  # workers of a killed build
         shutil.rmtree(stale, ignore_errors=True)
     start = time.perf_counter()
-    records = list(parallel_imap(make_shard, jobs, int(cfg.workers), f"train {root.name}", unit="shard"))
+    records = sorted(
+        parallel_imap(
+            make_shard,
+            longest_first(jobs),
+            int(cfg.workers),
+            f"train {root.name}",
+            unit="shard",
+            ordered=False,
+        ),
+        key=lambda record: str(record["shard"]),
+    )
     files: dict[str, str] = {}
     per_domain: Counter[str] = Counter()
     per_grid: Counter[str] = Counter()

@@ -286,3 +286,25 @@ def test_a_shard_converted_in_batches_is_the_shard_converted_at_once(tmp_path, m
         assert gc.get_freeze_count() == 0
     assert len(records[1]["per_domain"]) == 2  # both domains' tables, each in several batches
     assert records[1] == records[3] == records[10**6]
+
+
+def test_shards_are_handed_out_longest_first_and_listed_in_shard_order(built, tmp_path, monkeypatch):
+    """The shards with the most cells to fill go to the workers first (the last one left
+    running alone is then among the shortest); the manifest still lists them in shard order,
+    and each shard is what its index makes it (the module build's digests)."""
+    import gridbench.commands.train as train
+
+    handed: list[tuple[str, str]] = []
+    make_shard = train.make_shard
+
+    def recorded(job):  # type: ignore[no-untyped-def]
+        handed.append((job.name, job.grid))
+        return make_shard(job)
+
+    monkeypatch.setattr(train, "make_shard", recorded)
+    release = _build(tmp_path, "workers=1")
+    assert handed == [("00001", "5x5"), ("00000", "4x4"), ("00002", "4x4")]
+    manifest = json.loads((release / "manifest.json").read_text())
+    assert [entry["shard"] for entry in manifest["shards"]] == ["00000", "00001", "00002"]
+    assert manifest["shards"] == json.loads((built / "manifest.json").read_text())["shards"]
+    assert _digests(release) == _digests(built)
