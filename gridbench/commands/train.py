@@ -23,9 +23,11 @@ from gridbench_core.errors import UserError, deferred_interrupts, written
 from pipeline.cli import command, plain
 from pipeline.config import register_configs
 from pipeline.parallel import check_workers, parallel_imap
+from pipeline.storage.atomic import build_lock
 from pipeline.storage.read import shown
 from pipeline.storage.shards import (
     SHARDS_FORMAT,
+    ShardJob,
     TrainPlan,
     card,
     check_name,
@@ -40,14 +42,22 @@ register_configs()
 
 def build(cfg: DictConfig) -> int:
     """Make every missing shard, then write the manifest, card and licence; exit code."""
-    from pipeline.storage.card import GENERATED_LICENCE
-
     check_name(str(cfg.name), str(cfg.version))
     check_workers(cfg.workers, "workers")
     root = Path(str(cfg.output_root)) / f"{cfg.name}-v{cfg.version}"
+    jobs = shard_jobs(TrainPlan.from_config(plain(cfg)), root)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    # one build of a folder at a time: a second one would remove the first's shards in the
+    # making (its stale-folder clean-up) and write the manifest over it
+    with build_lock(root):
+        return _build(cfg, root, jobs)
+
+
+def _build(cfg: DictConfig, root: Path, jobs: list[ShardJob]) -> int:
+    from pipeline.storage.card import GENERATED_LICENCE
+
     if (root / "manifest.json").exists():
         raise UserError(f"{root} is complete already (it has a manifest); choose another version")
-    jobs = shard_jobs(TrainPlan.from_config(plain(cfg)), root)
     planned = {job.name for job in jobs}
     strays = sorted(p.name for p in root.glob("shards/[0-9]*") if p.name not in planned)
     if strays:

@@ -25,7 +25,7 @@ def _alive(pid: int) -> bool:
 
 
 @contextmanager
-def _build_lock(target: Path) -> Iterator[None]:
+def build_lock(target: Path) -> Iterator[None]:
     """One build of a version at a time: ``.<name>.lock`` holds the builder's pid; a lock whose
     process is gone (a killed build) is taken over."""
     lock = target.parent / f".{target.name}.lock"
@@ -74,7 +74,7 @@ def atomic_folder(target: Path, overwrite: bool) -> Iterator[Path]:
     The existence check and the rename happen under the build lock, so two concurrent builds
     cannot both succeed; a kill leaves only a ``.partial`` folder, cleaned by the next build."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _build_lock(target):
+    with build_lock(target):
         check_target(target, overwrite)
         clean_stale_partials(target)
         temporary = target.parent / f".{target.name}.partial-{os.getpid()}"

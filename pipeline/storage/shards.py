@@ -78,6 +78,9 @@ class ShardJob:
 
 MAX_TASKS = 100_000_000
 MAX_SHARDS = 99_999  # shard folders are named with five digits
+# each part's (domain, H, B) keys are checked before any shard is made, by the build and by
+# verify: a recorded config of hundreds of wide parts made verify check them for minutes
+MAX_PARTS = 32
 TABLE_BATCH = 50  # tasks of a shard turned into Arrow tables at a time (their dicts are dropped)
 
 
@@ -155,9 +158,10 @@ def shard_jobs(plan: TrainPlan, root: Path) -> list[ShardJob]:
         raise UserError(
             f"size={size}, shard_size={shard_size}: at most {MAX_TASKS} tasks in {MAX_SHARDS} shards"
         )
-    if not plan.parts:
+    if not plan.parts or len(plan.parts) > MAX_PARTS:
         raise UserError(
-            "parts: give at least one {grid, hidden_slots: [low, high], decoy_budgets: [low, high]}"
+            f"parts: give 1 to {MAX_PARTS} parts, each {{grid, hidden_slots: [low, high], "
+            "decoy_budgets: [low, high]}"
         )
     for part in plan.parts:
         for name in ("hidden_slots", "decoy_budgets"):
@@ -200,6 +204,33 @@ def longest_first(jobs: list[ShardJob]) -> list[ShardJob]:
     while the others wait is one of the shortest; ties in shard order. Only the order of the
     work changes: each shard's seed and bytes come from its index."""
     return sorted(jobs, key=lambda job: (-job.count * (job.hidden_slots[0] + job.hidden_slots[1]), job.index))
+
+
+def shard_dataset(job: ShardJob) -> Any:
+    """The dataset shard ``job`` draws its tasks from: ``create_dataset``'s for the job's
+    recipe, without checking its arguments again (:func:`shard_jobs` checked every part's),
+    so that verify can tell which task each item of a shard must be (its keys cost no
+    generation)."""
+    from pipeline.generation.dataset import TaskDataset, _grid, curriculum
+    from pipeline.generation.keys import GenerationSettings
+
+    hidden, budgets = job.hidden_slots, job.decoy_budgets
+    levels = curriculum(1, range(hidden[0], hidden[1] + 1), range(budgets[0], budgets[1] + 1), 0.0)
+    return TaskDataset(
+        job.domains,
+        job.count,
+        job.seed,
+        _grid(job.grid),
+        job.candidates_per_slot,
+        levels,
+        GenerationSettings(crosscheck=job.crosscheck),
+    )
+
+
+def shard_files(per_domain: Any) -> set[str]:
+    """The files a shard of ``per_domain`` tasks holds besides its record: one task table a
+    domain, and the answers."""
+    return {f"tasks-{domain}.parquet" for domain in per_domain} | {"answers.parquet"}
 
 
 def card(name: str, version: str, domains: list[str], tasks: int, per_grid: dict[str, int]) -> str:
@@ -251,6 +282,11 @@ def finished_shard(root: Path, name: str) -> dict[str, Any] | None:
         return None
     try:
         record = read_json(root, relative)
+        # every file a shard of its counts holds (a record listing fewer is no finished shard)
+        if set(record["files"]) != shard_files(record["per_domain"]) or sum(
+            record["per_domain"].values()
+        ) != record.get("tasks"):
+            return None
         for file, digest in record["files"].items():
             if sha256(read_bytes(root, f"shards/{name}/{file}")) != digest:
                 return None

@@ -44,7 +44,14 @@ from pipeline.storage.layout import sha256
 from pipeline.storage.parquet import read_arrow_table, read_table_rows
 from pipeline.storage.read import has_manifest, read_manifest
 from pipeline.storage.safe import ReleaseError, parsed_once, pinned, read_bytes, read_json, unsafe_text, walk
-from pipeline.storage.shards import TrainPlan, card, is_sharded, read_shards_manifest, shard_jobs
+from pipeline.storage.shards import (
+    TrainPlan,
+    card,
+    is_sharded,
+    read_shards_manifest,
+    shard_files,
+    shard_jobs,
+)
 from pipeline.storage.tables import (
     ANSWER,
     decode_answer,
@@ -695,17 +702,19 @@ def verify_shard(args: tuple[Any, ...]) -> dict[str, Any]:
     the MILP when ``milp`` names one). Returns the shard's name, rows per domain, the
     [task id, domain] of every row, tasks proved, the failures of named tasks ([task id,
     reason]) and the others (a malformed row is a failure of that row, not of the run).
-    ``(root, name, files, solver, milp[, digests])``: ``digests`` (the manifest's, of the
-    shard's files) pins what is read to those bytes (:func:`pipeline.storage.safe.pinned`)."""
+    ``(root, name, files, solver, milp[, digests[, job]])``: ``digests`` (the manifest's, of
+    the shard's files) pins what is read to those bytes (:func:`pipeline.storage.safe.pinned`);
+    ``job`` (the :class:`~pipeline.storage.shards.ShardJob` the recorded config makes of this
+    shard) ties each row to the item of the shard's recipe it must be (:func:`_recipe_keys`)."""
     root, name, files, solver, milp, *rest = args
     with long_job(), pinned(Path(root), rest[0] if rest else {}) as pin:
-        out = _verify_shard(root, name, files, solver, milp)
+        out = _verify_shard(root, name, files, solver, milp, rest[1] if len(rest) > 1 else None)
     out["failures"] += pin.failures(out["failures"])
     return out
 
 
 def _verify_shard(
-    root: str, name: str, files: dict[str, str], solver: SolverSettings, milp: str | None
+    root: str, name: str, files: dict[str, str], solver: SolverSettings, milp: str | None, job: Any = None
 ) -> dict[str, Any]:
     base = Path(root)
     out: dict[str, Any] = {
@@ -715,6 +724,7 @@ def _verify_shard(
         "proved": 0,
         "failures": [],
         "task_failures": [],
+        "redraws": 0,
     }
     failures: list[str] = out["failures"]
     task_failures: list[list[str]] = out["task_failures"]
@@ -723,10 +733,14 @@ def _verify_shard(
     relative = f"shards/{name}/answers.parquet"
     try:
         for row in read_arrow_table(read_bytes(base, relative), relative, schema_of(ANSWER)).to_pylist():
-            answers[str(row["task_id"])] = decode_answer(row)
+            task_id = str(row["task_id"])
+            if task_id in answers:  # a reader of the table would get two answers for it
+                failures.append(f"{relative}: task {task_id[:40]} has more than one answer row")
+            answers[task_id] = decode_answer(row)
     except (ReleaseError, KeyError, TypeError, ValueError) as error:
         failures.append(f"{relative}: {str(error)[:300]}")
         return out
+    keys = _recipe_keys(job, list(answers.values()), relative, out) if job is not None else {}
     seen: set[str] = set()
     for file in sorted(f for f in files if f.startswith("tasks-") and f.endswith(".parquet")):
         domain = file[len("tasks-") : -len(".parquet")]
@@ -737,6 +751,8 @@ def _verify_shard(
             failures.append(str(error)[:300])
             continue
         out["per_domain"][domain] = len(rows)
+        if job is not None and rows and "prompt" not in rows[0]:  # every shard's table has one
+            failures.append(f"{relative}: no prompt column (a training shard's task table has one)")
         for number, row in enumerate(rows):
             try:
                 task = decode_task(row)
@@ -746,6 +762,14 @@ def _verify_shard(
                     task_failures.append([task_id, f"{relative}: row {number} repeats or has no answer"])
                     continue
                 seen.add(task_id)
+                key = keys.get(task_id)
+                if key is not None:
+                    wrong = [name for name in _KEY_FIELDS if task.get(name) != getattr(key, name)]
+                    wrong += [] if domain == key.domain else ["table (tasks-<domain>)"]
+                    if wrong:
+                        task_failures.append(
+                            [task_id, f"{relative}: row {number}: its {', '.join(wrong)} are not its key's"]
+                        )
                 if "prompt" in row and row["prompt"] != task_prompt(task):
                     task_failures.append(
                         [task_id, f"{relative}: row {number}: its prompt is not the one its task renders"]
@@ -765,6 +789,77 @@ def _verify_shard(
             f"shards/{name}/answers.parquet: {len(extra)} answers of no task ({extra[0][:40]}, ...)"
         )
     return out
+
+
+# what a task's key fixes and its task file repeats
+_KEY_FIELDS = ("domain", "rows", "cols", "hidden_slots", "decoy_budget", "candidates_per_slot")
+
+
+def _recipe_keys(
+    job: Any, answers: list[dict[str, Any]], relative: str, out: dict[str, Any]
+) -> dict[str, Any]:
+    """The keys of the shard's rows: each answer is item ``i`` of the dataset the shard's
+    recipe draws from, ``i`` its certificate's index (with the shard's seed), and its task id
+    that of the item's key or of one of its re-draws; every item of the recipe once; the
+    cross-check the recipe asks for. Failures go into ``out`` (its ``redraws`` counts the
+    re-draws the ids show); returns task id -> key for the rows that are their item."""
+    from pipeline.generation.dataset import MAX_REDRAWS
+    from pipeline.storage.shards import shard_dataset
+
+    task_failures = out["task_failures"]
+    dataset, keys, items = shard_dataset(job), {}, set()
+    for answer in answers:
+        task_id = str(answer.get("task_id"))
+        certificate = answer.get("certificate")
+        seed, index = (
+            (certificate.get("seed"), certificate.get("index"))
+            if isinstance(certificate, dict)
+            else (None, None)
+        )
+        if (
+            seed != job.seed
+            or not isinstance(index, int)
+            or isinstance(index, bool)
+            or not 0 <= index < job.count
+        ):
+            task_failures.append(
+                [
+                    task_id,
+                    f"{relative}: its certificate's seed and index name no item of the shard "
+                    f"(seed {job.seed}, items 0..{job.count - 1})",
+                ]
+            )
+            continue
+        if index in items:
+            task_failures.append([task_id, f"{relative}: a second answer of item {index}"])
+            continue
+        items.add(index)
+        for redraw in range(MAX_REDRAWS + 1):
+            key = dataset.key(index, redraw)
+            if key.task_id == task_id:
+                keys[task_id] = key
+                out["redraws"] += redraw
+                break
+        else:
+            task_failures.append(
+                [
+                    task_id,
+                    f"{relative}: not a task the shard's recipe draws (its id is no key of item {index})",
+                ]
+            )
+        if bool(answer.get("crosscheck")) != job.crosscheck:  # {} when none was run
+            task_failures.append(
+                [
+                    task_id,
+                    f"{relative}: {'no' if job.crosscheck else 'a'} cross-check record, where the "
+                    f"recipe says crosscheck={str(job.crosscheck).lower()}",
+                ]
+            )
+    if len(items) != job.count:
+        out["failures"].append(
+            f"{relative}: answers of {len(items)} of the {job.count} items the shard's recipe makes"
+        )
+    return keys
 
 
 def _shard_count(answer: dict[str, Any], limit: int) -> list[str]:
@@ -802,12 +897,12 @@ def _check_shards(
     path: Path, settings: VerifySettings, report: VerifyReport, manifest: dict[str, Any], sound: set[str]
 ) -> None:
     failures = report.file_failures
-    plan: dict[str, dict[str, Any]] = {}
+    plan: dict[str, Any] = {}  # shard name -> the ShardJob the recorded config makes of it
     try:
         if any("${" in text for text in json_strings(manifest.get("config"))):
             raise UserError("an interpolation (${...}) in a recorded config is never resolved")
         config = TrainPlan.from_config(manifest.get("config"))
-        plan = {job.name: job.recipe() for job in shard_jobs(config, path)}
+        plan = {job.name: job for job in shard_jobs(config, path)}
         failures += _sharded_claims(path, manifest, config, sound)
     except UserError as error:
         failures.append(f"manifest.json: its config does not describe a build ({str(error)[:200]})")
@@ -827,6 +922,8 @@ def _check_shards(
         failures.append(f"manifest.json: lists {len(set(names))} shards; its config makes {len(plan)}")
     jobs: list[Any] = []
     grids: Counter[str] = Counter()
+    records: dict[str, dict[str, Any]] = {}
+    shipped = {"README.md", "LICENSE"}  # every file a build lists: the card, and each shard's
     for name in sorted(set(names)):
         record_path = f"shards/{name}/shard.json"
         if record_path not in sound:
@@ -844,16 +941,31 @@ def _check_shards(
             read_bytes(path, record_path)
         ):
             failures.append(f"manifest.json: its entry of shard {name} is not the shard's record")
-        if plan and record.get("recipe") != plan.get(name):
+        job = plan.get(name)
+        if plan and (job is None or record.get("recipe") != job.recipe()):
             failures.append(f"{record_path}: the shard was not made by the manifest's config")
+            job = None
+        failures += _record_claims(record_path, record, job)
         listed = {f"shards/{name}/{file}" for file in record["files"]}
+        shipped |= listed | {record_path}
         if not listed <= sound:
-            failures.append(f"shards/{name}: a file of the shard is missing or changed")
+            missing = sorted(listed - sound)[0]
+            failures.append(f"{missing}: a file of shard {name} is missing, unlisted or changed")
             continue
-        grids[str(record.get("grid"))] += record["tasks"]
+        records[name] = record
+        grids[job.grid if job is not None else str(record.get("grid"))] += record["tasks"]
         pins = {relative: manifest["files"][relative] for relative in listed}
-        jobs.append((str(path), name, record["files"], settings.solver, settings.milp, pins))
-    rows = 0
+        jobs.append((str(path), name, record["files"], settings.solver, settings.milp, pins, job))
+    files: dict[str, Any] = manifest["files"]  # a mapping: read_shards_manifest checked its shape
+    # a shard listed or planned whose record could not be read is named above already
+    unread = tuple(f"shards/{name}/" for name in (set(names) | set(plan)) - set(records))
+    foreign = sorted(f for f in set(files) - shipped if not f.startswith(unread))
+    if foreign:  # listed with its digest, but no shard's and not the card: read by no check
+        failures.append(
+            f"manifest.json: lists {foreign[0][:80]}, which is no file of a shard or of the card "
+            f"({len(foreign)} such)"
+        )
+    rows = redraws = 0
     per_domain: Counter[str] = Counter()
     ids: Counter[str] = Counter()
     for result in parallel_imap(verify_shard, jobs, settings.workers, f"verify {path.name}", unit="shard"):
@@ -866,6 +978,14 @@ def _check_shards(
         per_domain.update(result["per_domain"])
         report.shards[result["shard"]] = sum(result["per_domain"].values())
         rows += report.shards[result["shard"]]
+        record = records[result["shard"]]
+        for key, value in (("per_domain", result["per_domain"]), ("redraws", result["redraws"])):
+            if _json(record.get(key)) != _json(value):
+                failures.append(
+                    f"shards/{result['shard']}/shard.json: {key} is {str(record.get(key))[:80]}, "
+                    f"the shard holds {value}"
+                )
+        redraws += result["redraws"]
     repeated = [task_id for task_id, n in ids.items() if n > 1]
     if repeated:
         failures.append(f"{len(repeated)} task ids appear in more than one row ({repeated[0][:40]}, ...)")
@@ -875,12 +995,39 @@ def _check_shards(
         "shards": len(set(names)),
         "per_domain": dict(sorted(per_domain.items())),
         "per_grid": dict(sorted(grids.items())),
+        "redraws": redraws,
     }
     for key, value in claimed.items():
-        if counts.get(key) != value:
+        if _json(counts.get(key)) != _json(value):  # 200.0 is not the count 200
             failures.append(
                 f"manifest.json: counts.{key} is {str(counts.get(key))[:80]}, the shards hold {value}"
             )
+
+
+def _json(value: Any) -> str:
+    """``value`` as JSON text: the same claim, of the same types (True is not 1, 2.0 is not 2)."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _record_claims(record_path: str, record: dict[str, Any], job: Any) -> list[str]:
+    """What a shard record says of its shard that its recipe fixes: its grid, seed and tasks,
+    and its files (one task table for each domain it counts, of the recipe's domains, and the
+    answers). What the rows hold (per domain, re-draws) is compared once they are read."""
+    failures = []
+    per_domain = record.get("per_domain")
+    if not isinstance(per_domain, dict) or set(record["files"]) != shard_files(per_domain):
+        failures.append(
+            f"{record_path}: its files are not one task table per domain it counts and the answers"
+        )
+    elif job is not None and not set(per_domain) <= set(job.domains):
+        failures.append(f"{record_path}: counts tasks of a domain its recipe does not draw")
+    if job is not None:
+        for key, value in (("grid", job.grid), ("seed", job.seed), ("tasks", job.count)):
+            if _json(record.get(key)) != _json(value):
+                failures.append(
+                    f"{record_path}: {key} is {str(record.get(key))[:40]}, its recipe's is {value}"
+                )
+    return failures
 
 
 def _sharded_claims(path: Path, manifest: dict[str, Any], config: TrainPlan, sound: set[str]) -> list[str]:

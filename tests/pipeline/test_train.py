@@ -87,6 +87,41 @@ def test_a_killed_build_resumes_from_its_finished_shards(built, tmp_path):
     assert _verify(copy) == 0
 
 
+def test_a_record_that_lists_fewer_files_than_its_counts_is_made_again(built, tmp_path):
+    """A killed build's shard whose record lists no files (and whose tables are gone) is no
+    finished shard: the resumed build makes it again, the same bytes."""
+    copy = _unfinished_copy(built, tmp_path)
+    shard = copy / "shards" / "00000"
+    record = json.loads((shard / "shard.json").read_text())
+    (shard / "shard.json").write_text(json.dumps({**record, "files": {}}))
+    for table in shard.glob("*.parquet"):
+        table.unlink()
+    assert _build(tmp_path) == copy
+    assert _digests(copy) == _digests(built) and _verify(copy) == 0
+
+
+def test_a_second_build_of_a_folder_stops_while_the_first_runs(tmp_path):
+    """The build lock of make release: a second build of the same folder while the first runs
+    is one line (it would remove the first's shards in the making)."""
+    import subprocess
+
+    from pipeline.storage.safe import ReleaseError
+
+    first = subprocess.Popen(["sleep", "30"])  # a live process holding the lock
+    try:
+        (tmp_path / ".gridbench-train-v2.0.0.lock").write_text(str(first.pid))
+        with pytest.raises(
+            ReleaseError, match=f"another build of gridbench-train-v2.0.0 is running \\(pid {first.pid}\\)"
+        ):
+            _build(tmp_path)
+        assert not (tmp_path / "gridbench-train-v2.0.0").exists()
+    finally:
+        first.kill()
+        first.wait()
+    assert _build(tmp_path).is_dir()  # a lock whose process is gone is taken over
+    assert not (tmp_path / ".gridbench-train-v2.0.0.lock").exists()
+
+
 @pytest.mark.parametrize("made_by", ["generator", "domain", "none"])
 def test_a_killed_build_is_not_resumed_by_other_code(built, tmp_path, made_by):
     """A finished shard records what drew it (the generator's format and each domain's
@@ -176,6 +211,10 @@ def test_the_card_configs_load_with_datasets_offline(built, monkeypatch, tmp_pat
         (["parts=[{grid: 5x5, hidden_slots: [2, 40], decoy_budgets: [0, 3]}]"], "hidden"),
         (["size=0"], "size=0"),
         (["name=../escape"], "may not hold"),
+        (
+            ["parts=[" + ", ".join(["{grid: 4x4, hidden_slots: [1, 2], decoy_budgets: [0, 1]}"] * 33) + "]"],
+            "1 to 32",
+        ),
     ],
 )
 def test_bad_train_configs_stop_before_any_shard(extra, needle, tmp_path):
@@ -308,3 +347,26 @@ def test_shards_are_handed_out_longest_first_and_listed_in_shard_order(built, tm
     assert [entry["shard"] for entry in manifest["shards"]] == ["00000", "00001", "00002"]
     assert manifest["shards"] == json.loads((built / "manifest.json").read_text())["shards"]
     assert _digests(release) == _digests(built)
+
+
+def test_a_shard_with_re_drawn_items_verifies_and_counts_them(tmp_path, monkeypatch):
+    """An item whose first (domain, H, B) cannot be certified is re-drawn; verify finds each
+    task among its item's re-draws and the record's count of them is the one it holds."""
+    import pipeline.generation.build as build_module
+    from pipeline.generation.keys import GenerationError
+
+    generate = build_module.generate_task
+    refused: list[str] = []
+
+    def first_draw_of_item_one_fails(key, settings=None):  # type: ignore[no-untyped-def]
+        if key.index == 1 and not refused:
+            refused.append(key.task_id)
+            raise GenerationError("refused for the test")
+        return generate(key, settings)
+
+    monkeypatch.setattr(build_module, "generate_task", first_draw_of_item_one_fails)
+    release = _build(tmp_path, "workers=1", "size=8")
+    records = [json.loads(p.read_text()) for p in sorted(release.glob("shards/*/shard.json"))]
+    assert refused and records[0]["redraws"] == 1 and sum(r["redraws"] for r in records) == 1
+    report = _report(release)
+    assert report.ok and report.proved == 8, (report.file_failures, dict(report.failures))

@@ -174,6 +174,7 @@ def test_each_manifest_claim_is_checked_by_its_own_line(copy, case):
             shards=(None, 2),
             per_domain=(None, counts["per_domain"]),
             per_grid=(None, counts["per_grid"]),
+            redraws=(None, 0),
         )
     else:  # the name or the version differs from its config's
         manifest[case] = "other"
@@ -187,6 +188,10 @@ def test_each_manifest_claim_is_checked_by_its_own_line(copy, case):
     assert report.proved == proved and not report.failures
 
 
+def _recipe_seed(release: Path, shard: str) -> int:
+    return int(json.loads((release / "shards" / shard / "shard.json").read_text())["recipe"]["seed"])
+
+
 def _shard_domains(release: Path, shard: str) -> dict[str, int]:
     return json.loads((release / "shards" / shard / "shard.json").read_text())["per_domain"]
 
@@ -198,7 +203,10 @@ def _shard_domains(release: Path, shard: str) -> dict[str, int]:
         ("files not a mapping", "shards/00000/shard.json: not a shard record"),
         ("tasks not a number", "shards/00000/shard.json: not a shard record"),
         ("another recipe", "shards/00000/shard.json: the shard was not made by the manifest's config"),
-        ("a file it does not have", "shards/00000: a file of the shard is missing or changed"),
+        (
+            "a file it does not have",
+            "shards/00000/tasks-extra.parquet: a file of shard 00000 is missing, unlisted or changed",
+        ),
     ],
 )
 def test_a_shard_record_is_checked_against_its_files_and_the_config_s_recipe(copy, case, line):
@@ -235,16 +243,16 @@ def test_a_changed_record_is_neither_trusted_nor_read(copy):
     assert report.shards == {"00001": 4} and report.proved == 4
 
 
-def test_a_record_s_grid_is_what_the_per_grid_count_is_checked_against(copy):
+def test_a_record_s_grid_is_its_recipe_s_and_the_per_grid_count_the_recipes(copy):
+    """A record that claims another grid than its recipe's is named; the manifest's (and the
+    card's) count per grid is checked against the recipes, never against such a claim."""
     record_path = copy / "shards" / "00001" / "shard.json"
     record = json.loads(record_path.read_text())
-    record["grid"] = "4x4"  # both shards now claim 4x4: their tasks add up
+    record["grid"] = "4x4"
     record_path.write_text(json.dumps(record))
     _resign(copy)
     report = _verify(copy)
-    assert report.file_failures == [
-        "manifest.json: counts.per_grid is {'4x4': 4, '5x5': 4}, the shards hold {'4x4': 8}"
-    ]
+    assert report.file_failures == ["shards/00001/shard.json: grid is 4x4, its recipe's is 5x5"]
 
 
 def test_one_task_in_two_shards_is_named(copy):
@@ -270,8 +278,17 @@ def test_one_task_in_two_shards_is_named(copy):
     _write_manifest(copy, manifest)
     _resign(copy, "00001")
     report = _verify(copy)
-    assert report.file_failures == [CARD, f"1 task ids appear in more than one row ({first_course}, ...)"]
+    assert report.file_failures == [
+        CARD,
+        "shards/00001/shard.json: tasks is 5, its recipe's is 4",
+        f"1 task ids appear in more than one row ({first_course}, ...)",
+    ]
     assert report.shards == {"00000": 4, "00001": 5} and len(report.tasks) == 8
+    # shard 00001's copy is no item of its recipe (its certificate names shard 00000's seed)
+    assert report.failures[first_course] == [
+        "shards/00001/answers.parquet: its certificate's seed and index name no item of the shard "
+        f"(seed {_recipe_seed(copy, '00001')}, items 0..3)"
+    ]
 
 
 def _shard_args(release: Path, shard: str = "00000", milp: str | None = None):
@@ -554,3 +571,162 @@ def test_a_count_claimed_capped_below_the_shards_limit_is_named(copy):
         ]
     ]
     assert out["proved"] == 3
+
+
+# An outside audit's attacks on a re-signed training set: each is one line naming the file,
+# and nothing a loader of the set would read escapes the proofs.
+
+
+def _answers(copy: Path, shard: str = "00000") -> tuple[Path, list[dict], pa.Schema]:
+    path = copy / "shards" / shard / "answers.parquet"
+    return (path, *_rows(path))
+
+
+def _edit_record(copy: Path, shard: str, **changes) -> None:  # type: ignore[no-untyped-def]
+    record_path = copy / "shards" / shard / "shard.json"
+    record = json.loads(record_path.read_text())
+    record.update(changes)
+    record_path.write_text(json.dumps(record))
+
+
+def test_files_listed_in_the_manifest_alone_are_refused(copy):
+    """A shard folder of unproved tasks (a loader's `shards/*/...` globs read it), listed in the
+    manifest's files with the right digests but in no shard record and no shard entry."""
+    extra = copy / "shards" / "zz"
+    shutil.copytree(copy / "shards" / "00000", extra)
+    (extra / "shard.json").unlink()
+    manifest = _manifest(copy)
+    for name in ("answers.parquet", "tasks-course.parquet", "tasks-toy.parquet"):
+        manifest["files"][f"shards/zz/{name}"] = _sha(extra / name)
+    _write_manifest(copy, manifest)
+    report = _verify(copy)
+    assert report.file_failures == [
+        "manifest.json: lists shards/zz/answers.parquet, which is no file of a shard or of the card (3 such)"
+    ]
+    assert report.shards == {"00000": 4, "00001": 4} and report.proved == 8
+
+
+def test_a_record_must_list_one_table_per_domain_it_counts_and_the_answers(copy):
+    (copy / "shards" / "00000" / "notes.txt").write_text("unproved")
+    record = json.loads((copy / "shards" / "00000" / "shard.json").read_text())
+    _edit_record(copy, "00000", files={**record["files"], "notes.txt": ""})
+    manifest = _manifest(copy)
+    manifest["files"]["shards/00000/notes.txt"] = ""
+    _write_manifest(copy, manifest)
+    _resign(copy, "00000")
+    report = _verify(copy)
+    assert report.file_failures == [
+        "shards/00000/shard.json: its files are not one task table per domain it counts and the answers"
+    ]
+
+
+def test_a_table_of_a_domain_the_recipe_does_not_draw_is_refused(copy):
+    shard = copy / "shards" / "00000"
+    shutil.copy(shard / "tasks-toy.parquet", shard / "tasks-meal.parquet")
+    record = json.loads((shard / "shard.json").read_text())
+    files = {**record["files"], "tasks-meal.parquet": ""}
+    _edit_record(copy, "00000", files=files, per_domain={**record["per_domain"], "meal": 0})
+    manifest = _manifest(copy)
+    manifest["files"]["shards/00000/tasks-meal.parquet"] = ""
+    _write_manifest(copy, manifest)
+    _resign(copy, "00000")
+    report = _verify(copy)
+    line = "shards/00000/shard.json: counts tasks of a domain its recipe does not draw"
+    assert line in report.file_failures
+
+
+def test_a_second_answer_row_of_a_task_is_named(copy):
+    path, rows, schema = _answers(copy)
+    _write_rows(path, [rows[0], *rows], schema)
+    _resign(copy, "00000")
+    report = _verify(copy)
+    assert f"shards/00000/answers.parquet: task {rows[0]['task_id']} has more than one answer row" in (
+        report.file_failures
+    )
+
+
+@pytest.mark.parametrize("what", ["seed", "id"])
+def test_a_proved_task_that_is_not_the_recipe_s_item_is_named(copy, what):
+    """The task of another seed (a sound task, proved): its certificate names that seed, or,
+    made to name this shard's seed and index, its id is no key of that item."""
+    path, rows, schema = _answers(copy)
+    task_id = rows[0]["task_id"]
+    if what == "seed":
+        rows[0]["certificate"] = {**rows[0]["certificate"], "seed": rows[0]["certificate"]["seed"] + 1}
+        reason = "its certificate's seed and index name no item of the shard"
+    else:
+        rows[0]["certificate"] = {**rows[0]["certificate"], "index": 1}
+        rows[1]["certificate"] = {**rows[1]["certificate"], "index": 0}
+        reason = "not a task the shard's recipe draws (its id is no key of item 1)"
+    _write_rows(path, rows, schema)
+    _resign(copy, "00000")
+    report = _verify(copy)
+    assert any(reason in line for line in report.failures[task_id])
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_a_cross_check_is_what_the_recipe_says(copy, recorded):
+    """A made-up HiGHS record in a build that ran none; or a config and recipes re-written to
+    say every task was cross-checked, where none carries a record."""
+    if recorded:
+        path, rows, schema = _answers(copy)
+        rows[0]["crosscheck"] = {
+            "solver": "highs",
+            "solver_version": "1.12.0",
+            "truth_feasible": True,
+            "unique": True,
+            "decoys_infeasible": True,
+            "most_decoys_used": 0,
+            "statuses": [{"key": "unique", "value": "INFEASIBLE"}],
+            "ok": True,
+        }
+        _write_rows(path, rows, schema)
+        task_id, reason = rows[0]["task_id"], "a cross-check record, where the recipe says crosscheck=false"
+    else:
+        manifest = _manifest(copy)
+        manifest["config"]["crosscheck"] = True
+        _write_manifest(copy, manifest)
+        for shard in ("00000", "00001"):
+            record = json.loads((copy / "shards" / shard / "shard.json").read_text())
+            _edit_record(copy, shard, recipe={**record["recipe"], "crosscheck": True})
+        task_id = _answers(copy)[1][0]["task_id"]
+        reason = "no cross-check record, where the recipe says crosscheck=true"
+    for shard in ("00000", "00001"):
+        _resign(copy, shard)
+    report = _verify(copy)
+    assert any(reason in line for line in report.failures[task_id]), report.failures
+
+
+def test_a_shard_table_without_its_prompt_column_is_refused(copy):
+    path = copy / "shards" / "00000" / "tasks-course.parquet"
+    table = pq.read_table(path)
+    pq.write_table(table.drop_columns(["prompt"]), path)
+    _resign(copy, "00000")
+    report = _verify(copy)
+    assert report.file_failures == [
+        "shards/00000/tasks-course.parquet: no prompt column (a training shard's task table has one)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "changes, line",
+    [
+        ({"tasks": 3}, "shards/00000/shard.json: tasks is 3, its recipe's is 4"),
+        ({"seed": 1}, "shards/00000/shard.json: seed is 1, its recipe's is"),
+        ({"redraws": 2}, "shards/00000/shard.json: redraws is 2, the shard holds 0"),
+        ({"per_domain": {"course": 4}}, "shards/00000/shard.json: its files are not one task table"),
+    ],
+)
+def test_what_a_record_says_of_its_shard_is_checked(copy, changes, line):
+    _edit_record(copy, "00000", **changes)
+    _resign(copy, "00000")
+    report = _verify(copy)
+    assert any(failure.startswith(line) for failure in report.file_failures), report.file_failures
+
+
+def test_a_count_of_another_type_is_not_the_count(copy):
+    manifest = _manifest(copy)
+    manifest["counts"]["tasks"] = 8.0
+    _write_manifest(copy, manifest)
+    report = _verify(copy)
+    assert "manifest.json: counts.tasks is 8.0, the shards hold 8" in report.file_failures
