@@ -747,8 +747,9 @@ def _verify_shard(
         relative = f"shards/{name}/{file}"
         try:
             rows = read_task_rows(read_bytes(base, relative), relative, domain)
-        except (ReleaseError, ValueError) as error:
-            failures.append(str(error)[:300])
+        except (UserError, ValueError) as error:  # an unreadable table, or of no known domain
+            message = str(error)
+            failures.append((message if relative in message else f"{relative}: {message}")[:300])
             continue
         out["per_domain"][domain] = len(rows)
         if job is not None and rows and "prompt" not in rows[0]:  # every shard's table has one

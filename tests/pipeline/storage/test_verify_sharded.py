@@ -730,3 +730,17 @@ def test_a_count_of_another_type_is_not_the_count(copy):
     _write_manifest(copy, manifest)
     report = _verify(copy)
     assert "manifest.json: counts.tasks is 8.0, the shards hold 8" in report.file_failures
+
+
+def test_a_table_of_no_known_domain_is_named_by_its_file(copy):
+    shard = copy / "shards" / "00000"
+    shutil.copy(shard / "tasks-toy.parquet", shard / "tasks-nosuch.parquet")
+    record = json.loads((shard / "shard.json").read_text())
+    files = {**record["files"], "tasks-nosuch.parquet": ""}
+    _edit_record(copy, "00000", files=files, per_domain={**record["per_domain"], "nosuch": 1})
+    manifest = _manifest(copy)
+    manifest["files"]["shards/00000/tasks-nosuch.parquet"] = ""
+    _write_manifest(copy, manifest)
+    _resign(copy, "00000")
+    report = _verify(copy)
+    assert any(line.startswith("shards/00000/tasks-nosuch.parquet: ") for line in report.file_failures)
