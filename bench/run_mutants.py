@@ -4,6 +4,7 @@ verify and score, each run against the quick tests that guard its module.
     .venv/bin/python bench/run_mutants.py                  # every mutant in mutants_round5.json
     .venv/bin/python bench/run_mutants.py --only m03 m17   # some of them
     .venv/bin/python bench/run_mutants.py --baseline       # the selections on unmutated code
+    .venv/bin/python bench/run_mutants.py --mutants bench/mutants_round6.json --jobs 1   # round 6
 
 The mutants live in ``bench/mutants_round5.json``: file, the exact original snippet (it must
 occur once), its replacement and a one-line description; ``equivalent`` (optional) is the
@@ -71,6 +72,42 @@ SCORING_TESTS = [
     "tests/adapters/test_parity.py",
     "tests/adapters/test_loop_parity.py",
 ]
+# round 6 (bench/mutants_round6.json): generation stages, storage, adaptive, domains, prompt
+GEN_TESTS = ["tests/pipeline/generation", "tests/pipeline/integrity/test_tells.py"]
+MEASURE_TESTS = [
+    *GEN_TESTS,
+    "tests/pipeline/storage/test_verify_measures.py",
+    "tests/solvers/test_solver_agreement.py",
+]
+TABLE_TESTS = [
+    "tests/pipeline/storage/test_tables.py",
+    "tests/pipeline/storage/test_tables_edges.py",
+    "tests/pipeline/storage/test_bounded_reads.py",
+    "tests/pipeline/storage/test_release.py",
+    "tests/solvers/test_format2.py",
+    "tests/pipeline/generation/test_large_budgets.py",
+]
+SHARD_TESTS = ["tests/pipeline/test_train.py", "tests/pipeline/storage/test_verify_sharded.py"]
+WRITE_TESTS = [
+    "tests/pipeline/storage/test_release.py",
+    "tests/pipeline/storage/test_tables.py",
+    "tests/pipeline/storage/test_byte_identity.py",
+    "tests/gridbench/test_procedural.py",
+]
+DOMAIN_TESTS = [
+    "tests/pipeline/generation/test_sampling_stream.py",
+    "tests/pipeline/generation/test_bad_input.py",
+    "tests/pipeline/generation/test_contract.py",
+    "tests/test_architecture.py",
+]
+PROMPT_TESTS = [
+    "tests/gridbench/agents/test_prompt.py",
+    "tests/gridbench/agents/test_llm_runner.py",
+    "tests/gridbench/agents/test_llm_edges.py",
+    "tests/gridbench/agents/test_llm_hostile.py",
+    "tests/gridbench/test_api_hostile.py",
+    "tests/pipeline/storage/test_tables.py",
+]
 # module -> (tests, whether the releases the tests read may be built once and shared: only
 # when the build never calls the module)
 SELECTIONS: dict[str, tuple[list[str], bool]] = {
@@ -87,6 +124,21 @@ SELECTIONS: dict[str, tuple[list[str], bool]] = {
     "gridbench_core/task_io.py": (TASK_TESTS, False),
     "gridbench/env/scoring.py": (SCORING_TESTS, False),
     "gridbench/scoring.py": (SCORING_TESTS, False),
+    "pipeline/generation/bounds.py": (GEN_TESTS, False),
+    "pipeline/generation/measures.py": (MEASURE_TESTS, False),
+    "pipeline/generation/candidates.py": (GEN_TESTS, False),
+    "pipeline/generation/sample.py": (GEN_TESTS, False),
+    "pipeline/generation/cages.py": (GEN_TESTS, False),
+    "pipeline/generation/constrain.py": (GEN_TESTS, False),
+    "pipeline/generation/resist.py": (GEN_TESTS, False),
+    "pipeline/storage/tables.py": (TABLE_TESTS, False),
+    "pipeline/storage/shards.py": (SHARD_TESTS, False),
+    "pipeline/storage/write.py": (WRITE_TESTS, False),
+    "gridbench/adaptive/controller.py": (["tests/gridbench/test_adaptive.py"], True),
+    "gridbench/adaptive/ladder.py": (["tests/gridbench/test_adaptive.py"], True),
+    "domains/base.py": (DOMAIN_TESTS, False),
+    "gridbench_core/prompt.py": (PROMPT_TESTS, False),
+    "pipeline/evaluation/summary.py": (["tests/pipeline/evaluation"], True),
 }
 
 
@@ -166,6 +218,12 @@ def _row(name: str, count: dict[str, int]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--mutants",
+        type=Path,
+        default=MUTANTS,
+        help="the round's mutants (round 6: bench/mutants_round6.json)",
+    )
     parser.add_argument("--only", nargs="*", default=None, help="mutant ids to run")
     parser.add_argument("--module", default=None, help="only mutants of files containing this text")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds per mutant")
@@ -177,7 +235,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "outputs" / "mutants_round5" / "results.json")
     args = parser.parse_args()
 
-    mutants = json.loads(MUTANTS.read_text())
+    mutants = json.loads(args.mutants.read_text())
     if args.only:
         mutants = [m for m in mutants if m["id"] in set(args.only)]
     if args.module:

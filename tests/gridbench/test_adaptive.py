@@ -206,3 +206,37 @@ def test_the_controller_holds_inside_the_band_and_slides_its_window():
     assert controller.level == 0 and controller.recent_success() == 0.5
     controller.report(0, 1.0)  # the window slides to 1, 0, 1, 1 = 0.75 >= 0.7: up
     assert controller.level == 1 and controller.moves == [(6, 0, 1)] and controller.recent_success() is None
+
+
+def test_a_window_exactly_at_either_edge_of_the_band_moves():
+    """``target + band`` climbs and ``target - band`` steps down (both edges count; 0.5 and
+    0.25 are exact in binary, so the means are exactly the edges)."""
+    controller = Controller(ControllerSettings(target=0.5, band=0.25, window=4), levels=3)
+    for reward in (1.0, 1.0, 1.0, 0.0):  # 0.75
+        controller.report(0, reward)
+    assert controller.level == 1 and controller.moves == [(4, 0, 1)]
+    for reward in (0.0, 0.0, 0.0, 1.0):  # 0.25
+        controller.report(1, reward)
+    assert controller.level == 0 and controller.moves == [(4, 0, 1), (8, 1, 0)]
+
+
+def test_a_state_with_a_full_window_restores_and_decides_alike():
+    """After ``window`` rewards inside the band the window is full; its state restores, and the
+    restored controller moves on the next reward exactly as the original does."""
+    settings = ControllerSettings(target=0.5, band=0.2, window=4)
+    controller = Controller(settings, levels=3)
+    for reward in (0.0, 1.0, 0.0, 1.0):  # 0.5; the next 1.0 slides it to 1, 0, 1, 1 = 0.75: up
+        controller.report(0, reward)
+    state = json.loads(json.dumps(controller.state()))
+    assert len(state["recent"]) == 4
+    restored = Controller.from_state(settings, 3, state)
+    assert restored.state() == controller.state()
+    assert restored.report(0, 1.0) == controller.report(0, 1.0) == 1
+
+
+def test_a_rung_may_hide_every_cell_of_its_grid_but_no_more():
+    from gridbench.adaptive.ladder import difficulty_of
+
+    assert difficulty_of({"grid": "2x3", "hidden_slots": 6, "decoy_budget": 0}).hidden_slots == 6
+    with pytest.raises(UserError, match=r"hidden_slots=7: need a whole number in 1\.\.6"):
+        difficulty_of({"grid": "2x3", "hidden_slots": 7, "decoy_budget": 0})

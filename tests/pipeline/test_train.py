@@ -209,6 +209,7 @@ def test_the_card_configs_load_with_datasets_offline(built, monkeypatch, tmp_pat
     [
         (["parts=[{grid: 5x5, hidden_slots: [4, 2], decoy_budgets: [0, 3]}]"], "low <= high"),
         (["parts=[{grid: 5x5, hidden_slots: [2, 40], decoy_budgets: [0, 3]}]"], "hidden"),
+        (["parts=[{grid: 5x5, hidden_slots: [2, 4, 6], decoy_budgets: [0, 3]}]"], "a \\[low, high\\] range"),
         (["size=0"], "size=0"),
         (["name=../escape"], "may not hold"),
         (
@@ -370,3 +371,16 @@ def test_a_shard_with_re_drawn_items_verifies_and_counts_them(tmp_path, monkeypa
     assert refused and records[0]["redraws"] == 1 and sum(r["redraws"] for r in records) == 1
     report = _report(release)
     assert report.ok and report.proved == 8, (report.file_failures, dict(report.failures))
+
+
+def test_longest_first_weighs_a_shard_by_its_mean_cells_to_fill_and_its_count():
+    """A shard's work is its count times the middle of its H range (low + high): 8 tasks of
+    H 1..9 (weight 80) before 8 of H 4..4 (64) before 4 of H 5..9 (56), whatever the lower
+    ends say; equal weights stay in shard order."""
+    from pipeline.storage.shards import ShardJob, longest_first
+
+    def job(index: int, count: int, hidden: tuple[int, int]) -> ShardJob:
+        return ShardJob("root", index, count, index, ("toy",), "5x5", hidden, (0, 3), 6, False)
+
+    jobs = [job(0, 8, (4, 4)), job(1, 4, (5, 9)), job(2, 8, (1, 9)), job(3, 8, (3, 5))]
+    assert [j.index for j in longest_first(jobs)] == [2, 0, 3, 1]

@@ -147,3 +147,16 @@ def test_names_with_escapes_reach_neither_the_terminal_nor_a_warning_raw(good, t
     texts = [str(w.message) for w in caught] + [shown.out, shown.err]
     assert not any("\x1b" in text or "\x07" in text for text in texts), [t for t in texts if "\x1b" in t]
     assert "run\\x1b[2Jname" in shown.out  # the run is named, escaped
+
+
+def test_the_evidence_lines_say_grow_and_fall_only_when_they_strictly_do():
+    """Steps that stay flat from one H to the next do not "grow with H"; steps that rise at
+    every H do; success that falls with B gives a negative rho and says so."""
+    from pipeline.evaluation.summary import _greedy_line, _search_lines
+
+    flat = pl.DataFrame({"hidden_slots": [5, 5, 7, 7], "steps": [10, 10, 10, 10], "success": [True] * 4})
+    assert "grow with H: **False**" in _search_lines("search", flat)[0]
+    rising = flat.with_columns(pl.Series("steps", [10, 12, 20, 22]))
+    assert "H=5: 11, H=7: 21 -> grow with H: **True**" in _search_lines("search", rising)[0]
+    falling = pl.DataFrame({"decoy_budget": [0, 0, 4, 4], "success": [True, True, True, False]})
+    assert "falls with B: **True**" in _greedy_line("greedy_local", falling)

@@ -80,3 +80,19 @@ def test_registry_rejects_duplicates_and_unknown_rule_kinds():
         register(lambda: _domain("course"))
     with pytest.raises(DomainError, match="unknown rule kind 'sum_avg'"):
         register(lambda: _domain("new_domain", kind="sum_avg"))
+
+
+def test_a_domain_with_an_empty_range_or_a_threshold_rule_without_its_threshold_is_refused():
+    """A numeric attribute needs low < high (one value is no attribute to bound); a
+    ``count_min_threshold`` rule needs ``at_least`` (what it counts)."""
+    import dataclasses
+
+    one_value = dataclasses.replace(_domain("new_domain"), attributes=(NumericAttribute("a", 3, 3),))
+    with pytest.raises(DomainError, match=r"need 0 <= low < high, got \[3, 3\]"):
+        one_value.validate()
+    no_threshold = _domain("new_domain", kind="count_min_threshold")
+    with pytest.raises(DomainError, match="count_min_threshold needs at_least"):
+        no_threshold.validate()
+    dataclasses.replace(
+        no_threshold, global_rules=(GlobalRuleTemplate("g", "count_min_threshold", "a", at_least=5),)
+    ).validate()
