@@ -207,9 +207,10 @@ def longest_first(jobs: list[ShardJob]) -> list[ShardJob]:
 
 
 def shard_dataset(job: ShardJob) -> Any:
-    """The dataset shard ``job`` draws its tasks from: ``create_dataset``'s for the job's
-    recipe, without checking its arguments again (:func:`shard_jobs` checked every part's),
-    so that verify can tell which task each item of a shard must be (its keys cost no
+    """The dataset shard ``job`` draws its tasks from (``create_dataset``'s for the job's
+    recipe, without checking its arguments again: :func:`shard_jobs` checked every part's, and
+    each task's key is checked where it is generated). The build makes its tasks from it, and
+    verify reads from it which task each item of a shard must be (its keys cost no
     generation)."""
     from pipeline.generation.dataset import TaskDataset, _grid, curriculum
     from pipeline.generation.keys import GenerationSettings
@@ -331,20 +332,9 @@ def make_shard(job: ShardJob) -> dict[str, Any]:
 
 def _make_shard(job: ShardJob, root: Path, made_by: dict[str, Any]) -> dict[str, Any]:
     from gridbench_core.prompt import packaged_templates
-    from pipeline.generation.dataset import create_dataset
-    from pipeline.generation.keys import GenerationSettings
     from pipeline.storage.tables import ANSWER, arrow_table, parquet_bytes, prompt_of, task_type
 
-    dataset = create_dataset(
-        domains=list(job.domains),
-        size=job.count,
-        seed=job.seed,
-        grid=job.grid,
-        hidden_slots=range(job.hidden_slots[0], job.hidden_slots[1] + 1),
-        decoy_budgets=range(job.decoy_budgets[0], job.decoy_budgets[1] + 1),
-        candidates_per_slot=job.candidates_per_slot,
-        settings=GenerationSettings(crosscheck=job.crosscheck),
-    )
+    dataset = shard_dataset(job)  # the one verify reads each row's key from
     # the rows become Arrow tables a batch at a time, so the worker does not hold a shard of
     # JSON dicts (far larger than their tables, and objects the collector scans)
     tasks: dict[str, list[dict[str, Any]]] = {}

@@ -384,3 +384,27 @@ def test_longest_first_weighs_a_shard_by_its_mean_cells_to_fill_and_its_count():
 
     jobs = [job(0, 8, (4, 4)), job(1, 4, (5, 9)), job(2, 8, (1, 9)), job(3, 8, (3, 5))]
     assert [j.index for j in longest_first(jobs)] == [2, 0, 3, 1]
+
+
+def test_a_shard_s_dataset_is_create_dataset_s_for_its_recipe():
+    """The dataset a shard is made from and verify reads its keys from draws what
+    ``create_dataset`` with the recipe's arguments draws (the same key for every item and
+    re-draw)."""
+    from pipeline.generation.dataset import create_dataset
+    from pipeline.storage.shards import ShardJob, shard_dataset
+
+    job = ShardJob("/nowhere", 3, 40, 12345, ("course", "toy"), "5x7", (2, 9), (0, 12), 10, True)
+    ours = shard_dataset(job)
+    theirs = create_dataset(
+        domains=["course", "toy"],
+        size=40,
+        seed=12345,
+        grid="5x7",
+        hidden_slots=range(2, 10),
+        decoy_budgets=range(0, 13),
+        candidates_per_slot=10,
+    )
+    assert [ours.key(i, r) for i in range(40) for r in range(3)] == [
+        theirs.key(i, r) for i in range(40) for r in range(3)
+    ]
+    assert ours.settings.crosscheck and len(ours) == 40
