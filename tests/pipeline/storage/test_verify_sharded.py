@@ -620,16 +620,22 @@ def test_a_record_must_list_one_table_per_domain_it_counts_and_the_answers(copy)
     ]
 
 
-def test_a_table_of_a_domain_the_recipe_does_not_draw_is_refused(copy):
+def _add_domain_table(copy: Path, domain: str, count: int) -> None:
+    """Shard 00000 holds a copy of its toy table as ``domain``'s, counted and listed everywhere
+    with its digest."""
     shard = copy / "shards" / "00000"
-    shutil.copy(shard / "tasks-toy.parquet", shard / "tasks-meal.parquet")
+    shutil.copy(shard / "tasks-toy.parquet", shard / f"tasks-{domain}.parquet")
     record = json.loads((shard / "shard.json").read_text())
-    files = {**record["files"], "tasks-meal.parquet": ""}
-    _edit_record(copy, "00000", files=files, per_domain={**record["per_domain"], "meal": 0})
+    files = {**record["files"], f"tasks-{domain}.parquet": ""}
+    _edit_record(copy, "00000", files=files, per_domain={**record["per_domain"], domain: count})
     manifest = _manifest(copy)
-    manifest["files"]["shards/00000/tasks-meal.parquet"] = ""
+    manifest["files"][f"shards/00000/tasks-{domain}.parquet"] = ""
     _write_manifest(copy, manifest)
     _resign(copy, "00000")
+
+
+def test_a_table_of_a_domain_the_recipe_does_not_draw_is_refused(copy):
+    _add_domain_table(copy, "meal", 0)
     report = _verify(copy)
     line = "shards/00000/shard.json: counts tasks of a domain its recipe does not draw"
     assert line in report.file_failures
@@ -733,14 +739,6 @@ def test_a_count_of_another_type_is_not_the_count(copy):
 
 
 def test_a_table_of_no_known_domain_is_named_by_its_file(copy):
-    shard = copy / "shards" / "00000"
-    shutil.copy(shard / "tasks-toy.parquet", shard / "tasks-nosuch.parquet")
-    record = json.loads((shard / "shard.json").read_text())
-    files = {**record["files"], "tasks-nosuch.parquet": ""}
-    _edit_record(copy, "00000", files=files, per_domain={**record["per_domain"], "nosuch": 1})
-    manifest = _manifest(copy)
-    manifest["files"]["shards/00000/tasks-nosuch.parquet"] = ""
-    _write_manifest(copy, manifest)
-    _resign(copy, "00000")
+    _add_domain_table(copy, "nosuch", 1)
     report = _verify(copy)
     assert any(line.startswith("shards/00000/tasks-nosuch.parquet: ") for line in report.file_failures)
