@@ -57,18 +57,20 @@ def _build(cfg: DictConfig, root: Path, jobs: list[ShardJob]) -> int:
     from pipeline.storage.card import GENERATED_LICENCE
 
     if (root / "manifest.json").exists():
-        raise UserError(f"{root} is complete already (it has a manifest); choose another version")
+        raise UserError(f"{shown(root)} is complete already (it has a manifest); choose another version")
     planned = {job.name for job in jobs}
     strays = sorted(p.name for p in root.glob("shards/[0-9]*") if p.name not in planned)
     if strays:
         raise UserError(
-            f"{root}/shards/{strays[0]} is not a shard of this build (another configuration made "
+            f"{shown(root / 'shards' / strays[0])} is not a shard of this build (another configuration made "
             "it); build into a new version (version=...) or delete the folder"
         )
     root.mkdir(parents=True, exist_ok=True)
-    if root.is_symlink() or (root / "shards").is_symlink():
+    linked = [p for p in (root, root / "shards", *root.glob("shards/*")) if p.is_symlink()]
+    if linked:  # a shard folder too: a shard is replaced where it stands, never through a link
         raise UserError(
-            f"{shown(root)}: the build folder or its shards/ is a symlink; shards are not written through one"
+            f"{shown(linked[0])}: a symlink in the build folder; shards are not written through one "
+            "(replace it with a folder, or delete it)"
         )
     for stale in root.glob("shards/.*.partial-*"):  # workers of a killed build
         shutil.rmtree(stale, ignore_errors=True)
@@ -125,13 +127,13 @@ def _build(cfg: DictConfig, root: Path, jobs: list[ShardJob]) -> int:
         # refuse it ("complete already"), so a late Ctrl-C or SIGTERM names it as written
         with deferred_interrupts():
             os.replace(partial, root / "manifest.json")
-            written(f"the training set at {root}")
+            written(f"the training set at {shown(root)}")
     except OSError:  # a full disk: no half-written manifest (the shards stay; a rerun resumes)
         partial.unlink(missing_ok=True)
         raise
     seconds = time.perf_counter() - start
     print(
-        f"train {root}: {tasks} tasks in {len(records)} shards, {seconds:.1f}s "
+        f"train {shown(root)}: {tasks} tasks in {len(records)} shards, {seconds:.1f}s "
         f"({tasks / max(seconds, 1e-9):.1f} tasks/s); {dict(sorted(per_grid.items()))}"
     )
     return 0

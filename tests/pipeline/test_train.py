@@ -408,3 +408,30 @@ def test_a_shard_s_dataset_is_create_dataset_s_for_its_recipe():
         theirs.key(i, r) for i in range(40) for r in range(3)
     ]
     assert ours.settings.crosscheck and len(ours) == 40
+
+
+@pytest.mark.parametrize("where", ["build folder", "shards", "a shard"])
+def test_a_symlink_in_the_build_folder_is_refused_by_name(tmp_path, where):
+    """A shard is replaced where it stands (a killed build's damaged one too), never through a
+    link: a linked build folder, shards/ or shard folder stops the build with one line naming it."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    root = tmp_path / "out" / "gridbench-train-v2.0.0"
+    linked = {"build folder": root, "shards": root / "shards", "a shard": root / "shards" / "00001"}[where]
+    linked.parent.mkdir(parents=True, exist_ok=True)
+    linked.symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(UserError, match=f"^{linked}: a symlink in the build folder"):
+        _build(tmp_path / "out")
+    assert not list(elsewhere.iterdir())
+
+
+def test_a_build_folder_with_a_line_break_is_shown_escaped(tmp_path, capsys):
+    from gridbench.commands.train import build
+
+    cfg = compose_config(
+        ["size=8", "shard_size=8", "domains=[toy]", "candidates_per_slot=6", PARTS], "train", "apps"
+    )
+    cfg.output_root = str(tmp_path / "a\nb")  # one a command line cannot give Hydra unquoted
+    assert build(cfg) == 0
+    out = capsys.readouterr().out
+    assert "a\\nb" in out and "a\nb" not in out
