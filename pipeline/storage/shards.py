@@ -428,6 +428,7 @@ def check_name(name: str, version: str) -> None:
     for value, rule in ((name, NAME), (version, VERSION)):
         if not rule.match(value) or ".." in value:
             raise UserError(
-                f"{ascii(value[:80])}: a name uses letters, digits, '.', '_' and '-' and may not hold "
-                "'/' or '..'; a version is semantic (1.0.0)"
+                f"{ascii(value[:80])}{'...' if len(value) > 80 else ''}: a name is 1 to 64 letters, digits, "
+                "'.', '_' and '-' (the first a letter or digit) and may not hold '/' or '..'; a version is "
+                "semantic (1.0.0, or 1.0.0-rc.1)"
             )

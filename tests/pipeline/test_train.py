@@ -212,6 +212,7 @@ def test_the_card_configs_load_with_datasets_offline(built, monkeypatch, tmp_pat
         (["parts=[{grid: 5x5, hidden_slots: [2, 4, 6], decoy_budgets: [0, 3]}]"], "a \\[low, high\\] range"),
         (["size=0"], "size=0"),
         (["name=../escape"], "may not hold"),
+        (["name=" + "n" * 65], "a name is 1 to 64 letters"),
         (
             ["parts=[" + ", ".join(["{grid: 4x4, hidden_slots: [1, 2], decoy_budgets: [0, 1]}"] * 33) + "]"],
             "1 to 32",
