@@ -49,6 +49,7 @@ from pipeline.storage.shards import (
     card,
     is_sharded,
     read_shards_manifest,
+    shard_dataset,
     shard_files,
     shard_jobs,
 )
@@ -805,7 +806,6 @@ def _recipe_keys(
     cross-check the recipe asks for. Failures go into ``out`` (its ``redraws`` counts the
     re-draws the ids show); returns task id -> key for the rows that are their item."""
     from pipeline.generation.dataset import MAX_REDRAWS
-    from pipeline.storage.shards import shard_dataset
 
     task_failures = out["task_failures"]
     dataset, keys, items = shard_dataset(job), {}, set()
