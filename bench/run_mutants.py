@@ -6,7 +6,8 @@ verify and score, each run against the quick tests that guard its module.
     .venv/bin/python bench/run_mutants.py --baseline       # the selections on unmutated code
     .venv/bin/python bench/run_mutants.py --mutants bench/mutants_round6.json --jobs 1   # round 6
 
-The mutants live in ``bench/mutants_round5.json``: file, the exact original snippet (it must
+The mutants live in ``bench/mutants_round5.json`` (``--mutants``: another round's, such as
+``bench/mutants_round6.json``): file, the exact original snippet (it must
 occur once), its replacement and a one-line description; ``equivalent`` (optional) is the
 reason a mutant changes no behaviour. Each run copies the working tree (no .git, .venv or
 outputs) into a temporary folder once, applies one mutant there at a time and restores the
@@ -15,7 +16,7 @@ tests run with ``CI=1`` (the derandomized Hypothesis profile CI uses), ``pytest 
 and a time limit per mutant. A mutant is *killed* when the tests fail, *survived* when they
 pass, *timeout* when they outlast the limit (counted as not killed), *equivalent* when it
 survives and carries a reason. Results: a table by module and the kill rate (equivalents
-apart), and a JSON file (``--out``, default outputs/mutants_round5/results.json).
+apart), and a JSON file (``--out``, default outputs/<the mutants file's name>/results.json).
 """
 
 from __future__ import annotations
@@ -232,8 +233,10 @@ def main() -> int:
     parser.add_argument(
         "--tests", nargs="*", default=None, help="run these tests instead of the module's selection"
     )
-    parser.add_argument("--out", type=Path, default=ROOT / "outputs" / "mutants_round5" / "results.json")
+    parser.add_argument("--out", type=Path, default=None, help="default: outputs/<mutants name>/results.json")
     args = parser.parse_args()
+    if args.out is None:  # a round's results beside its own, never over another round's
+        args.out = ROOT / "outputs" / args.mutants.stem / "results.json"
 
     mutants = json.loads(args.mutants.read_text())
     if args.only:

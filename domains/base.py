@@ -196,8 +196,8 @@ class Domain:
         """:meth:`sample_name` for a caller that names many items (its plan found once)."""
         if not self.name_words:
             return self.sample_name  # its refusal, where a name is drawn
-        words = tuple(self.name_words)
-        plan, count, bits = _name_plan(words), len(words), len(words).bit_length()
+        plan = _name_plan(tuple(self.name_words))
+        (_, _, count, words, bits), (_, lowest, numbers, _, number_bits) = plan
 
         def name(rng: random.Random) -> str:
             if type(rng) is not random.Random:
@@ -208,10 +208,10 @@ class Domain:
             word = getrandbits(bits)
             while word >= count:
                 word = getrandbits(bits)
-            number = getrandbits(10)
-            while number >= 900:
-                number = getrandbits(10)
-            return f"{words[word]} {100 + number}"
+            number = getrandbits(number_bits)
+            while number >= numbers:
+                number = getrandbits(number_bits)
+            return f"{words[word]} {lowest + number}"  # type: ignore[index]
 
         return name
 
