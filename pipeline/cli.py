@@ -88,7 +88,11 @@ def _first_line(error: BaseException) -> str:
 
 
 def precheck(
-    folder: str, name: str, argv: list[str], composed: Callable[[DictConfig], None] | None = None
+    folder: str,
+    name: str,
+    argv: list[str],
+    composed: Callable[[DictConfig], None] | None = None,
+    job: str = "app",
 ) -> bool:
     """Compose the command line's overrides once, outside Hydra, and resolve every
     interpolation, so that Hydra's own errors and those of an interpolation (which would
@@ -101,7 +105,12 @@ def precheck(
 
     ``composed``: called with the configuration of such a run (that also stays in the folder
     it starts in: no ``hydra.job.chdir``) once it is composed and resolved, before Hydra runs
-    it (what the command can start early: its fork server)."""
+    it (what the command can start early: its fork server).
+
+    ``job``: the job name Hydra's entry point gives the run (``hydra.job.name``). Such a run's
+    composition is kept for this thread, so that Hydra runs it instead of composing the same
+    command line again (:func:`_mode_read`)."""
+    _KEPT.run = None  # a composition kept by an earlier pre-check serves no other command line
     multirun = any(arg in ("-m", "--multirun") for arg in argv)
     if any(arg.startswith("--") and arg != "--multirun" for arg in argv):
         return False
@@ -118,11 +127,14 @@ def precheck(
     from pipeline.config import register_configs
 
     register_configs()
-    with initialize_config_dir(config_dir=str(CONF / folder), version_base=None):
+    with initialize_config_dir(config_dir=str(CONF / folder), job_name=job, version_base=None):
+        from hydra.core.global_hydra import GlobalHydra
+
+        searched = _search_path(GlobalHydra.instance().config_loader())
         _check_additions(parsed, folder, lambda job: compose(config_name=name, overrides=job), overrides)
-        for job in jobs:
+        for line in jobs:
             cfg = _composed(
-                functools.partial(compose, config_name=name, overrides=job, return_hydra_config=True)
+                functools.partial(compose, config_name=name, overrides=line, return_hydra_config=True)
             )
             _resolved(cfg)
             if multirun:
@@ -134,9 +146,47 @@ def precheck(
         chdir = bool(cfg.hydra.job.get("chdir"))
     except Exception:  # a mode that does not resolve: Hydra's own reading (it swallows that)
         return False
-    if known and not chdir and composed is not None:  # one run, in the folder it started in
-        composed(cfg)
+    if known and not chdir:  # one run, in the folder it started in
+        if composed is not None:
+            composed(cfg)
+        _KEPT.run = (name, list(overrides), job, searched, cfg)
     return known
+
+
+_KEPT = threading.local()  # ``run``: this thread's pre-checked plain run and its composition
+
+
+def _search_path(loader: Any) -> list[tuple[str, str]]:
+    """Where a configuration loader looks for the configuration files (provider, path)."""
+    return [(element.provider, element.path) for element in loader.get_search_path().get_path()]
+
+
+def _kept_composition(loader: Any, config_name: Any, overrides: Any, run_mode: Any) -> DictConfig | None:
+    """The composition :func:`precheck` kept for this thread, when Hydra's entry point asks
+    for that very run (the same configuration, command line, job name and search path, with
+    the ``hydra.mode=RUN`` Hydra adds to a run whose mode is none): what Hydra would compose,
+    with that mode set. Used once; None otherwise."""
+    from hydra.core.utils import JobRuntime
+    from hydra.types import RunMode
+    from omegaconf import open_dict, read_write
+
+    kept = getattr(_KEPT, "run", None)
+    _KEPT.run = None
+    if kept is None or run_mode != RunMode.RUN:
+        return None
+    name, plain, job, searched, cfg = kept
+    if (
+        config_name != name
+        or list(overrides) != [*plain, "hydra.mode=RUN"]
+        or JobRuntime.instance().get("name") != job
+        or _search_path(loader) != searched
+    ):
+        return None
+    with read_write(cfg.hydra), open_dict(cfg.hydra):
+        cfg.hydra.mode = RunMode.RUN
+        cfg.hydra.overrides.hydra.append("hydra.mode=RUN")
+    OmegaConf.set_readonly(cfg.hydra, False)  # as composed (the pre-check's HydraConfig set it)
+    return cfg
 
 
 _MODE = threading.local()  # ``known``: this thread's command has no hydra.mode to read
@@ -149,7 +199,12 @@ def _mode_read(known: bool) -> Iterator[None]:
     same command line and found no mode, Hydra is told so instead of composing a third time
     (about 0.1 s of every command); otherwise Hydra reads it as usual. ``Hydra.get_mode`` is
     wrapped once a process and asks this thread's flag, so commands running in other threads
-    read their own modes."""
+    read their own modes.
+
+    The run itself is then composed once, by the pre-check: Hydra's loader is given the
+    composition :func:`precheck` kept for the same command line (:func:`_kept_composition`;
+    about 50 ms of every command), and composes as usual whatever else it is asked."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra._internal.hydra import Hydra
 
     with _WRAPPING:
@@ -163,12 +218,26 @@ def _mode_read(known: bool) -> Iterator[None]:
 
             get_mode._gridbench = True  # type: ignore[attr-defined]
             Hydra.get_mode = get_mode  # type: ignore[method-assign]
+        if not getattr(ConfigLoaderImpl.load_configuration, "_gridbench", False):
+            load = ConfigLoaderImpl.load_configuration
+
+            def load_configuration(
+                self: Any, config_name: Any, overrides: Any, run_mode: Any, *args: Any, **kwargs: Any
+            ) -> Any:
+                kept = _kept_composition(self, config_name, overrides, run_mode)
+                if kept is not None:
+                    return kept
+                return load(self, config_name, overrides, run_mode, *args, **kwargs)
+
+            load_configuration._gridbench = True  # type: ignore[attr-defined]
+            ConfigLoaderImpl.load_configuration = load_configuration  # type: ignore[method-assign]
     before = getattr(_MODE, "known", False)
     _MODE.known = known
     try:
         yield
     finally:
         _MODE.known = before
+        _KEPT.run = None
 
 
 _WRAPPING = threading.Lock()
@@ -455,7 +524,7 @@ def command(
                     )
                     flush_stdout()
                     return
-                known = precheck(search, config_name, sys.argv[1:], early)
+                known = precheck(search, config_name, sys.argv[1:], early, job=_job_name(task))
                 with _mode_read(known):
                     task()
                 flush_stdout()
@@ -473,6 +542,14 @@ def command(
         return main
 
     return decorate
+
+
+def _job_name(entry: Callable[..., Any]) -> str:
+    """The job name Hydra's entry point ``entry`` gives its runs (``hydra.job.name``), found
+    as Hydra finds it."""
+    from hydra._internal.utils import detect_calling_file_or_module_from_task_function, detect_task_name
+
+    return detect_task_name(*detect_calling_file_or_module_from_task_function(entry))
 
 
 def run_cli(body: Callable[[DictConfig], int | None], cfg: DictConfig) -> None:

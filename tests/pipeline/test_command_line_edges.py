@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import shutil
 import subprocess
@@ -20,6 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from tests import ROOT
 
@@ -432,6 +435,132 @@ def test_hydra_composes_only_to_read_a_mode_it_cannot_know(argv, known, monkeypa
     assert len(asked) == (0 if known else 1)
     assert stopped.value.code == 2
     assert "/nowhere is not a release" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("module", "argv"),
+    [
+        ("verify", ["release=/nowhere"]),
+        ("verify", ["release=/nowhere", "verify.workers=1", "solver.time_limit_s=5"]),
+        ("verify", ["release=/nowhere", "hydra.run.dir={tmp}/h", "hydra.job.name=x"]),
+        ("verify", ["release=/nowhere", "hydra.job.name=app"]),
+        ("verify", ["release=/nowhere", "hydra/job_logging=stdout", "hydra.verbose=true"]),
+        ("release", ["domain=toy", "grid=5x5", "release.name=x", "release.workers=1"]),
+        ("evaluate", ["release=/nowhere", "+experiment=paper"]),
+        ("generate", ["domain=meal", "task.hidden_slots=2", "solver.time_limit_s=5"]),
+        ("train", ["size=8", "shard_size=4", "name=kept", "output_root={tmp}"]),
+        ("evaluate", ["release=/nowhere", "agent=random"]),
+        ("report", ["runs_root={tmp}"]),
+        ("audit", ["release=/nowhere"]),
+        ("view", ["release=/nowhere"]),
+    ],
+)
+def test_hydra_runs_the_pre_check_s_composition_which_is_the_one_it_would_compose(
+    module, argv, monkeypatch, tmp_path
+):
+    """A plain run is composed once: Hydra's entry point runs the configuration the pre-check
+    composed, which is (YAML, flags and node types) what Hydra's loader composes itself for
+    that command line, job name and mode; every other composition is Hydra's own."""
+    import importlib
+
+    from hydra.core.utils import JobRuntime
+    from hydra.types import RunMode
+
+    import pipeline.cli as cli
+
+    argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
+    ran, served = [], []
+    real = cli._kept_composition
+
+    def compared(loader, config_name, overrides, run_mode):  # type: ignore[no-untyped-def]
+        kept = real(loader, config_name, overrides, run_mode)
+        if kept is not None:
+            fresh = loader._load_configuration_impl(
+                config_name=config_name, overrides=list(overrides), run_mode=run_mode, from_shell=True
+            )
+            served.append(
+                (copy.deepcopy(kept), fresh, JobRuntime.instance().get("name"))
+            )  # as served (the run sets its output folder in it)
+        return kept
+
+    monkeypatch.setattr(cli, "_kept_composition", compared)
+    monkeypatch.setattr(cli, "run_cli", lambda body, cfg: ran.append(cfg))
+    monkeypatch.setattr(sys, "argv", [module, *argv])
+    main = importlib.import_module(f"gridbench.commands.{module}").main
+    monkeypatch.setattr(cli, "precheck", functools.partial(_precheck_without_early, cli.precheck))
+    main()
+    ((kept, fresh, job),), (cfg,) = served, ran
+    assert OmegaConf.to_yaml(kept) == OmegaConf.to_yaml(fresh)
+    for node in ("", "hydra", "hydra.job", "hydra.overrides"):
+        a, b = (OmegaConf.select(c, node) if node else c for c in (kept, fresh))
+        assert [a._get_node_flag(f) for f in ("readonly", "struct")] == [
+            b._get_node_flag(f) for f in ("readonly", "struct")
+        ], node
+    assert kept.hydra.mode is RunMode.RUN and fresh.hydra.mode is RunMode.RUN
+    assert (
+        kept.hydra.job.name
+        == fresh.hydra.job.name
+        == ("x" if "hydra.job.name=x" in argv else "app" if "hydra.job.name=app" in argv else job)
+    )
+    assert cfg.keys() == fresh.keys() - {"hydra"}  # the job's configuration, Hydra's part taken out
+    assert getattr(cli._KEPT, "run", None) is None  # used once, and gone with the command
+
+
+def _precheck_without_early(precheck, folder, name, argv, early=None, job="app"):  # type: ignore[no-untyped-def]
+    """The pre-check, without the command's early start (a fork server) for a body not run."""
+    return precheck(folder, name, argv, None, job=job)
+
+
+def test_a_composition_is_kept_for_its_own_command_line_job_and_thread_only():
+    """What the pre-check keeps serves only the composition Hydra's entry point asks for next in
+    the same thread, for the same command line, job name and search path: another line,
+    another job name, a sweep's mode or a second request compose as Hydra always has."""
+    import threading
+
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.utils import JobRuntime
+    from hydra.types import RunMode
+
+    import pipeline.cli as cli
+    from gridbench_core.paths import CONF_DIR
+
+    line = ["release=/nowhere"]
+    with initialize_config_dir(config_dir=str(CONF_DIR / "apps"), job_name="kept", version_base=None):
+        loader = GlobalHydra.instance().config_loader()
+    with initialize_config_dir(config_dir=str(CONF_DIR), job_name="kept", version_base=None):
+        elsewhere = GlobalHydra.instance().config_loader()  # conf/, not conf/apps/
+
+    def served(
+        runtime="kept", overrides=(*line, "hydra.mode=RUN"), mode=RunMode.RUN, name="verify", by=loader
+    ):  # type: ignore[no-untyped-def]
+        assert cli.precheck("apps", "verify", line, job="kept") is True
+        JobRuntime.instance().set("name", runtime)  # the job name of the entry point asking
+        return cli._kept_composition(by, name, list(overrides), mode)
+
+    kept = served()
+    assert kept is not None and kept.hydra.job.name == "kept"
+    assert kept.hydra.mode is RunMode.RUN and list(kept.hydra.overrides.hydra) == ["hydra.mode=RUN"]
+    assert cli._kept_composition(loader, "verify", [*line, "hydra.mode=RUN"], RunMode.RUN) is None  # once
+    assert served(runtime="cli") is None
+    assert served(overrides=(*line, "verify.workers=1", "hydra.mode=RUN")) is None
+    assert served(overrides=line) is None
+    assert served(mode=RunMode.MULTIRUN) is None
+    assert served(name="other") is None
+    assert served(by=elsewhere) is None
+    other: list[object] = []
+    served(overrides=())  # kept again, and its request refused: nothing is kept now
+    cli.precheck("apps", "verify", line, job="kept")
+    JobRuntime.instance().set("name", "kept")
+    thread = threading.Thread(
+        target=lambda: other.append(
+            cli._kept_composition(loader, "verify", [*line, "hydra.mode=RUN"], RunMode.RUN)
+        )
+    )
+    thread.start()
+    thread.join(10)
+    assert other == [None]  # another thread's command composes its own
+    assert cli._kept_composition(loader, "verify", [*line, "hydra.mode=RUN"], RunMode.RUN) is not None
 
 
 def test_a_known_mode_is_this_thread_s_only(monkeypatch):
