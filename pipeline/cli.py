@@ -3,7 +3,8 @@ into a Hydra entry point with the same behaviour everywhere:
 
 - the command line is composed once before Hydra runs, so that a misspelt key, an unknown
   option or a value of the wrong type is one ``error: ...`` line and exit code 2, like every
-  other user error (:class:`gridbench_core.errors.UserError`, solver time-outs included);
+  other user error (:class:`gridbench_core.errors.UserError`, solver time-outs included); a
+  plain run is run from that composition (Hydra does not compose it again);
 - Ctrl-C prints one line and exits 130; a worker pool is stopped with it;
 - anything else is a bug: it keeps its traceback and exits 1.
 """

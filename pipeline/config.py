@@ -21,7 +21,7 @@ from pipeline.parallel import check_workers
 from solvers.results import SolverSettings, deterministic_settings
 
 if TYPE_CHECKING:
-    from pipeline.storage.verification import VerifySettings
+    from pipeline.storage.settings import VerifySettings
 
 
 @dataclass
@@ -350,7 +350,7 @@ def verify_settings(cfg: DictConfig) -> VerifySettings:
     """The :class:`VerifySettings` of a verify configuration (``conf/apps/verify.yaml``),
     checked: ``verify.workers``, the ``solver`` group and ``verify.crosscheck_solver``."""
     from pipeline.storage.read import shown
-    from pipeline.storage.verification import VerifySettings
+    from pipeline.storage.settings import VerifySettings
 
     check_workers(cfg.verify.workers, "verify.workers")
     check_solver(cfg)

@@ -11,13 +11,16 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig
 
 from pipeline.cli import command
 from pipeline.config import register_configs, verify_settings
-from pipeline.storage.read import shown
-from pipeline.storage.verification import VerifyReport, verify_release
+from pipeline.storage.read import require_manifest, shown
+
+if TYPE_CHECKING:
+    from pipeline.storage.verification import VerifyReport
 
 register_configs()
 
@@ -50,7 +53,13 @@ def verify(cfg: DictConfig) -> int:
     """Check every file digest of ``cfg.release`` and re-prove every task; 0 when all hold, else 1."""
     start = time.perf_counter()
     settings = verify_settings(cfg)
-    report = verify_release(Path(str(cfg.release)), settings)
+    release = Path(str(cfg.release))
+    require_manifest(release)  # a folder that is no release is one line before the verifier loads
+    # the verifier and its libraries (polars, pyarrow, jsonschema: 0.2 s) load once there is a
+    # release to verify, not for --help or a mistyped path
+    from pipeline.storage.verification import verify_release
+
+    report = verify_release(release, settings)
     print_report(report, time.perf_counter() - start, settings.milp)
     if report.ok:
         print("release verified: every file matches its digest and every task is re-proved")

@@ -24,11 +24,7 @@ DIGEST = re.compile(r"^[0-9a-f]{64}\Z")
 def read_manifest(path: Path) -> dict[str, Any]:
     """The manifest of the release at ``path``; a folder without one is not a release, and a
     manifest of the wrong shape is refused, naming what is wrong."""
-    if not has_manifest(path):
-        raise ReleaseError(
-            f"{shown(path)} is not a release (no manifest.json); pass release=PATH to a "
-            "folder written by `make release`"
-        )
+    require_manifest(path)
     manifest = read_json(path, "manifest.json")
     if not isinstance(manifest, dict):
         raise ReleaseError(f"{path}/manifest.json: must be a JSON object, got {type(manifest).__name__}")
@@ -55,6 +51,16 @@ def shown(path: Any, limit: int = 200) -> str:
     text = str(path)
     text = text if text.isprintable() else repr(text)[1:-1]
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def require_manifest(path: Path) -> None:
+    """Refuse ``path`` unless it holds a manifest (:func:`has_manifest`): a folder without one
+    is not a release."""
+    if not has_manifest(path):
+        raise ReleaseError(
+            f"{shown(path)} is not a release (no manifest.json); pass release=PATH to a "
+            "folder written by `make release`"
+        )
 
 
 def has_manifest(path: Path) -> bool:

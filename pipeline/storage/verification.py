@@ -44,6 +44,7 @@ from pipeline.storage.layout import sha256
 from pipeline.storage.parquet import read_arrow_table, read_table_rows
 from pipeline.storage.read import has_manifest, read_manifest
 from pipeline.storage.safe import ReleaseError, parsed_once, pinned, read_bytes, read_json, unsafe_text, walk
+from pipeline.storage.settings import VerifySettings
 from pipeline.storage.shards import (
     TrainPlan,
     card,
@@ -66,20 +67,6 @@ from solvers.checker import task_memo
 from solvers.cpsat import CpSatModel
 from solvers.milp import crosscheck_answer
 from solvers.results import RETRY_FACTOR, UNKNOWN, SolverSettings
-
-
-@dataclass(frozen=True)
-class VerifySettings:
-    """How a release is re-proved: each solver call's limits, the MILP cross-check (``highs``
-    or ``cbc``; None: CP-SAT alone) and the worker processes. No defaults: the command's are
-    ``conf/apps/verify.yaml`` (``pipeline.config.verify_settings`` converts them)."""
-
-    solver: SolverSettings
-    milp: str | None
-    workers: int
-    # the structured config a build's recorded config must fit (pipeline.config's ``Config``,
-    # given from above: the storage floor does not import the command's configuration)
-    build_schema: Any = None
 
 
 @dataclass
