@@ -193,22 +193,37 @@ def test_a_budget_at_capacity_fills_every_cell_to_k_minus_1_decoys_and_no_furthe
         assert sorted(len(draft.decoys.get(cell, [])) for cell in draft.hidden) == [2, 2, 2], index
 
 
-def test_a_window_or_a_minimum_never_reaches_below_zero():
-    """Planted bug q28 (round 7): without R <= T a window's or a minimum's shown lower bound
-    could sit below 0, an edge no completion can reach, which tells where the truth is."""
-    from pipeline.generation.bounds import radius, value
+def test_no_radius_is_cut_at_the_truth_s_total():
+    """An outside audit (helper-38): a minimum's radius cut at the truth's count T (R <= T)
+    drew its shown bound uniformly on 0..T whenever R >= T, so P(bound | T') = 1 / (T' + 1)
+    favoured completions of smaller counts (+0.007 over the far-side reader). A planted bug
+    before that (q28) had cut windows and minima for the opposite reason; an uncut radius
+    keeps every offset 0..R equally likely for every truth, and a lower side below 0 is
+    shown as drawn. Every kind of bound keeps its whole radius, and a minimum's and a
+    window's shown lower side take every value T - R..T, below 0 included."""
+    from pipeline.generation.bounds import radius, shown_rules, value
     from pipeline.generation.build import draw_draft
 
     seen = set()
-    for index in range(6):
-        draft = draw_draft(TaskKey("course", 5, 5, 6, 6, 8, 0, index), GenerationSettings(), 0)
-        for bound in draft.bounds:
-            truth = value(draft, bound)
-            bound.radius = truth + 50
-            capped = bound.upper and not bound.window
-            assert radius(draft, bound) == (truth + 50 if capped else truth), (bound, truth)
-            seen.add("cap" if capped else "window" if bound.window else "minimum")
-    assert {"cap", "window"} <= seen, seen
+    for domain in ("course", "travel", "workforce"):
+        for index in range(4):
+            draft = draw_draft(TaskKey(domain, 5, 5, 6, 6, 8, 0, index), GenerationSettings(), 0)
+            for bound in draft.bounds:
+                truth = value(draft, bound)
+                bound.radius = truth + 3
+                assert radius(draft, bound) == truth + 3 and radius(draft, bound, 2) == truth + 5
+                if bound.upper and not bound.window:
+                    continue
+                lows = set()
+                for k in range(bound.radius + 1):
+                    bound.offset = (k + 0.5) / (bound.radius + 1)
+                    rules = shown_rules(draft, bound)
+                    lows.add(min(rule.bound for rule in rules) if bound.window else rules[0].bound)
+                    if bound.window:
+                        assert max(r.bound for r in rules) - min(r.bound for r in rules) == bound.radius
+                assert lows == set(range(truth - bound.radius, truth + 1)), (bound, truth)
+                seen.add("window" if bound.window else "minimum")
+    assert seen == {"window", "minimum"}, seen
 
 
 def test_a_radius_a_completion_set_is_drawn_short_of_its_edge():
