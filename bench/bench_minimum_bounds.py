@@ -41,7 +41,6 @@ SPREAD = 12.0  # conf/generation/default.yaml: one_sided_spread
 
 def pairs(root: Path):  # type: ignore[no-untyped-def]
     """(task, answer) dicts of a release (JSON files) or a training set (Parquet shards)."""
-    from gridbench_core.task_io import task_from_dict  # noqa: F401  (the package must import)
     from pipeline.storage.tables import decode_answer, decode_task, read_table
 
     if (root / "shards").is_dir():
