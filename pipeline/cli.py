@@ -16,6 +16,7 @@ import errno
 import functools
 import importlib
 import itertools
+import os
 import re
 import sys
 import threading
@@ -148,10 +149,32 @@ def precheck(
     except Exception:  # a mode that does not resolve: Hydra's own reading (it swallows that)
         return False
     if known and not chdir:  # one run, in the folder it started in
+        _run_folder(cfg)
         if composed is not None:
             composed(cfg)
         _KEPT.run = (name, list(overrides), job, searched, cfg)
     return known
+
+
+def _run_folder(cfg: DictConfig) -> None:
+    """Make the folders Hydra's run makes before the job (``hydra.run.dir``, and its
+    ``hydra.output_subdir`` when one is set), as it would make them next: one that cannot be
+    made is one line and exit 2 here, not a traceback from inside Hydra."""
+    from pathlib import Path
+
+    run = str(cfg.hydra.run.dir)
+    folders = [("hydra.run.dir", Path(run))]
+    if cfg.hydra.output_subdir is not None:
+        folders.append(("hydra.output_subdir", Path(run) / str(cfg.hydra.output_subdir)))
+    for key, folder in folders:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except (OSError, ValueError) as error:
+            fail(
+                f"{key}: the folder {terminal_text(str(folder), 200)} cannot be made "
+                f"({terminal_text(str(getattr(error, 'strerror', None) or error), 80)}); give one "
+                "that can, or leave the key out"
+            )
 
 
 _KEPT = threading.local()  # ``run``: this thread's pre-checked plain run and its composition
@@ -347,6 +370,14 @@ def _composed(compose: Callable[[], DictConfig]) -> DictConfig:
             f"a configuration file of {CONF} is damaged ({_first_line(error)}); reinstall gridbench "
             "or restore conf/ from the checkout"
         )
+    except KeyError as error:  # Hydra copies hydra.job.env_copy's variables as it composes
+        name = error.args[0] if error.args else None
+        if not isinstance(name, str) or name in os.environ:
+            raise
+        fail(
+            f"hydra.job.env_copy names the environment variable {terminal_text(name, 80)}, which is "
+            "not set; set it or leave it out of hydra.job.env_copy"
+        )
     raise AssertionError("unreachable")
 
 
@@ -514,15 +545,14 @@ def command(
                         if sys.argv[0].startswith("gridbench ")
                         else f"python -m {spec.name if spec else body.__module__}"
                     )
-                    print(
-                        help_page(
-                            search,
-                            config_name,
-                            sys.argv[1:],
-                            getattr(module, "__doc__", None),
-                            program,
-                        )
+                    page = help_page(
+                        search, config_name, sys.argv[1:], getattr(module, "__doc__", None), program
                     )
+                    try:
+                        print(page)
+                    except BrokenPipeError:  # `... --help | head`: the reader has gone
+                        drop_stdout()
+                        sys.exit(PIPE_CLOSED)
                     flush_stdout()
                     return
                 known = precheck(search, config_name, sys.argv[1:], early, job=_job_name(task))

@@ -70,6 +70,47 @@ def test_an_interpolation_that_cannot_resolve_is_one_line_before_the_job(
     assert named in line and "interpolation" in line
 
 
+def test_hydra_s_own_keys_that_would_fail_inside_hydra_are_one_line(capsys, monkeypatch, tmp_path):
+    """Found by an outside audit (helper-39): an unset variable in ``hydra.job.env_copy`` and a
+    run folder (``hydra.run.dir``, ``hydra.output_subdir``) that cannot be made ended in a
+    traceback from inside Hydra (exit 1). They are one line and exit 2 before the job, and a
+    run folder that can be made is made as Hydra makes it."""
+    monkeypatch.delenv("GRIDBENCH_NO_SUCH_VAR", raising=False)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    line = precheck_line(
+        "apps", "verify", ["release=/nowhere", "hydra.job.env_copy=[GRIDBENCH_NO_SUCH_VAR]"], capsys
+    )
+    assert "hydra.job.env_copy" in line and "GRIDBENCH_NO_SUCH_VAR" in line and "not set" in line
+    line = precheck_line("apps", "verify", ["release=/nowhere", f"hydra.run.dir={blocked}/run"], capsys)
+    assert line.startswith("error: hydra.run.dir: the folder ") and "cannot be made" in line
+    line = precheck_line("apps", "verify", ["release=/nowhere", f"hydra.output_subdir={blocked}/x"], capsys)
+    assert line.startswith("error: hydra.output_subdir: ") and "cannot be made" in line
+    monkeypatch.setenv("GRIDBENCH_SOME_VAR", "1")
+    passes(
+        "apps",
+        "verify",
+        ["release=/nowhere", "hydra.job.env_copy=[GRIDBENCH_SOME_VAR]", f"hydra.run.dir={tmp_path}/r/s"],
+    )
+    assert (tmp_path / "r" / "s").is_dir()
+
+
+def test_a_help_page_into_a_closed_pipe_is_the_pipe_s_exit_code():
+    """Found by an outside audit: ``gridbench release --help | head`` could end in a
+    BrokenPipeError traceback when the reader left before the page was written."""
+    from gridbench_core.errors import PIPE_CLOSED
+
+    code = (
+        "import os, sys\n"
+        "read, write = os.pipe(); os.close(read); os.dup2(write, 1)\n"
+        "sys.argv = ['release', '--help']\n"
+        "from gridbench.commands.release import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == PIPE_CLOSED and "Traceback" not in done.stderr, done.stderr
+
+
 def test_interpolations_are_resolved_for_the_generation_commands_too(capsys, monkeypatch):
     monkeypatch.delenv("GRIDBENCH_H27_UNSET", raising=False)
     assert "GRIDBENCH_H27_UNSET" in precheck_line(
