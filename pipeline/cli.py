@@ -156,16 +156,26 @@ def precheck(
     return known
 
 
+def _unresolvable(error: BaseException) -> None:
+    """An interpolation that cannot be resolved: one line, exit 2."""
+    fail(f"{_first_line(error)}; fix the interpolation (a literal $ is written \\${{...}}), {HINT}")
+
+
 def _run_folder(cfg: DictConfig) -> None:
     """Make the folders Hydra's run makes before the job (``hydra.run.dir``, and its
     ``hydra.output_subdir`` when one is set), as it would make them next: one that cannot be
     made is one line and exit 2 here, not a traceback from inside Hydra."""
     from pathlib import Path
 
-    run = str(cfg.hydra.run.dir)
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        run, subdir = str(cfg.hydra.run.dir), cfg.hydra.output_subdir
+    except OmegaConfBaseException as error:  # Hydra's own keys are resolved only here
+        _unresolvable(error)
     folders = [("hydra.run.dir", Path(run))]
-    if cfg.hydra.output_subdir is not None:
-        folders.append(("hydra.output_subdir", Path(run) / str(cfg.hydra.output_subdir)))
+    if subdir is not None:
+        folders.append(("hydra.output_subdir", Path(run) / str(subdir)))
     for key, folder in folders:
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -398,7 +408,7 @@ def _resolved(cfg: DictConfig) -> None:
     try:
         OmegaConf.to_container(task, resolve=True)
     except (OmegaConfBaseException, UserError, ValueError, TypeError, RecursionError) as error:
-        fail(f"{_first_line(error)}; fix the interpolation (a literal $ is written \\${{...}}), {HINT}")
+        _unresolvable(error)
 
 
 def _sweep_jobs(overrides: list[str], parsed: list[Any]) -> list[list[str]]:

@@ -86,6 +86,10 @@ def test_hydra_s_own_keys_that_would_fail_inside_hydra_are_one_line(capsys, monk
     assert line.startswith("error: hydra.run.dir: the folder ") and "cannot be made" in line
     line = precheck_line("apps", "verify", ["release=/nowhere", f"hydra.output_subdir={blocked}/x"], capsys)
     assert line.startswith("error: hydra.output_subdir: ") and "cannot be made" in line
+    line = precheck_line(
+        "apps", "verify", ["release=/nowhere", "hydra.run.dir=${oc.env:GRIDBENCH_NO_SUCH_VAR}"], capsys
+    )
+    assert "GRIDBENCH_NO_SUCH_VAR" in line and "hydra.run.dir" in line and "interpolation" in line
     monkeypatch.setenv("GRIDBENCH_SOME_VAR", "1")
     passes(
         "apps",
