@@ -113,10 +113,16 @@ def precheck(
     composition is kept for this thread, so that Hydra runs it instead of composing the same
     command line again (:func:`_mode_read`)."""
     _KEPT.run = None  # a composition kept by an earlier pre-check serves no other command line
-    multirun = any(arg in ("-m", "--multirun") for arg in argv)
-    if any(arg.startswith("--") and arg != "--multirun" for arg in argv):
-        return False
-    overrides = [arg for arg in argv if not arg.startswith("-")]
+    from hydra._internal.utils import get_args_parser
+
+    # Hydra's own reading of its flags (``-c job`` is ``--cfg job``, not an override ``job``; a
+    # flag it does not know is argparse's usage line and exit 2, as Hydra gives it)
+    args = get_args_parser().parse_args(argv)
+    elsewhere = (args.config_path, args.config_name, args.config_dir, args.experimental_rerun)
+    if args.hydra_help or args.shell_completion or any(value is not None for value in elsewhere):
+        return False  # Hydra's own pages, or a configuration found elsewhere: Hydra's to compose
+    multirun = bool(args.multirun)
+    overrides = list(args.overrides)
     if len(overrides) > MAX_OVERRIDES:
         fail(
             f"{len(overrides)} key=value arguments: at most {MAX_OVERRIDES} on one command line "

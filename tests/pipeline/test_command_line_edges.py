@@ -99,6 +99,33 @@ def test_hydra_s_own_keys_that_would_fail_inside_hydra_are_one_line(capsys, monk
     assert (tmp_path / "r" / "s").is_dir()
 
 
+def test_hydra_s_flags_are_read_as_hydra_reads_them(capsys, monkeypatch):
+    """The pre-check took ``-c job`` (Hydra's short ``--cfg job``) for an override ``job`` and
+    refused a command line Hydra runs; and it left every ``--`` flag to Hydra, so a misspelt
+    key beside ``--cfg job`` was Hydra's error and exit 1. It now reads the flags with Hydra's
+    own parser: the overrides beside a flag are checked (one line, exit 2) and the flag's run is
+    Hydra's; a flag Hydra does not know is argparse's usage line and exit 2, as Hydra gives it."""
+    from gridbench.commands.verify import main
+    from pipeline.cli import precheck
+
+    for flags in (
+        ["-c", "job"],
+        ["--cfg", "job"],
+        ["--cfg", "all", "--resolve"],
+        ["-p", "verify", "-c", "job"],
+    ):
+        assert precheck("apps", "verify", [*flags, "release=/nowhere"]) is False  # Hydra's to run
+        line = precheck_line("apps", "verify", [*flags, "release.nme=x"], capsys)
+        assert "full_key: release" in line
+    monkeypatch.setattr(sys, "argv", ["verify", "-c", "job", "release=/nowhere", "verify.workers=1"])
+    main()
+    out = capsys.readouterr().out
+    assert "release: /nowhere" in out and "workers: 1" in out
+    with pytest.raises(SystemExit) as stopped:
+        precheck("apps", "verify", ["--no-such-flag", "release=/nowhere"])
+    assert stopped.value.code == 2 and "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
+
+
 def test_a_help_page_into_a_closed_pipe_is_the_pipe_s_exit_code():
     """Found by an outside audit: ``gridbench release --help | head`` could end in a
     BrokenPipeError traceback when the reader left before the page was written."""
