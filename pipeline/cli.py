@@ -21,7 +21,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -49,7 +49,7 @@ MAX_SWEEP_JOBS = 100_000  # jobs of one multirun
 HINT = "see `gridbench <command> --help` (or conf/) for the keys and their values"
 
 
-def fail(message: str, code: int = 2) -> None:
+def fail(message: str, code: int = 2) -> NoReturn:
     """Print ``message`` as one ``error:`` line on stderr (escape sequences and line breaks
     shown as escapes) and exit with ``code``."""
     print(f"error: {terminal_text(message, 4000)}", file=sys.stderr)
@@ -99,7 +99,10 @@ def precheck(
     """Compose the command line's overrides once, outside Hydra, and resolve every
     interpolation, so that Hydra's own errors and those of an interpolation (which would
     otherwise fail only inside the job) become one line and exit 2. A multirun composes each
-    value of each swept key; Hydra's flags (``--help``, ``--cfg``, ...) are left to Hydra.
+    value of each swept key. Hydra's flags are read by Hydra's own parser: the overrides
+    beside ``--cfg`` / ``-c``, ``--resolve`` or ``-p`` are checked and the flag's run left to
+    Hydra; ``--hydra-help`` and the flags that find the configuration elsewhere are Hydra's
+    whole.
 
     True when the command line is one plain run whose composition sets no ``hydra.mode``:
     the mode Hydra would compose the configuration once more to read (:func:`_mode_read`,
@@ -162,7 +165,7 @@ def precheck(
     return known
 
 
-def _unresolvable(error: BaseException) -> None:
+def _unresolvable(error: BaseException) -> NoReturn:
     """An interpolation that cannot be resolved: one line, exit 2."""
     fail(f"{_first_line(error)}; fix the interpolation (a literal $ is written \\${{...}}), {HINT}")
 
