@@ -11,6 +11,7 @@ into a Hydra entry point with the same behaviour everywhere:
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import functools
@@ -100,9 +101,9 @@ def precheck(
     interpolation, so that Hydra's own errors and those of an interpolation (which would
     otherwise fail only inside the job) become one line and exit 2. A multirun composes each
     value of each swept key. Hydra's flags are read by Hydra's own parser: the overrides
-    beside ``--cfg`` / ``-c``, ``--resolve`` or ``-p`` are checked and the flag's run left to
-    Hydra; ``--hydra-help`` and the flags that find the configuration elsewhere are Hydra's
-    whole.
+    beside ``--cfg`` / ``-c``, ``--resolve``, ``-p`` or ``--hydra-help`` are checked and the
+    flag's run left to Hydra (:func:`hydra_help_argv`); the flags that find the configuration
+    elsewhere are Hydra's whole.
 
     True when the command line is one plain run whose composition sets no ``hydra.mode``:
     the mode Hydra would compose the configuration once more to read (:func:`_mode_read`,
@@ -122,8 +123,8 @@ def precheck(
     # flag it does not know is argparse's usage line and exit 2, as Hydra gives it)
     args = get_args_parser().parse_args(argv)
     elsewhere = (args.config_path, args.config_name, args.config_dir, args.experimental_rerun)
-    if args.hydra_help or args.shell_completion or any(value is not None for value in elsewhere):
-        return False  # Hydra's own pages, or a configuration found elsewhere: Hydra's to compose
+    if args.shell_completion or any(value is not None for value in elsewhere):
+        return False  # Hydra's completion, or a configuration found elsewhere: Hydra's to compose
     multirun = bool(args.multirun)
     overrides = list(args.overrides)
     if len(overrides) > MAX_OVERRIDES:
@@ -163,6 +164,32 @@ def precheck(
             composed(cfg)
         _KEPT.run = (name, list(overrides), job, searched, cfg)
     return known
+
+
+def hydra_help_argv(argv: list[str]) -> list[str]:
+    """``argv`` as Hydra's ``--hydra-help`` can read it: without the job's own overrides. That
+    page shows Hydra's configuration alone, which Hydra composes from no configuration at all
+    with every override of the line, so a key of the command (``release=...``) failed there
+    with a traceback; the pre-check has composed the whole line by then, and the page does not
+    depend on the job's keys. Hydra's own overrides (``hydra.*``, ``hydra/...``) stay. Any
+    other command line is returned as it is."""
+    from hydra._internal.utils import get_args_parser
+
+    args = get_args_parser().parse_args(argv)
+    if not args.hydra_help:
+        return argv
+    left = collections.Counter(
+        override
+        for override in args.overrides
+        if not re.match(r"[~+]*hydra(?:[./@=]|$)", override)  # one of Hydra's own keys or groups
+    )
+    kept = []
+    for arg in argv:
+        if left[arg] > 0:
+            left[arg] -= 1
+            continue
+        kept.append(arg)
+    return kept
 
 
 def _unresolvable(error: BaseException) -> NoReturn:
@@ -575,6 +602,7 @@ def command(
                     flush_stdout()
                     return
                 known = precheck(search, config_name, sys.argv[1:], early, job=_job_name(task))
+                sys.argv[1:] = hydra_help_argv(sys.argv[1:])  # Hydra's own page: its keys alone
                 with _mode_read(known):
                     task()
                 flush_stdout()

@@ -126,6 +126,36 @@ def test_hydra_s_flags_are_read_as_hydra_reads_them(capsys, monkeypatch):
     assert stopped.value.code == 2 and "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
 
 
+def test_hydra_s_own_help_page_takes_the_command_s_keys(capsys, monkeypatch):
+    """``gridbench verify --hydra-help release=X`` ended in a traceback: Hydra composes that
+    page from its own configuration alone with every override of the line, and ``release`` is
+    not one of Hydra's keys. The line is checked as any other (a misspelt key is one line, exit
+    2) and Hydra is given its own overrides only; other command lines reach Hydra unchanged."""
+    from gridbench.commands.verify import main
+    from pipeline.cli import hydra_help_argv
+
+    assert hydra_help_argv(["--hydra-help", "release=/x", "hydra.run.dir=/r", "+hydra.x=1"]) == [
+        "--hydra-help",
+        "hydra.run.dir=/r",
+        "+hydra.x=1",
+    ]
+    kept = ["-m", "hydra/launcher=basic", "~hydra.job.env_set", "--hydra-help"]
+    assert (
+        hydra_help_argv(["-m", "hydra/launcher=basic", "seed=1,2", "~hydra.job.env_set", "--hydra-help"])
+        == kept
+    )
+    assert hydra_help_argv(["--hydra-help", "hydrate=1", "release.name=hydra.x"]) == ["--hydra-help"]
+    for line in (["--cfg", "job", "release=/x"], ["release=/x", "hydra.run.dir=/r"]):
+        assert hydra_help_argv(line) == line  # not Hydra's help page: as it is
+    monkeypatch.setattr(sys, "argv", ["verify", "--hydra-help", "release=/nowhere", "verify.workers=1"])
+    with pytest.raises(SystemExit) as stopped:  # Hydra ends its help pages so
+        main()
+    out = capsys.readouterr()
+    assert stopped.value.code == 0, out.err
+    assert out.out.startswith("Hydra (") and "Traceback" not in out.err
+    assert precheck_line("apps", "verify", ["--hydra-help", "release.nme=x"], capsys).count("release") >= 1
+
+
 def test_a_help_page_into_a_closed_pipe_is_the_pipe_s_exit_code():
     """Found by an outside audit: ``gridbench release --help | head`` could end in a
     BrokenPipeError traceback when the reader left before the page was written."""
