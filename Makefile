@@ -107,6 +107,7 @@ bench: $(STAMP) ## Performance benchmarks (prints numbers, never fails on speed)
 	$(PY) bench/bench_direction.py --build 6
 	$(PY) bench/bench_seeds.py $(ARGS)
 	$(PY) bench/bench_train.py $(ARGS)
+	$(PY) bench/bench_train_stages.py $(ARGS)
 	$(PY) bench/bench_floor.py $(ARGS)
 	$(PY) bench/bench_python.py $(if $(OTHER),--other $(OTHER)) $(ARGS)
 	$(PY) bench/bench_adaptive.py
