@@ -49,7 +49,7 @@ def value(draft: Draft, bound: Bound, grid: list[list[str]] | None = None) -> in
     return max(found) if bound.upper else min(found)
 
 
-def radius(draft: Draft, bound: Bound, extra: int = 0) -> int:
+def radius(bound: Bound, extra: int = 0) -> int:
     """The radius in effect (``extra``: loosened by that many units more). It is never cut at
     the truth's own total T, even where a window's or a minimum's lower side then falls
     below 0, the least a measure can be: cut to min(R, T), a minimum's shown bound was
@@ -58,19 +58,18 @@ def radius(draft: Draft, bound: Bound, extra: int = 0) -> int:
     +0.010] over the far-side reader on 10,917 cells, +0.014 on travel's count minimums).
     Uncut, the offset is uniform on 0..R for every T, and a bound below every completion's
     measure is shown as it was drawn (it binds nothing, and says nothing)."""
-    del draft  # the radius is the bound's alone: nothing of the truth enters it
-    return max(0, bound.radius + extra)
+    return max(0, bound.radius + extra)  # the bound's alone: nothing of the truth enters it
 
 
 def virtual_rules(draft: Draft, bound: Bound, extra: int = 0) -> list[GlobalRule]:
     """The bound's rules in the virtual task (``extra``: loosened by that many units more)."""
-    truth, width = value(draft, bound), radius(draft, bound, extra)
+    truth, width = value(draft, bound), radius(bound, extra)
     return [rule.with_bound(truth + width if rule.is_upper_bound else truth - width) for rule in bound.rules]
 
 
 def shown_rules(draft: Draft, bound: Bound) -> list[GlobalRule]:
     """The bound's rules as the task shows them: the truth at offset k = floor(u (R + 1))."""
-    truth, width = value(draft, bound), radius(draft, bound)
+    truth, width = value(draft, bound), radius(bound)
     k = min(width, int(bound.offset * (width + 1)))
     if bound.window:
         low = truth - k

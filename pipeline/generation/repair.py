@@ -142,7 +142,7 @@ def tighten(draft: Draft, counterexample: dict[Cell, str], margin: int, jitter: 
         if not bound.window:
             continue
         width = separation(draft, bound, grid, margin)
-        if width is not None and width < radius(draft, bound):  # its virtual bound lets it through
+        if width is not None and width < radius(bound):  # its virtual bound lets it through
             found.append((index, width))
     if not found:
         return None
@@ -156,7 +156,7 @@ def tighten(draft: Draft, counterexample: dict[Cell, str], margin: int, jitter: 
 
 def _deepest_cut(draft: Draft, candidates: list[tuple[int, int]]) -> tuple[int, int]:
     """The bound whose narrowing keeps the smallest share of its radius (ties at random)."""
-    kept = [(width + 1) / (radius(draft, draft.bounds[index]) + 1) for index, width in candidates]
+    kept = [(width + 1) / (radius(draft.bounds[index]) + 1) for index, width in candidates]
     best = min(kept)
     tied = [pair for pair, share in zip(candidates, kept, strict=True) if share <= best + 1e-12]
     return tied[draft.rng.randrange(len(tied))]
@@ -165,7 +165,7 @@ def _deepest_cut(draft: Draft, candidates: list[tuple[int, int]]) -> tuple[int, 
 def _least_cut(draft: Draft, candidates: list[tuple[int, int]]) -> tuple[int, int]:
     """The bound whose narrowing keeps the largest share of its radius (ties at random): the
     cuts spread over many bounds instead of pinning a few."""
-    kept = [(width + 1) / (radius(draft, draft.bounds[index]) + 1) for index, width in candidates]
+    kept = [(width + 1) / (radius(draft.bounds[index]) + 1) for index, width in candidates]
     best = max(kept)
     tied = [pair for pair, share in zip(candidates, kept, strict=True) if share >= best - 1e-12]
     return tied[draft.rng.randrange(len(tied))]

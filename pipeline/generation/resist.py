@@ -106,7 +106,7 @@ def _widest(
     none is left; a solve that reaches its time limit keeps the radius last proven. Leaves the
     bound at that radius, in the draft and in ``model`` (the virtual task's; ``task``: the
     virtual task, for its cells and items)."""
-    start = radius(draft, bound)
+    start = radius(bound)
     if top is None:
         rules = virtual_rules(draft, bound)
         vacuous = start + max(_vacuous_units(task, rule) for rule in rules) + 1

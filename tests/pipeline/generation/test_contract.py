@@ -211,7 +211,7 @@ def test_no_radius_is_cut_at_the_truth_s_total():
             for bound in draft.bounds:
                 truth = value(draft, bound)
                 bound.radius = truth + 3
-                assert radius(draft, bound) == truth + 3 and radius(draft, bound, 2) == truth + 5
+                assert radius(bound) == truth + 3 and radius(bound, 2) == truth + 5
                 if bound.upper and not bound.window:
                     continue
                 lows = set()

@@ -135,9 +135,7 @@ def test_a_caged_redraw_keeps_each_bound_s_radius_and_offset():
             assert placed.name == rule.name
             if bound.window:  # the window's width is the radius in effect, the truth inside
                 assert (
-                    value(draft, bound) - radius(draft, bound)
-                    <= placed.bound
-                    <= value(draft, bound) + radius(draft, bound)
+                    value(draft, bound) - radius(bound) <= placed.bound <= value(draft, bound) + radius(bound)
                 )
 
 

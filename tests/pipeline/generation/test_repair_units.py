@@ -59,10 +59,10 @@ def test_one_tightening_narrows_one_radius_just_past_the_counterexample(margin):
     _loosened(draft)
     other = _virtual_model(draft).other_completion()
     assert other.status == FEASIBLE
-    before = [radius(draft, bound) for bound in draft.bounds]
+    before = [radius(bound) for bound in draft.bounds]
     index = tighten(draft, other.solution, margin)
     assert index is not None
-    after = [radius(draft, bound) for bound in draft.bounds]
+    after = [radius(bound) for bound in draft.bounds]
     assert [i for i, (b, a) in enumerate(zip(before, after, strict=True)) if b != a] == [index]
     bound = draft.bounds[index]
     truth, seen = value(draft, bound), value(draft, bound, _grid(draft, other.solution))
@@ -88,11 +88,11 @@ def test_a_bound_already_narrowed_past_the_counterexample_is_never_the_one_picke
     settled = windows[0]
     draft.bounds[settled].radius = widths[settled]
     place(draft)
-    assert radius(draft, draft.bounds[settled]) == widths[settled]
-    before = [radius(draft, bound) for bound in draft.bounds]
+    assert radius(draft.bounds[settled]) == widths[settled]
+    before = [radius(bound) for bound in draft.bounds]
     index = tighten(draft, other.solution, margin)
     assert index is not None and index != settled
-    assert radius(draft, draft.bounds[index]) < before[index]
+    assert radius(draft.bounds[index]) < before[index]
 
 
 def test_only_windows_are_narrowed_and_a_counterexample_only_a_one_sided_bound_cuts_is_re_drawn():
@@ -276,7 +276,7 @@ def test_a_small_draft_takes_the_cut_that_keeps_most_of_a_radius_and_a_caged_one
     for bound in draft.bounds:
         bound.radius = 40
     place(draft)
-    radii = [radius(draft, bound) for bound in draft.bounds]
+    radii = [radius(bound) for bound in draft.bounds]
     first, second = sorted(range(len(radii)), key=lambda i: -radii[i])[:2]
     assert radii[first] >= 4 and radii[second] >= 4
     candidates = [(first, 1), (second, radii[second] - 1)]  # keeps 2 of R + 1 units against R of R + 1
@@ -300,7 +300,7 @@ def test_the_cut_kept_is_the_share_of_its_radius_exactly_and_ties_are_drawn_at_r
         for small in range(1, big):
             draft.bounds[a].radius, draft.bounds[b].radius = big, small
             place(draft)
-            assert (radius(draft, draft.bounds[a]), radius(draft, draft.bounds[b])) == (big, small)
+            assert (radius(draft.bounds[a]), radius(draft.bounds[b])) == (big, small)
             for wa in range(big):
                 for wb in range(small):
                     share = {a: Fraction(wa + 1, big + 1), b: Fraction(wb + 1, small + 1)}

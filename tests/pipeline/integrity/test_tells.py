@@ -51,7 +51,7 @@ def _build(count: int = TASKS) -> list:
 def _old_draw(draft, bound):
     """The draw before issue 26: each side of a window, and a one-sided bound, an independent
     slack away from the truth (inside the virtual bound, so uniqueness is kept)."""
-    truth, width = placement.value(draft, bound), placement.radius(draft, bound)
+    truth, width = placement.value(draft, bound), placement.radius(bound)
     rng = random.Random(f"{bound.rules[0].name}{truth}{width}")
     if bound.window:
         low, high = truth - rng.randint(0, width), truth + rng.randint(0, width)
@@ -112,7 +112,7 @@ def test_the_correct_build_s_soft_heuristics_stay_level_with_their_control(corre
 def _centred(draft, bound):
     """Windows with the truth exactly in the middle (a blatant tell); one-sided bounds as
     drawn."""
-    truth, width = placement.value(draft, bound), placement.radius(draft, bound)
+    truth, width = placement.value(draft, bound), placement.radius(bound)
     if bound.window:
         return [
             rule.with_bound(truth + width if rule.is_upper_bound else truth - width) for rule in bound.rules
